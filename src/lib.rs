@@ -1,0 +1,22 @@
+//! geneb: the GENEB probing protocol — frozen encoder → pooled embedding → logistic-regression
+//! probe → per-category profile — as one core for the native CLI and the browser (wasm32).
+
+pub mod encoder;
+pub mod error;
+pub mod eval;
+pub mod metrics;
+#[cfg(feature = "cli")]
+pub mod npz;
+pub mod probe;
+pub mod profile;
+pub mod protocol;
+pub mod report;
+pub mod seq;
+pub mod task;
+#[cfg(target_arch = "wasm32")]
+pub mod web;
+
+pub use error::{Error, Result};
+
+/// The harness version recorded in every result file.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
