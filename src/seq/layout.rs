@@ -1,0 +1,481 @@
+//! Which files make which task: file and folder names → roles → tasks, and `tasks.json`.
+
+use super::InputFile;
+use super::dataset::{Collector, Part};
+use super::fasta::{FastaLayout, read_fasta};
+use super::table::{TableKind, read_table};
+use super::text::{quote, read_to_string};
+use crate::protocol::UNCATEGORIZED;
+use crate::task::{Task, TaskData, catalogue};
+use crate::{Error, Result};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// What one file is, from its name alone.
+#[derive(Debug)]
+pub(crate) enum Role<'n> {
+    Manifest,
+    /// (a) a GENEB task table; the id is the file stem.
+    Table {
+        id: &'n str,
+        tab: bool,
+    },
+    /// (c) FASTA with `split=` in the headers; the id is the file stem.
+    FastaTask {
+        id: &'n str,
+    },
+    /// (b) `train.*` / `test.*` of the task named by `folder`'s last component.
+    PairPart {
+        folder: Vec<&'n str>,
+        part: Part,
+        format: Format,
+    },
+    /// (c) `train/<class>.fa` / `test/<class>.fa` of the task named by `folder`'s last component.
+    FastaClass {
+        folder: Vec<&'n str>,
+        part: Part,
+        class: &'n str,
+    },
+    /// Not task data (unknown extension, hidden file, a dev/validation split GENEB doesn't use).
+    Ignored,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Format {
+    Table { tab: bool },
+    Fasta,
+}
+
+const MANIFEST: &str = "tasks.json";
+const FASTA_EXTENSIONS: [&str; 3] = ["fa", "fasta", "fna"];
+const OTHER_COMPRESSIONS: [&str; 5] = ["bz2", "xz", "zip", "zst", "7z"];
+/// Splits some datasets ship that GENEB doesn't use; their files are skipped, not errors.
+const UNUSED_SPLITS: [&str; 4] = ["dev", "val", "valid", "validation"];
+
+fn strip_suffix_ignore_case<'s>(text: &'s str, suffix: &str) -> Option<&'s str> {
+    let cut = text.len().checked_sub(suffix.len())?;
+    (text.is_char_boundary(cut) && text[cut..].eq_ignore_ascii_case(suffix)).then(|| &text[..cut])
+}
+
+/// `stem.ext` with `ext` lower-cased; `None` without an extension.
+fn stem_and_extension(base: &str) -> Option<(&str, String)> {
+    let (stem, extension) = base.rsplit_once('.')?;
+    (!stem.is_empty()).then(|| (stem, extension.to_ascii_lowercase()))
+}
+
+fn is_data_extension(extension: &str) -> bool {
+    matches!(extension, "csv" | "tsv") || FASTA_EXTENSIONS.contains(&extension)
+}
+
+fn is_unused_split(name: &str) -> bool {
+    UNUSED_SPLITS.iter().any(|s| name.eq_ignore_ascii_case(s))
+}
+
+/// A name's folder components and base name; `/` and `\` both separate folders.
+fn components(name: &str) -> Vec<&str> {
+    name.split(['/', '\\'])
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect()
+}
+
+/// The role of a file, from its name (`folder/…/base`). Errors only for a data file
+/// compressed with something other than gzip.
+pub(crate) fn role_of(name: &str) -> Result<Role<'_>> {
+    let parts = components(name);
+    let Some((&base, folder)) = parts.split_last() else {
+        return Ok(Role::Ignored);
+    };
+    if base.starts_with('.') {
+        return Ok(Role::Ignored);
+    }
+    if base.eq_ignore_ascii_case(MANIFEST) {
+        return Ok(Role::Manifest);
+    }
+    let inner = strip_suffix_ignore_case(base, ".gz").unwrap_or(base);
+    let Some((stem, extension)) = stem_and_extension(inner) else {
+        return Ok(Role::Ignored);
+    };
+    if OTHER_COMPRESSIONS.contains(&extension.as_str()) {
+        return match stem_and_extension(stem) {
+            Some((_, inner_extension)) if is_data_extension(&inner_extension) => {
+                Err(Error::in_file(
+                    name,
+                    format!(
+                        "compressed as .{extension}; geneb reads plain or gzip (.gz) files: decompress it first"
+                    ),
+                ))
+            }
+            _ => Ok(Role::Ignored),
+        };
+    }
+    let format = match extension.as_str() {
+        "csv" => Format::Table { tab: false },
+        "tsv" => Format::Table { tab: true },
+        e if FASTA_EXTENSIONS.contains(&e) => Format::Fasta,
+        _ => return Ok(Role::Ignored),
+    };
+    if is_unused_split(stem) {
+        return Ok(Role::Ignored);
+    }
+    if let Some(part) = Part::parse(stem) {
+        return Ok(Role::PairPart {
+            folder: folder.to_vec(),
+            part,
+            format,
+        });
+    }
+    Ok(match format {
+        Format::Table { tab } => Role::Table { id: stem, tab },
+        Format::Fasta => match folder.split_last() {
+            Some((&parent, task_folder)) => match Part::parse(parent) {
+                Some(part) => Role::FastaClass {
+                    folder: task_folder.to_vec(),
+                    part,
+                    class: stem,
+                },
+                None if is_unused_split(parent) => Role::Ignored,
+                None => Role::FastaTask { id: stem },
+            },
+            None => Role::FastaTask { id: stem },
+        },
+    })
+}
+
+/// One file of a task folder's split.
+struct Member<'f> {
+    file: &'f InputFile,
+    layout: MemberLayout<'f>,
+}
+
+enum MemberLayout<'n> {
+    Whole(Format),
+    Class(&'n str),
+}
+
+/// The train and test files of one task folder.
+#[derive(Default)]
+struct FolderParts<'f> {
+    train: Vec<Member<'f>>,
+    test: Vec<Member<'f>>,
+}
+
+/// Where a task's data is.
+enum Source<'f> {
+    Table {
+        file: &'f InputFile,
+        tab: bool,
+    },
+    FastaTask(&'f InputFile),
+    Folder {
+        folder: String,
+        parts: FolderParts<'f>,
+    },
+}
+
+impl Source<'_> {
+    /// How an error about two tasks with one id names this one.
+    fn origin(&self) -> String {
+        match self {
+            Source::Table { file, .. } | Source::FastaTask(file) => file.name.clone(),
+            Source::Folder { folder, .. } => format!("{folder}/"),
+        }
+    }
+
+    /// The file such an error points to.
+    fn first_file(&self) -> &str {
+        match self {
+            Source::Table { file, .. } | Source::FastaTask(file) => &file.name,
+            Source::Folder { parts, .. } => parts
+                .train
+                .first()
+                .map(|m| m.file.name.as_str())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Manifest {
+    tasks: Vec<ManifestTask>,
+}
+
+#[derive(Deserialize)]
+struct ManifestTask {
+    id: String,
+    /// `cat` is the spelling of the published task list, so it works as a manifest too.
+    #[serde(default, alias = "cat")]
+    category: Option<String>,
+}
+
+/// Task id → category from every `tasks.json` among the files.
+fn read_manifests(files: &[&InputFile]) -> Result<HashMap<String, String>> {
+    let mut categories: HashMap<String, (String, &str)> = HashMap::new();
+    for file in files {
+        let text = read_to_string(&file.name, &file.bytes)?;
+        let manifest: Manifest = serde_json::from_str(&text).map_err(|err| {
+            let message = format!(
+                "not a valid tasks.json ({err}); expected {{\"tasks\": [{{\"id\": \"…\", \"category\": \"…\"}}]}}"
+            );
+            match err.line() {
+                0 => Error::in_file(&file.name, message),
+                line => Error::at_line(&file.name, line, message),
+            }
+        })?;
+        for task in manifest.tasks {
+            let Some(category) = task
+                .category
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+            else {
+                continue;
+            };
+            if let Some((earlier, earlier_file)) = categories.get(&task.id)
+                && *earlier != category
+            {
+                return Err(Error::in_file(
+                    &file.name,
+                    format!(
+                        "task {} has category {} here but {} in {earlier_file}",
+                        quote(&task.id),
+                        quote(&category),
+                        quote(earlier)
+                    ),
+                ));
+            }
+            categories.insert(task.id, (category, &file.name));
+        }
+    }
+    Ok(categories
+        .into_iter()
+        .map(|(id, (category, _))| (id, category))
+        .collect())
+}
+
+/// Checks a folder's train/test members and turns them into a task source keyed by its id.
+fn folder_source<'f>(folder: &[&str], mut parts: FolderParts<'f>) -> Result<(String, Source<'f>)> {
+    // Class files in name order, whatever order the files were dropped in.
+    parts.train.sort_by(|a, b| a.file.name.cmp(&b.file.name));
+    parts.test.sort_by(|a, b| a.file.name.cmp(&b.file.name));
+    let any = parts
+        .train
+        .first()
+        .or(parts.test.first())
+        .map(|m| m.file.name.as_str())
+        .unwrap_or_default();
+    let Some(&id) = folder.last() else {
+        return Err(Error::in_file(
+            any,
+            "train and test files must be inside a folder named after the task (my_task/train.csv, \
+             my_task/test.csv; the folder name is the task id), or put all rows in one table with a \
+             split column (my_task.csv)",
+        ));
+    };
+    let folder = folder.join("/");
+    for (part, members, other) in [
+        (Part::Train, &parts.train, &parts.test),
+        (Part::Test, &parts.test, &parts.train),
+    ] {
+        if members.is_empty() {
+            return Err(Error::in_file(
+                other.first().map(|m| m.file.name.as_str()).unwrap_or(any),
+                format!(
+                    "no {0} split beside this file: task {1} needs {0}.csv (or {0}.fa, or {0}/<class>.fa) in {folder}/",
+                    part.name(),
+                    quote(id)
+                ),
+            ));
+        }
+        let whole = members
+            .iter()
+            .any(|m| matches!(m.layout, MemberLayout::Whole(_)));
+        if whole && members.len() > 1 {
+            return Err(Error::in_file(
+                &members[1].file.name,
+                format!(
+                    "task {} has more than one {} set: {} and {}; keep one",
+                    quote(id),
+                    part.name(),
+                    members[0].file.name,
+                    members[1].file.name
+                ),
+            ));
+        }
+        let mut classes: Vec<(&str, &str)> = members
+            .iter()
+            .filter_map(|m| match m.layout {
+                MemberLayout::Class(class) => Some((class, m.file.name.as_str())),
+                MemberLayout::Whole(_) => None,
+            })
+            .collect();
+        classes.sort();
+        if let Some(pair) = classes.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            return Err(Error::in_file(
+                pair[1].1,
+                format!(
+                    "class {} has two files: {} and {}; keep one",
+                    quote(pair[0].0),
+                    pair[0].1,
+                    pair[1].1
+                ),
+            ));
+        }
+    }
+    Ok((id.to_string(), Source::Folder { folder, parts }))
+}
+
+fn read_member(member: &Member<'_>, part: Part, collector: &mut Collector) -> Result<()> {
+    let (name, bytes) = (member.file.name.as_str(), member.file.bytes.as_slice());
+    match member.layout {
+        MemberLayout::Whole(Format::Table { tab }) => {
+            read_table(name, bytes, TableKind::Part(part), tab, collector)
+        }
+        MemberLayout::Whole(Format::Fasta) => {
+            read_fasta(name, bytes, FastaLayout::Part(part), collector)
+        }
+        MemberLayout::Class(class) => {
+            read_fasta(name, bytes, FastaLayout::Class(part, class), collector)
+        }
+    }
+}
+
+/// What errors about a split as a whole (no rows, one class) point to.
+fn split_source(folder: &str, members: &[Member<'_>], part: Part) -> String {
+    match members {
+        [only] if matches!(only.layout, MemberLayout::Whole(_)) => only.file.name.clone(),
+        _ => format!("{folder}/{}/", part.name()),
+    }
+}
+
+fn read_source(source: &Source<'_>) -> Result<crate::task::Dataset> {
+    let mut collector = Collector::default();
+    match source {
+        Source::Table { file, tab } => {
+            read_table(
+                &file.name,
+                &file.bytes,
+                TableKind::Geneb,
+                *tab,
+                &mut collector,
+            )?;
+            collector.finish(&file.name, &file.name)
+        }
+        Source::FastaTask(file) => {
+            read_fasta(
+                &file.name,
+                &file.bytes,
+                FastaLayout::SplitInHeaders,
+                &mut collector,
+            )?;
+            collector.finish(&file.name, &file.name)
+        }
+        Source::Folder { folder, parts } => {
+            for member in &parts.train {
+                read_member(member, Part::Train, &mut collector)?;
+            }
+            for member in &parts.test {
+                read_member(member, Part::Test, &mut collector)?;
+            }
+            collector.finish(
+                &split_source(folder, &parts.train, Part::Train),
+                &split_source(folder, &parts.test, Part::Test),
+            )
+        }
+    }
+}
+
+pub(crate) fn tasks_from_files(
+    files: &[InputFile],
+    category: Option<&str>,
+) -> Result<Vec<TaskData>> {
+    if files.is_empty() {
+        return Err(Error::new("no files given"));
+    }
+    let mut manifests = Vec::new();
+    let mut ignored = Vec::new();
+    let mut sources: Vec<(String, Source<'_>)> = Vec::new();
+    let mut folders: BTreeMap<Vec<&str>, FolderParts<'_>> = BTreeMap::new();
+    for file in files {
+        match role_of(&file.name)? {
+            Role::Manifest => manifests.push(file),
+            Role::Ignored => ignored.push(file.name.as_str()),
+            Role::Table { id, tab } => sources.push((id.to_string(), Source::Table { file, tab })),
+            Role::FastaTask { id } => sources.push((id.to_string(), Source::FastaTask(file))),
+            Role::PairPart {
+                folder,
+                part,
+                format,
+            } => {
+                let parts = folders.entry(folder).or_default();
+                let member = Member {
+                    file,
+                    layout: MemberLayout::Whole(format),
+                };
+                match part {
+                    Part::Train => parts.train.push(member),
+                    Part::Test => parts.test.push(member),
+                }
+            }
+            Role::FastaClass {
+                folder,
+                part,
+                class,
+            } => {
+                let parts = folders.entry(folder).or_default();
+                let member = Member {
+                    file,
+                    layout: MemberLayout::Class(class),
+                };
+                match part {
+                    Part::Train => parts.train.push(member),
+                    Part::Test => parts.test.push(member),
+                }
+            }
+        }
+    }
+    for (folder, parts) in folders {
+        sources.push(folder_source(&folder, parts)?);
+    }
+    if sources.is_empty() {
+        let shown: Vec<&str> = ignored.iter().take(5).copied().collect();
+        let more = if ignored.len() > 5 { ", …" } else { "" };
+        return Err(Error::new(format!(
+            "no task data among the files ({}{more}); geneb reads task tables (.csv or .tsv with \
+             columns text, label, split), train.csv + test.csv in a folder named after the task, and \
+             FASTA (.fa, .fasta, .fna), each optionally gzip-compressed (.gz)",
+            shown.join(", ")
+        )));
+    }
+    let mut by_id: BTreeMap<String, Source<'_>> = BTreeMap::new();
+    for (id, source) in sources {
+        if let Some(first) = by_id.get(&id) {
+            return Err(Error::in_file(
+                source.first_file(),
+                format!(
+                    "task id {} is given twice, by {} and by {}; rename one",
+                    quote(&id),
+                    first.origin(),
+                    source.origin()
+                ),
+            ));
+        }
+        by_id.insert(id, source);
+    }
+    manifests.sort_by(|a, b| a.name.cmp(&b.name));
+    let manifest = read_manifests(&manifests)?;
+    let category = category.map(str::trim).filter(|c| !c.is_empty());
+    by_id
+        .into_iter()
+        .map(|(id, source)| {
+            let data = read_source(&source)?;
+            let category = catalogue::category_of(&id)
+                .or(manifest.get(&id).map(String::as_str))
+                .or(category)
+                .unwrap_or(UNCATEGORIZED)
+                .to_string();
+            Ok(TaskData {
+                task: Task { id, category },
+                data,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,165 @@
+//! Bytes → physical lines of text: gzip by magic bytes, UTF-8 BOM, LF or CRLF, and an error that
+//! names the line for binary or non-UTF-8 content. Streaming: one line in memory at a time.
+
+use crate::{Error, Result};
+use flate2::read::MultiGzDecoder;
+use std::io::{BufRead, BufReader};
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// How much of a user's text an error message quotes.
+const QUOTE_LIMIT: usize = 40;
+
+/// `text` for an error message: at most `QUOTE_LIMIT` characters, so a huge line can't flood it.
+pub(crate) fn quote(text: &str) -> String {
+    match text.char_indices().nth(QUOTE_LIMIT) {
+        Some((cut, _)) => format!("`{}…`", &text[..cut]),
+        None => format!("`{text}`"),
+    }
+}
+
+/// Other compressions users meet, recognised to say so instead of "not UTF-8 text".
+fn foreign_compression(bytes: &[u8]) -> Option<&'static str> {
+    const KNOWN: [(&[u8], &str); 5] = [
+        (b"PK\x03\x04", "a zip archive"),
+        (b"BZh", "bzip2-compressed"),
+        (b"\xfd7zXZ\x00", "xz-compressed"),
+        (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
+        (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    ];
+    KNOWN
+        .iter()
+        .find(|(magic, _)| bytes.starts_with(magic))
+        .map(|&(_, what)| what)
+}
+
+/// One physical line, without its line ending.
+pub(crate) struct Line<'l> {
+    /// 1-based.
+    pub(crate) number: usize,
+    pub(crate) text: &'l str,
+}
+
+/// A file's text, line by line. Line numbers are 1-based physical lines of the (decompressed)
+/// file, as an editor shows them.
+pub(crate) struct Lines<'a> {
+    file: &'a str,
+    reader: Box<dyn BufRead + 'a>,
+    gzip: bool,
+    buffer: Vec<u8>,
+    number: usize,
+}
+
+impl<'a> Lines<'a> {
+    /// Errors for an empty file or an archive format geneb doesn't read.
+    pub(crate) fn new(file: &'a str, bytes: &'a [u8]) -> Result<Lines<'a>> {
+        if bytes.is_empty() {
+            return Err(Error::in_file(file, "the file is empty"));
+        }
+        if let Some(what) = foreign_compression(bytes) {
+            return Err(Error::in_file(
+                file,
+                format!(
+                    "the file is {what}; geneb reads plain text or gzip (.gz) files: decompress it first"
+                ),
+            ));
+        }
+        if bytes.starts_with(b"\xff\xfe") || bytes.starts_with(b"\xfe\xff") {
+            return Err(Error::in_file(
+                file,
+                "the file is UTF-16 text (as Excel's \"Unicode Text\" saves it); save it as UTF-8 CSV",
+            ));
+        }
+        let gzip = bytes.starts_with(&GZIP_MAGIC);
+        let reader: Box<dyn BufRead + 'a> = if gzip {
+            Box::new(BufReader::new(MultiGzDecoder::new(bytes)))
+        } else {
+            Box::new(bytes)
+        };
+        Ok(Lines {
+            file,
+            reader,
+            gzip,
+            buffer: Vec::new(),
+            number: 0,
+        })
+    }
+
+    /// The next line without its line ending, or `None` at the end of the file.
+    pub(crate) fn next_line(&mut self) -> Result<Option<Line<'_>>> {
+        self.buffer.clear();
+        let read = self.reader.read_until(b'\n', &mut self.buffer);
+        match read {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(err) if self.gzip => {
+                return Err(Error::in_file(
+                    self.file,
+                    format!(
+                        "the gzip data is truncated or corrupt after line {} ({err}); \
+                         download or compress the file again",
+                        self.number
+                    ),
+                ));
+            }
+            Err(err) => {
+                return Err(Error::in_file(
+                    self.file,
+                    format!("cannot read the file: {err}"),
+                ));
+            }
+        }
+        self.number += 1;
+        let mut end = self.buffer.len();
+        if self.buffer[..end].ends_with(b"\n") {
+            end -= 1;
+        }
+        if self.buffer[..end].ends_with(b"\r") {
+            end -= 1;
+        }
+        let mut start = 0;
+        if self.number == 1 && self.buffer[..end].starts_with(b"\xef\xbb\xbf") {
+            start = 3; // UTF-8 byte-order mark
+        }
+        let (file, number) = (self.file, self.number);
+        let bytes = &self.buffer[start..end];
+        if let Some(column) = bytes.iter().position(|&b| b == 0) {
+            return Err(Error::at_line(
+                file,
+                number,
+                format!(
+                    "binary data (a zero byte at column {}): this is not a text file; \
+                     expected CSV, TSV or FASTA text, optionally gzip-compressed",
+                    column + 1
+                ),
+            ));
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Ok(Some(Line { number, text })),
+            Err(err) => {
+                let valid = std::str::from_utf8(&bytes[..err.valid_up_to()]).unwrap_or_default();
+                Err(Error::at_line(
+                    file,
+                    number,
+                    format!(
+                        "not UTF-8 text (byte 0x{:02x} at column {}); save the file as UTF-8 \
+                         (or it is a binary or compressed file that isn't gzip)",
+                        bytes[err.valid_up_to()],
+                        valid.chars().count() + 1
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// A whole small file as text (tasks.json): gzip, BOM and UTF-8 handled as for data files.
+pub(crate) fn read_to_string(file: &str, bytes: &[u8]) -> Result<String> {
+    let mut lines = Lines::new(file, bytes)?;
+    let mut text = String::new();
+    while let Some(line) = lines.next_line()? {
+        text.push_str(line.text);
+        text.push('\n');
+    }
+    Ok(text)
+}
