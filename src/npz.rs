@@ -1,0 +1,231 @@
+//! Reading `X_train, y_train, X_test, y_test` from a numpy `.npz` (the CLI's `probe` verb).
+use std::fs::File;
+use std::path::Path;
+
+use ndarray::{Array1, Array2};
+use ndarray_npy::{NpzReader, ReadNpyError, ReadNpzError, ReadableElement};
+
+use crate::{Error, Result};
+
+/// The four arrays of a probe `.npz`, labels as indices into `labels`.
+#[derive(Debug, Clone)]
+pub struct ProbeArrays {
+    pub x_train: Array2<f64>,
+    pub y_train: Vec<usize>,
+    pub x_test: Array2<f64>,
+    pub y_test: Vec<usize>,
+    /// The distinct label values of train and test together, ascending (`np.unique`).
+    pub labels: Vec<String>,
+}
+
+type Npz = NpzReader<File>;
+
+/// Read and check a probe `.npz`: X as float32/float64 (rows = examples), y as integers.
+pub fn read_probe_npz(path: &Path) -> Result<ProbeArrays> {
+    let file = path.display().to_string();
+    let err = |m: String| Error::in_file(file.clone(), m);
+    let f = File::open(path).map_err(|e| err(format!("cannot open: {e}")))?;
+    let mut npz = NpzReader::new(f).map_err(|e| err(format!("not a readable .npz file: {e}")))?;
+    let names = npz
+        .names()
+        .map_err(|e| err(format!("not a readable .npz file: {e}")))?;
+    let missing: Vec<&str> = ["X_train", "y_train", "X_test", "y_test"]
+        .into_iter()
+        .filter(|a| !names.iter().any(|n| n == a || *n == format!("{a}.npy")))
+        .collect();
+    if !missing.is_empty() {
+        return Err(err(format!(
+            "missing array(s) {}; a probe .npz needs X_train, y_train, X_test, y_test \
+             (it has: {})",
+            missing.join(", "),
+            names.join(", ")
+        )));
+    }
+    let x_train = read_x(&mut npz, "X_train").map_err(err)?;
+    let x_test = read_x(&mut npz, "X_test").map_err(err)?;
+    let y_train = read_y(&mut npz, "y_train").map_err(err)?;
+    let y_test = read_y(&mut npz, "y_test").map_err(err)?;
+    for (x, y, split) in [(&x_train, &y_train, "train"), (&x_test, &y_test, "test")] {
+        if x.nrows() != y.len() {
+            return Err(err(format!(
+                "X_{split} has {} rows but y_{split} has {} labels",
+                x.nrows(),
+                y.len()
+            )));
+        }
+    }
+    if x_train.ncols() != x_test.ncols() {
+        return Err(err(format!(
+            "X_train has {} columns but X_test has {}",
+            x_train.ncols(),
+            x_test.ncols()
+        )));
+    }
+    let mut values: Vec<i128> = y_train.iter().chain(&y_test).copied().collect();
+    values.sort_unstable();
+    values.dedup();
+    let index = |y: &[i128]| -> Vec<usize> {
+        y.iter()
+            .map(|v| values.binary_search(v).unwrap_or_default())
+            .collect()
+    };
+    Ok(ProbeArrays {
+        y_train: index(&y_train),
+        y_test: index(&y_test),
+        labels: values.iter().map(|v| v.to_string()).collect(),
+        x_train,
+        x_test,
+    })
+}
+
+/// Read `name` as `T`; `Ok(None)` when the array has another dtype.
+fn try_read<T: ReadableElement, D: ndarray::Dimension>(
+    npz: &mut Npz,
+    name: &str,
+) -> std::result::Result<Option<ndarray::Array<T, D>>, String> {
+    match npz.by_name(name) {
+        Ok(a) => Ok(Some(a)),
+        Err(ReadNpzError::Npy(ReadNpyError::WrongDescriptor(_))) => Ok(None),
+        Err(ReadNpzError::Npy(ReadNpyError::WrongNdim(want, got))) => Err(format!(
+            "{name} has {got} dimension(s), expected {}",
+            want.unwrap_or_default()
+        )),
+        Err(e) => Err(format!("cannot read {name}: {e}")),
+    }
+}
+
+fn read_x(npz: &mut Npz, name: &str) -> std::result::Result<Array2<f64>, String> {
+    let x = match try_read::<f64, _>(npz, name)? {
+        Some(x) => x,
+        None => match try_read::<f32, _>(npz, name)? {
+            Some(x) => x.mapv(f64::from),
+            None => return Err(format!("{name} must be a float32 or float64 array")),
+        },
+    };
+    if let Some(((i, j), _)) = x.indexed_iter().find(|(_, v)| !v.is_finite()) {
+        return Err(format!(
+            "{name}[{i}, {j}] is not a finite number (NaN or infinity)"
+        ));
+    }
+    Ok(x)
+}
+
+fn read_y(npz: &mut Npz, name: &str) -> std::result::Result<Vec<i128>, String> {
+    fn widen<T: Copy + Into<i128>>(a: Array1<T>) -> Vec<i128> {
+        a.iter().map(|&v| v.into()).collect()
+    }
+    macro_rules! try_int {
+        ($($t:ty),*) => {
+            $(if let Some(a) = try_read::<$t, ndarray::Ix1>(npz, name)? {
+                return Ok(widen(a));
+            })*
+        };
+    }
+    try_int!(i64, i32, i16, i8, u64, u32, u16, u8);
+    if let Some(a) = try_read::<bool, ndarray::Ix1>(npz, name)? {
+        return Ok(a.iter().map(|&b| i128::from(b)).collect());
+    }
+    Err(format!(
+        "{name} must hold integer class labels; string or float labels are not read — \
+         convert them first, e.g. `np.unique(y, return_inverse=True)[1]`"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+    use ndarray_npy::NpzWriter;
+
+    fn write(path: &Path, build: impl FnOnce(&mut NpzWriter<File>)) {
+        let mut w = NpzWriter::new(File::create(path).unwrap());
+        build(&mut w);
+        w.finish().unwrap();
+    }
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("geneb-npz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn reads_f32_x_and_integer_labels_in_numeric_order() {
+        let p = tmp("ok.npz");
+        write(&p, |w| {
+            w.add_array("X_train", &array![[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]])
+                .unwrap();
+            w.add_array("y_train", &array![10i64, -2, 10]).unwrap();
+            w.add_array("X_test", &array![[0.5f32, 1.5]]).unwrap();
+            w.add_array("y_test", &array![3i64]).unwrap();
+        });
+        let a = read_probe_npz(&p).unwrap();
+        assert_eq!(a.labels, vec!["-2", "3", "10"]);
+        assert_eq!(a.y_train, vec![2, 0, 2]);
+        assert_eq!(a.y_test, vec![1]);
+        assert_eq!(a.x_train[[1, 0]], 3.0);
+        assert_eq!(a.x_test.dim(), (1, 2));
+    }
+
+    #[test]
+    fn clear_errors() {
+        let p = tmp("missing.npz");
+        write(&p, |w| {
+            w.add_array("X_train", &array![[1.0f64]]).unwrap();
+            w.add_array("y_train", &array![1u8]).unwrap();
+        });
+        let e = read_probe_npz(&p).unwrap_err();
+        assert!(e.message.contains("missing array(s) X_test, y_test"), "{e}");
+        assert!(e.file.is_some());
+
+        let p = tmp("dims.npz");
+        write(&p, |w| {
+            w.add_array("X_train", &array![1.0f64, 2.0]).unwrap();
+            w.add_array("y_train", &array![1u8, 0]).unwrap();
+            w.add_array("X_test", &array![[1.0f64]]).unwrap();
+            w.add_array("y_test", &array![1u8]).unwrap();
+        });
+        let e = read_probe_npz(&p).unwrap_err();
+        assert!(
+            e.message.contains("X_train has 1 dimension(s), expected 2"),
+            "{e}"
+        );
+
+        let p = tmp("len.npz");
+        write(&p, |w| {
+            w.add_array("X_train", &array![[1.0f64], [2.0]]).unwrap();
+            w.add_array("y_train", &array![1u8]).unwrap();
+            w.add_array("X_test", &array![[1.0f64]]).unwrap();
+            w.add_array("y_test", &array![1u8]).unwrap();
+        });
+        let e = read_probe_npz(&p).unwrap_err();
+        assert!(
+            e.message.contains("X_train has 2 rows but y_train has 1"),
+            "{e}"
+        );
+
+        let p = tmp("nan.npz");
+        write(&p, |w| {
+            w.add_array("X_train", &array![[1.0f64], [f64::NAN]])
+                .unwrap();
+            w.add_array("y_train", &array![1u8, 0]).unwrap();
+            w.add_array("X_test", &array![[1.0f64]]).unwrap();
+            w.add_array("y_test", &array![1u8]).unwrap();
+        });
+        let e = read_probe_npz(&p).unwrap_err();
+        assert!(
+            e.message.contains("X_train[1, 0] is not a finite number"),
+            "{e}"
+        );
+
+        let p = tmp("floaty.npz");
+        write(&p, |w| {
+            w.add_array("X_train", &array![[1.0f64]]).unwrap();
+            w.add_array("y_train", &array![1.5f64]).unwrap();
+            w.add_array("X_test", &array![[1.0f64]]).unwrap();
+            w.add_array("y_test", &array![1u8]).unwrap();
+        });
+        let e = read_probe_npz(&p).unwrap_err();
+        assert!(e.message.contains("integer class labels"), "{e}");
+    }
+}

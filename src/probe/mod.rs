@@ -1,0 +1,176 @@
+//! GENEB's linear probe: scikit-learn's `LogisticRegression(max_iter=1000)`, in f64.
+//!
+//! Same model, same objective, same optimiser path as sklearn 1.7: L2 with C = 1 on the
+//! mean log-loss (intercepts unpenalised), no scaling, one weight vector for two classes and
+//! a full multinomial `n_classes × (d + 1)` softmax otherwise, scipy's L-BFGS-B from zeros.
+mod lbfgsb;
+mod objective;
+
+use crate::protocol::{
+    LBFGS_FTOL, LBFGS_HISTORY, LBFGS_MAX_LINE_SEARCH, PROBE_C, PROBE_MAX_ITER, PROBE_TOL,
+};
+use crate::{Error, Result};
+use ndarray::{Array1, Array2, ArrayView2, Axis};
+
+/// A fitted probe.
+#[derive(Debug, Clone)]
+pub struct LogisticRegression {
+    /// The label indices seen in training, ascending (sklearn's `classes_`).
+    pub classes: Vec<usize>,
+    /// `d × k` weights: k = 1 for two classes (the score of `classes[1]`), else one column
+    /// per class.
+    pub coef: Array2<f64>,
+    /// `k` intercepts.
+    pub intercept: Array1<f64>,
+    /// L-BFGS iterations run (sklearn's `n_iter_`).
+    pub n_iter: usize,
+    /// Whether the optimiser met its tolerance before `max_iter` (sklearn warns otherwise).
+    pub converged: bool,
+}
+
+/// Fit on rows of `x` with label indices `y`.
+pub fn fit(x: ArrayView2<f64>, y: &[usize]) -> Result<LogisticRegression> {
+    let (n, d) = x.dim();
+    if y.len() != n {
+        return Err(Error::new(format!(
+            "the probe got {n} embedding rows but {} labels",
+            y.len()
+        )));
+    }
+    if let Some((i, _)) = x.indexed_iter().find(|(_, v)| !v.is_finite()) {
+        return Err(Error::new(format!(
+            "embedding row {}, column {} is not a finite number; the probe needs finite values",
+            i.0 + 1,
+            i.1 + 1
+        )));
+    }
+    let mut classes = y.to_vec();
+    classes.sort_unstable();
+    classes.dedup();
+    if classes.len() < 2 {
+        return Err(Error::new(format!(
+            "the probe needs at least 2 classes in the training labels, found {}",
+            classes.len()
+        )));
+    }
+    // Dense class indices, as sklearn's LabelEncoder gives the loss.
+    let yi: Vec<usize> = y
+        .iter()
+        .map(|v| classes.binary_search(v).unwrap_or_default())
+        .collect();
+    let x = x.as_standard_layout();
+    let obj = objective::Objective::new(x.view(), &yi, classes.len(), PROBE_C);
+    let opts = lbfgsb::Options {
+        history: LBFGS_HISTORY,
+        max_iter: PROBE_MAX_ITER,
+        max_line_search: LBFGS_MAX_LINE_SEARCH,
+        gtol: PROBE_TOL,
+        ftol: LBFGS_FTOL,
+    };
+    let out = lbfgsb::minimize(|w, g| obj.loss_grad(w, g), vec![0.0; obj.n_params()], &opts);
+    let k = out.x.len() / (d + 1);
+    let coef = Array2::from_shape_vec((d + 1, k), out.x)
+        .map_err(|e| Error::new(format!("internal error shaping the probe weights: {e}")))?;
+    Ok(LogisticRegression {
+        classes,
+        intercept: coef.row(d).to_owned(),
+        coef: coef.slice_move(ndarray::s![..d, ..]),
+        n_iter: out.n_iter,
+        converged: out.converged,
+    })
+}
+
+impl LogisticRegression {
+    /// Raw scores, `n × k` (sklearn's `decision_function`).
+    pub fn decision_function(&self, x: ArrayView2<f64>) -> Array2<f64> {
+        x.dot(&self.coef) + &self.intercept
+    }
+
+    /// Predicted label indices (the same index space as the `y` it was fitted on).
+    pub fn predict(&self, x: ArrayView2<f64>) -> Vec<usize> {
+        let scores = self.decision_function(x);
+        scores
+            .axis_iter(Axis(0))
+            .map(|row| {
+                let best = if row.len() == 1 {
+                    usize::from(row[0] > 0.0)
+                } else {
+                    // First maximum, as numpy's argmax.
+                    (1..row.len()).fold(0, |b, j| if row[j] > row[b] { j } else { b })
+                };
+                self.classes[best]
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn rejects_bad_input() {
+        let x = array![[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]];
+        let e = fit(x.view(), &[0, 1]).unwrap_err();
+        assert!(e.message.contains("3 embedding rows but 2 labels"), "{e}");
+        let e = fit(x.view(), &[4, 4, 4]).unwrap_err();
+        assert!(e.message.contains("at least 2 classes"), "{e}");
+        let bad = array![[0.0, 1.0], [1.0, f64::NAN], [2.0, 2.0]];
+        let e = fit(bad.view(), &[0, 1, 0]).unwrap_err();
+        assert!(e.message.contains("row 2, column 2"), "{e}");
+        let inf = array![[0.0, f64::INFINITY], [1.0, 0.0]];
+        assert!(fit(inf.view(), &[0, 1]).is_err());
+    }
+
+    #[test]
+    fn predictions_are_in_the_label_space_of_y() {
+        // Sparse label indices 3 and 7: predictions must be 3 or 7, not 0 or 1.
+        let x = array![[-2.0], [-1.0], [1.0], [2.0]];
+        let m = fit(x.view(), &[3, 3, 7, 7]).unwrap();
+        assert_eq!(m.predict(x.view()), vec![3, 3, 7, 7]);
+        assert_eq!(m.classes, vec![3, 7]);
+        assert_eq!(m.coef.dim(), (1, 1));
+        assert!(m.converged);
+        let x3 = array![
+            [-5.0, 0.0],
+            [-4.0, 0.5],
+            [5.0, 0.0],
+            [4.0, 0.5],
+            [0.0, 6.0],
+            [0.5, 5.0]
+        ];
+        let m = fit(x3.view(), &[2, 2, 0, 0, 5, 5]).unwrap();
+        assert_eq!(m.coef.dim(), (2, 3));
+        assert_eq!(m.predict(x3.view()), vec![2, 2, 0, 0, 5, 5]);
+    }
+
+    #[test]
+    fn fit_is_deterministic() {
+        // Big enough to run the threaded shards.
+        let (n, d) = (1200, 300);
+        let x = Array2::from_shape_fn((n, d), |(i, j)| {
+            ((i * 31 + j * 17) % 97) as f64 / 9.0 + (j % 5) as f64 * 40.0
+        });
+        let y: Vec<usize> = (0..n).map(|i| (i * 7 + i / 3) % 3).collect();
+        let a = fit(x.view(), &y).unwrap();
+        let b = fit(x.view(), &y).unwrap();
+        assert_eq!(a.n_iter, b.n_iter);
+        assert!(
+            a.coef
+                .iter()
+                .zip(b.coef.iter())
+                .all(|(p, q)| p.to_bits() == q.to_bits())
+        );
+        // Column-major input gives the same model as row-major.
+        let xt = x.t().as_standard_layout().into_owned();
+        let xf = xt.t();
+        let c = fit(xf.view(), &y).unwrap();
+        assert!(
+            a.coef
+                .iter()
+                .zip(c.coef.iter())
+                .all(|(p, q)| p.to_bits() == q.to_bits())
+        );
+    }
+}
