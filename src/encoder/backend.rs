@@ -1,0 +1,92 @@
+//! Where the Burn encoders run: Burn's pure-Rust CPU backend (flex) or its wgpu backend —
+//! Vulkan/Metal natively, WebGPU in the browser. The wgpu runtime can be initialised once per
+//! process (or tab), so its device is cached and cloned.
+
+use super::BackendKind;
+use crate::{Error, Result};
+use burn::tensor::Device;
+
+/// A ready device and what it is, for the result's `protocol.backend` block.
+#[derive(Debug, Clone)]
+pub struct Compute {
+    pub device: Device,
+    pub kind: BackendKind,
+    /// The adapter's name (a GPU, lavapipe, SwiftShader) or the CPU backend's name.
+    pub adapter: String,
+}
+
+pub const CPU_ADAPTER: &str = "burn-flex (pure-Rust CPU)";
+
+pub fn cpu() -> Compute {
+    Compute {
+        device: Device::flex(),
+        kind: BackendKind::Cpu,
+        adapter: CPU_ADAPTER.to_string(),
+    }
+}
+
+/// The wgpu device, initialised on first use. An error (no adapter, a driver failure) is
+/// returned rather than panicking, so callers can fall back to the CPU and say so.
+pub async fn wgpu() -> Result<Compute> {
+    cached::get_or_init().await
+}
+
+fn init_error(e: impl std::fmt::Display) -> Error {
+    Error::new(format!(
+        "no usable GPU through wgpu ({e}); run on the CPU backend instead"
+    ))
+}
+
+fn describe(setup: &burn::tensor::wgpu::WgpuSetup) -> String {
+    let info = setup.adapter.get_info();
+    format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod cached {
+    use super::*;
+    use std::sync::OnceLock;
+
+    static WGPU: OnceLock<std::result::Result<Compute, Error>> = OnceLock::new();
+
+    pub async fn get_or_init() -> Result<Compute> {
+        WGPU.get_or_init(|| {
+            let (device, setup) = Device::wgpu_options()
+                .init_with_setup()
+                .map_err(init_error)?;
+            Ok(Compute {
+                device,
+                kind: BackendKind::Wgpu,
+                adapter: describe(&setup),
+            })
+        })
+        .clone()
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod cached {
+    use super::*;
+    use std::cell::RefCell;
+
+    thread_local! {
+        // A tab has one thread; the first outcome, success or failure, is final like natively.
+        static WGPU: RefCell<Option<std::result::Result<Compute, Error>>> = const { RefCell::new(None) };
+    }
+
+    pub async fn get_or_init() -> Result<Compute> {
+        if let Some(done) = WGPU.with(|c| c.borrow().clone()) {
+            return done;
+        }
+        let outcome = match Device::wgpu_options().init_with_setup_async().await {
+            Ok((device, setup)) => Ok(Compute {
+                device,
+                kind: BackendKind::Wgpu,
+                adapter: describe(&setup),
+            }),
+            Err(e) => Err(init_error(e)),
+        };
+        WGPU.with(|c| *c.borrow_mut() = Some(outcome.clone()));
+        outcome
+    }
+}

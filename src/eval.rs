@@ -1,0 +1,242 @@
+//! The GENEB protocol for one encoder over a set of tasks: embed each task once (train and
+//! test together), then fit the probe for every regime on those same embeddings.
+
+use crate::encoder::Encoder;
+use crate::metrics::{self, Scores};
+use crate::protocol::{self, Regime};
+use crate::report::{Meta, SeedScores, Submission, TaskInfo};
+use crate::task::{TaskData, fewshot};
+use crate::{Result, probe};
+use ndarray::{Array2, Axis};
+use serde_json::json;
+use std::collections::BTreeMap;
+use web_time::Instant;
+
+/// Sequences per embedding call: progress granularity, not a batching decision (encoders batch
+/// on their own terms).
+const EMBED_CHUNK: usize = 128;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    Embed,
+    Probe,
+}
+
+/// A progress report: `done` of `total` units of `stage` for one task.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Progress<'a> {
+    pub stage: Stage,
+    pub model: &'a str,
+    pub task: &'a str,
+    pub done: usize,
+    pub total: usize,
+}
+
+pub async fn evaluate(
+    encoder: &Encoder,
+    tasks: &[TaskData],
+    regimes: &[Regime],
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Submission> {
+    let spec = encoder.spec();
+    let mut results: BTreeMap<String, BTreeMap<String, Scores>> = BTreeMap::new();
+    let mut fewshot_detail = BTreeMap::new();
+    let mut task_info = BTreeMap::new();
+    let mut not_converged = Vec::new();
+    let (mut embed_seconds, mut probe_seconds) = (0.0, 0.0);
+
+    for task in tasks {
+        let id = task.task.id.as_str();
+        let data = &task.data;
+        let started = Instant::now();
+        let x_train = embed_all(
+            encoder,
+            &data.train.sequences,
+            &spec,
+            id,
+            0,
+            data.train.len() + data.test.len(),
+            progress,
+        )
+        .await?;
+        let x_test = embed_all(
+            encoder,
+            &data.test.sequences,
+            &spec,
+            id,
+            data.train.len(),
+            data.train.len() + data.test.len(),
+            progress,
+        )
+        .await?;
+        embed_seconds += started.elapsed().as_secs_f64();
+
+        let started = Instant::now();
+        let fits_total = regimes
+            .iter()
+            .map(|r| {
+                if r.shots().is_some() {
+                    protocol::FEWSHOT_SEEDS.len()
+                } else {
+                    1
+                }
+            })
+            .sum();
+        let mut fits_done = 0;
+        for &regime in regimes {
+            let report = &mut |done| {
+                progress(Progress {
+                    stage: Stage::Probe,
+                    model: &spec,
+                    task: id,
+                    done,
+                    total: fits_total,
+                })
+            };
+            let scores = match regime.shots() {
+                None => {
+                    let fit = probe::fit(x_train.view(), &data.train.y)?;
+                    if !fit.converged {
+                        not_converged.push(format!("{}/{id}", regime.key()));
+                    }
+                    fits_done += 1;
+                    report(fits_done);
+                    metrics::score(&data.test.y, &fit.predict(x_test.view()))
+                }
+                Some(k) => {
+                    let mut per_seed = Vec::with_capacity(protocol::FEWSHOT_SEEDS.len());
+                    for seed in protocol::FEWSHOT_SEEDS {
+                        let rows = fewshot::sample(&data.train.y, data.labels.len(), k, seed);
+                        let x = x_train.select(Axis(0), &rows);
+                        let y: Vec<usize> = rows.iter().map(|&r| data.train.y[r]).collect();
+                        let fit = probe::fit(x.view(), &y)?;
+                        if !fit.converged {
+                            not_converged.push(format!("{}/{id}/seed{seed}", regime.key()));
+                        }
+                        let scores = metrics::score(&data.test.y, &fit.predict(x_test.view()));
+                        per_seed.push(SeedScores {
+                            seed,
+                            scores,
+                            converged: fit.converged,
+                        });
+                        fits_done += 1;
+                        report(fits_done);
+                    }
+                    let mean = mean_scores(per_seed.iter().map(|s| s.scores));
+                    fewshot_detail
+                        .entry(regime.key().to_string())
+                        .or_insert_with(BTreeMap::new)
+                        .insert(id.to_string(), per_seed);
+                    mean
+                }
+            };
+            results
+                .entry(regime.key().to_string())
+                .or_default()
+                .insert(id.to_string(), scores);
+        }
+        probe_seconds += started.elapsed().as_secs_f64();
+        task_info.insert(
+            id.to_string(),
+            TaskInfo {
+                category: task.task.category.clone(),
+                n_train: data.train.len(),
+                n_test: data.test.len(),
+                n_classes: data.labels.len(),
+            },
+        );
+    }
+
+    Ok(Submission {
+        schema_version: protocol::SCHEMA_VERSION.to_string(),
+        model_id: spec.clone(),
+        harness_version: format!("geneb {}", crate::VERSION),
+        meta: Meta {
+            display: spec.clone(),
+            params: 0,
+            url: String::new(),
+            zero_shot: false,
+            training_data: "none (baseline encoder)".to_string(),
+            provenance: "self-reported".to_string(),
+            submitted_by: String::new(),
+        },
+        results,
+        tasks: task_info,
+        fewshot: fewshot_detail,
+        protocol: Some(protocol_block(
+            encoder,
+            regimes,
+            not_converged,
+            embed_seconds,
+            probe_seconds,
+        )),
+    })
+}
+
+async fn embed_all(
+    encoder: &Encoder,
+    sequences: &[String],
+    spec: &str,
+    task: &str,
+    offset: usize,
+    total: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Array2<f64>> {
+    let mut out = Array2::<f64>::zeros((sequences.len(), encoder.dim()));
+    for (i, chunk) in sequences.chunks(EMBED_CHUNK).enumerate() {
+        let start = i * EMBED_CHUNK;
+        let embedded = encoder.embed(chunk).await?;
+        out.slice_mut(ndarray::s![start..start + chunk.len(), ..])
+            .assign(&embedded.mapv(f64::from));
+        progress(Progress {
+            stage: Stage::Embed,
+            model: spec,
+            task,
+            done: offset + start + chunk.len(),
+            total,
+        });
+    }
+    Ok(out)
+}
+
+fn mean_scores(scores: impl Iterator<Item = Scores>) -> Scores {
+    let all: Vec<Scores> = scores.collect();
+    let n = all.len().max(1) as f64;
+    Scores {
+        mcc: all.iter().map(|s| s.mcc).sum::<f64>() / n,
+        acc: all.iter().map(|s| s.acc).sum::<f64>() / n,
+        f1: all.iter().map(|s| s.f1).sum::<f64>() / n,
+    }
+}
+
+fn protocol_block(
+    encoder: &Encoder,
+    regimes: &[Regime],
+    not_converged: Vec<String>,
+    embed_seconds: f64,
+    probe_seconds: f64,
+) -> serde_json::Value {
+    json!({
+        "probe": {
+            "model": "LogisticRegression (multinomial; binary: one weight vector)",
+            "penalty": "l2", "C": protocol::PROBE_C, "fit_intercept": true,
+            "solver": "lbfgs", "tol": protocol::PROBE_TOL, "max_iter": protocol::PROBE_MAX_ITER,
+            "feature_scaling": false, "class_weight": null, "precision": "f64",
+            "not_converged": not_converged,
+        },
+        "encoder": encoder.describe(),
+        "backend": encoder.backend_info(),
+        "regimes": regimes.iter().map(|r| r.key()).collect::<Vec<_>>(),
+        "fewshot": {
+            "seeds": protocol::FEWSHOT_SEEDS,
+            "sampler": "numpy.random.RandomState(seed).choice(class pool, min(k, n), replace=False), classes in sorted label order",
+            "scored_on": "full test split",
+            "aggregate": "mean over seeds; std is the population std (ddof=0)",
+        },
+        "aggregation": "category = mean of its tasks; macro = mean of categories; micro = mean of tasks",
+        "versions": { "geneb": crate::VERSION, "burn": if cfg!(feature = "burn") { "0.22.1" } else { "not built in" } },
+        "timings_s": { "embed": embed_seconds, "probe": probe_seconds },
+        "deviations": [],
+    })
+}

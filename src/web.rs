@@ -1,0 +1,173 @@
+//! The browser surface (wasm-bindgen), thin by design: it converts the page's request, calls the
+//! same core as the CLI, and converts back. The page's worker owns this module; errors become JS
+//! `Error`s whose message is the one-line `file:line: problem` the CLI would print.
+
+use crate::encoder::{BackendKind, Encoder};
+use crate::eval::{self, Progress};
+use crate::protocol::Regime;
+use crate::seq::{self, InputFile};
+use crate::{Error, Result, profile};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(start)]
+pub fn start() {
+    // A Rust panic is a bug; this makes it readable in the console instead of "unreachable".
+    console_error_panic_hook::set_once();
+}
+
+#[wasm_bindgen]
+pub fn version() -> String {
+    crate::VERSION.to_string()
+}
+
+/// The built-in encoders: `[{spec, name, description, needsBackend}]`.
+#[wasm_bindgen]
+pub fn models() -> std::result::Result<JsValue, JsError> {
+    to_js(&crate::encoder::builtin_models())
+}
+
+#[derive(Deserialize)]
+struct Request {
+    files: Vec<DroppedFile>,
+    models: Vec<String>,
+    #[serde(default = "all_regimes")]
+    regimes: Vec<String>,
+    /// "webgpu" when the page found an adapter, else "cpu".
+    backend: String,
+    #[serde(default)]
+    category: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct DroppedFile {
+    name: String,
+    #[serde(with = "serde_bytes")]
+    bytes: Vec<u8>,
+}
+
+fn all_regimes() -> Vec<String> {
+    Regime::ALL.iter().map(|r| r.key().to_string()).collect()
+}
+
+#[derive(Serialize)]
+struct Outcome {
+    backend: crate::encoder::BackendInfo,
+    submissions: Vec<crate::report::Submission>,
+    profile: profile::Profile,
+}
+
+/// Run the protocol on the dropped files for each model. `on_progress` receives
+/// `{stage, model, task, done, total}` objects.
+#[wasm_bindgen]
+pub async fn evaluate(
+    request: JsValue,
+    on_progress: js_sys::Function,
+) -> std::result::Result<JsValue, JsError> {
+    let request: Request = serde_wasm_bindgen::from_value(request)
+        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
+    let outcome = run(request, &on_progress)
+        .await
+        .map_err(|e| JsError::new(&e.to_string()))?;
+    to_js(&outcome)
+}
+
+async fn run(request: Request, on_progress: &js_sys::Function) -> Result<Outcome> {
+    if request.models.is_empty() {
+        return Err(Error::new("choose at least one model"));
+    }
+    if request.files.is_empty() {
+        return Err(Error::new("add at least one task file"));
+    }
+    let regimes = request
+        .regimes
+        .iter()
+        .map(|r| Regime::parse(r).ok_or_else(|| Error::new(format!("unknown regime '{r}'"))))
+        .collect::<Result<Vec<_>>>()?;
+    let backend = BackendKind::parse(&request.backend)?;
+    let files: Vec<InputFile> = request
+        .files
+        .into_iter()
+        .map(|f| InputFile {
+            name: f.name,
+            bytes: f.bytes,
+        })
+        .collect();
+    let tasks = seq::tasks_from_files(&files, request.category.as_deref())?;
+
+    let mut report = |p: Progress| {
+        if let Ok(value) = serde_wasm_bindgen::to_value(&p) {
+            // A throwing progress handler must not abort the run; the page only loses a tick.
+            let _ = on_progress.call1(&JsValue::NULL, &value);
+        }
+    };
+    let mut submissions = Vec::with_capacity(request.models.len());
+    let mut backends = Vec::with_capacity(request.models.len());
+    for spec in &request.models {
+        let encoder = Encoder::from_spec(spec, backend).await?;
+        submissions.push(eval::evaluate(&encoder, &tasks, &regimes, &mut report).await?);
+        backends.push(encoder.backend_info());
+    }
+    let profile = profile::build(&submissions)?;
+    // The page reports the GPU when any model used it; k-mer models alone run on the CPU.
+    let used = backends
+        .iter()
+        .find(|b| b.kind != "cpu")
+        .or(backends.last())
+        .cloned();
+    let backend = used.ok_or_else(|| Error::new("no model ran"))?;
+    Ok(Outcome {
+        backend,
+        submissions,
+        profile,
+    })
+}
+
+fn to_js(value: &impl Serialize) -> std::result::Result<JsValue, JsError> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| JsError::new(&format!("cannot pass the result to the page: {e}")))
+}
+
+#[derive(Deserialize)]
+struct EmbedRequest {
+    model: String,
+    backend: String,
+    sequences: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Embedded {
+    dim: usize,
+    /// Row-major n × dim.
+    values: Vec<f32>,
+    backend: crate::encoder::BackendInfo,
+}
+
+/// Pooled embeddings of raw sequences: `{model, backend, sequences}` → `{dim, values, backend}`.
+/// Sequences are validated like task files (IUPAC codes → N).
+#[wasm_bindgen]
+pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
+    let request: EmbedRequest = serde_wasm_bindgen::from_value(request)
+        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
+    let run = async {
+        let sequences = request
+            .sequences
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                seq::normalize_sequence(s)
+                    .map_err(|e| Error::new(format!("sequence {}: {}", i + 1, e.message)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let encoder =
+            Encoder::from_spec(&request.model, BackendKind::parse(&request.backend)?).await?;
+        let x = encoder.embed(&sequences).await?;
+        Ok::<_, Error>(Embedded {
+            dim: encoder.dim(),
+            values: x.into_iter().collect(),
+            backend: encoder.backend_info(),
+        })
+    };
+    to_js(&run.await.map_err(|e| JsError::new(&e.to_string()))?)
+}

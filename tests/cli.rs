@@ -1,0 +1,307 @@
+//! The native CLI end to end: the real binary on the smoke suite and on the bad-input fixtures.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn geneb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_geneb"))
+        .args(args)
+        .output()
+        .expect("running geneb")
+}
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+fn ok_json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "geneb failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+#[test]
+fn eval_runs_the_protocol_on_the_smoke_suite() {
+    let suite = repo("tasks/smoke");
+    let out = geneb(&[
+        "eval",
+        "--model",
+        "kmer:3",
+        "--task",
+        suite.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let result = ok_json(&out);
+    assert_eq!(result["schema_version"], "1.0");
+    assert_eq!(result["model_id"], "kmer:3");
+    for regime in ["full", "10shot", "1shot"] {
+        let tasks = result["results"][regime].as_object().expect(regime);
+        assert_eq!(tasks.len(), 5, "{regime}: the five smoke tasks");
+        for (id, scores) in tasks {
+            for metric in ["MCC", "Acc", "F1"] {
+                let v = scores[metric].as_f64().unwrap_or(f64::NAN);
+                assert!((-1.0..=1.0).contains(&v), "{regime}/{id}/{metric} = {v}");
+            }
+        }
+    }
+    // Real signal: a 3-mer probe on full data is above chance on every smoke task (measured
+    // 0.30-0.50 with scikit-learn by the suite's builder), and more data helps on average.
+    let mean = |regime: &str| {
+        let t = result["results"][regime].as_object().unwrap();
+        t.values().map(|s| s["MCC"].as_f64().unwrap()).sum::<f64>() / t.len() as f64
+    };
+    for (id, s) in result["results"]["full"].as_object().unwrap() {
+        assert!(
+            s["MCC"].as_f64().unwrap() > 0.15,
+            "{id}: full-data MCC {}",
+            s["MCC"]
+        );
+    }
+    assert!(mean("full") > mean("10shot") && mean("10shot") > mean("1shot") - 0.05);
+    // Categories come from the suite's tasks.json; few-shot keeps all five seeds.
+    assert_eq!(
+        result["tasks"]["smoke_lambda_phage_vs_ecoli"]["category"],
+        "Virus/Phage"
+    );
+    let seeds = result["fewshot"]["10shot"]["smoke_yeast_vs_fly_species"]
+        .as_array()
+        .unwrap();
+    let seed_ids: Vec<u64> = seeds.iter().map(|s| s["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seed_ids, [13, 17, 42, 123, 997]);
+    let probe = &result["protocol"]["probe"];
+    assert_eq!(probe["C"], 1.0);
+    assert_eq!(probe["tol"], 1e-4);
+    assert_eq!(probe["max_iter"], 1000);
+    assert_eq!(result["protocol"]["backend"]["kind"], "cpu");
+
+    // Deterministic: a second run gives the same numbers.
+    let again = ok_json(&geneb(&[
+        "eval",
+        "--model",
+        "kmer:3",
+        "--task",
+        suite.to_str().unwrap(),
+        "--quiet",
+    ]));
+    assert_eq!(result["results"], again["results"]);
+    assert_eq!(result["fewshot"], again["fewshot"]);
+}
+
+#[test]
+fn eval_writes_out_and_profile_reads_several_models() {
+    let dir = scratch("eval_profile");
+    let task = repo("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv");
+    let manifest = repo("tasks/smoke/tasks.json");
+    let _ = manifest; // single tables take their category from --category
+    let mut files = Vec::new();
+    for model in ["kmer:2", "random-cnn"] {
+        let out_path = dir.join(format!("{}.json", model.replace(':', "_")));
+        let out = geneb(&[
+            "eval",
+            "--model",
+            model,
+            "--task",
+            task.to_str().unwrap(),
+            "--regimes",
+            "full,1shot",
+            "--category",
+            "Virus/Phage",
+            "--out",
+            out_path.to_str().unwrap(),
+            "--quiet",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "--out writes the file, not stdout");
+        let written: Value = serde_json::from_slice(&std::fs::read(&out_path).unwrap()).unwrap();
+        assert!(written["results"]["full"]["smoke_lambda_phage_vs_ecoli"]["MCC"].is_f64());
+        assert!(
+            written["results"].get("10shot").is_none(),
+            "only the regimes asked for"
+        );
+        files.push(out_path);
+    }
+    let paths: Vec<&str> = files.iter().map(|p| p.to_str().unwrap()).collect();
+    let table = geneb(&[&["profile"], paths.as_slice()].concat());
+    assert!(
+        table.status.success(),
+        "{}",
+        String::from_utf8_lossy(&table.stderr)
+    );
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        text.contains("Virus/Phage") && text.contains("macro") && text.contains("micro"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kmer:2") && text.contains("random-cnn:0"),
+        "{text}"
+    );
+    assert!(
+        text.contains('±'),
+        "few-shot cells carry the spread over seeds:\n{text}"
+    );
+
+    let json = ok_json(&geneb(&[&["profile", "--json"], paths.as_slice()].concat()));
+    let full = json["regimes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["regime"] == "full")
+        .unwrap();
+    assert_eq!(full["rows"].as_array().unwrap().len(), 2);
+    // One task in one category: its category score, macro and micro are all the task's MCC.
+    let row = &full["rows"][0];
+    assert_eq!(row["categories"]["Virus/Phage"]["mean"], row["macro"]);
+    assert_eq!(row["macro"], row["micro"]);
+}
+
+#[test]
+fn every_bad_input_is_one_line_naming_the_file_with_exit_2() {
+    let bad = repo("tests/fixtures/inputs/bad");
+    let dir = scratch("bad_inputs");
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(&bad)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    let mut checked = 0;
+    for path in entries
+        .iter()
+        .filter(|p| !p.to_string_lossy().ends_with(".txt"))
+    {
+        let out_path = dir.join("result.json");
+        let out = geneb(&[
+            "eval",
+            "--model",
+            "kmer:2",
+            "--task",
+            path.to_str().unwrap(),
+            "--out",
+            out_path.to_str().unwrap(),
+            "--quiet",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let name = path.file_name().unwrap().to_string_lossy();
+        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{name}: one line, got {stderr}"
+        );
+        assert!(
+            stderr.starts_with("geneb: ") && !stderr.contains("panicked"),
+            "{name}: {stderr}"
+        );
+        assert!(
+            stderr.contains(name.trim_end_matches(".gz")) || path.is_dir(),
+            "{name}: names the file: {stderr}"
+        );
+        assert!(!out_path.exists(), "{name}: nothing written");
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} bad inputs found");
+}
+
+#[test]
+fn usage_errors_exit_2_and_every_verb_has_help() {
+    for verb in ["eval", "probe", "fewshot", "profile", "models"] {
+        let out = geneb(&[verb, "--help"]);
+        assert!(out.status.success(), "{verb} --help");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage"),
+            "{verb} --help prints usage"
+        );
+    }
+    assert_eq!(
+        geneb(&["eval", "--model", "kmer:3"]).status.code(),
+        Some(2),
+        "missing --task"
+    );
+    let task = repo("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv");
+    let unknown = geneb(&[
+        "eval",
+        "--model",
+        "bert-huge",
+        "--task",
+        task.to_str().unwrap(),
+    ]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("built-in models"));
+    let regime = geneb(&[
+        "eval",
+        "--model",
+        "kmer:3",
+        "--task",
+        task.to_str().unwrap(),
+        "--regimes",
+        "5shot",
+    ]);
+    assert_eq!(regime.status.code(), Some(2));
+    let missing = geneb(&["profile", "/nonexistent/result.json"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/result.json"));
+}
+
+#[test]
+fn fewshot_prints_the_numpy_reference_subset() {
+    let labels = repo("tests/fixtures/cli/labels_3class.txt");
+    let run = |k: &str, seed: &str| {
+        let out = geneb(&[
+            "fewshot",
+            "--labels",
+            labels.to_str().unwrap(),
+            "--k",
+            k,
+            "--seed",
+            seed,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse::<usize>().unwrap())
+            .collect::<Vec<_>>()
+    };
+    // Expected values printed by numpy 2.2 (RandomState(seed).choice per class, sorted labels).
+    assert_eq!(
+        run("10", "13"),
+        [
+            25, 18, 35, 1, 12, 10, 31, 33, 28, 3, 38, 8, 13, 19, 27, 20, 17, 7, 16, 4, 14, 34, 24,
+            22, 30, 15, 29, 26
+        ]
+    );
+    assert_eq!(run("1", "997"), [25, 7, 4]);
+    assert_eq!(
+        geneb(&[
+            "fewshot",
+            "--labels",
+            labels.to_str().unwrap(),
+            "--k",
+            "0",
+            "--seed",
+            "1"
+        ])
+        .status
+        .code(),
+        Some(2)
+    );
+}
