@@ -35,6 +35,9 @@ struct Request {
     regimes: Vec<String>,
     /// "webgpu" when the page found an adapter, else "cpu".
     backend: String,
+    /// The page's description of its WebGPU adapter (browsers hide the name from wgpu).
+    #[serde(default)]
+    adapter: String,
     #[serde(default)]
     category: Option<String>,
 }
@@ -85,6 +88,7 @@ async fn run(request: Request, on_progress: &js_sys::Function) -> Result<Outcome
         .map(|r| Regime::parse(r).ok_or_else(|| Error::new(format!("unknown regime '{r}'"))))
         .collect::<Result<Vec<_>>>()?;
     let backend = BackendKind::parse(&request.backend)?;
+    crate::encoder::backend::set_page_adapter_label(&request.adapter);
     let files: Vec<InputFile> = request
         .files
         .into_iter()

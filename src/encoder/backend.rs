@@ -32,14 +32,23 @@ pub async fn wgpu() -> Result<Compute> {
 }
 
 fn init_error(e: impl std::fmt::Display) -> Error {
+    // Browser failures carry a JS stack after the first line; the user needs only the reason.
+    let reason = e.to_string();
+    let reason = reason.lines().next().unwrap_or_default().trim();
     Error::new(format!(
-        "no usable GPU through wgpu ({e}); run on the CPU backend instead"
+        "no usable GPU through wgpu ({reason}); run on the CPU backend instead"
     ))
 }
 
-fn describe(setup: &burn::tensor::wgpu::WgpuSetup) -> String {
+/// The adapter's name and API. Browsers hide the name from wgpu (it is empty there), so the
+/// page's own description of its adapter, when given, names it instead.
+fn describe(setup: &burn::tensor::wgpu::WgpuSetup, page_label: Option<&str>) -> String {
     let info = setup.adapter.get_info();
-    format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type)
+    let name = match page_label.map(str::trim) {
+        Some(label) if info.name.trim().is_empty() && !label.is_empty() => label.to_string(),
+        _ => info.name,
+    };
+    format!("{name} ({:?}, {:?})", info.backend, info.device_type)
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -57,12 +66,15 @@ mod cached {
             Ok(Compute {
                 device,
                 kind: BackendKind::Wgpu,
-                adapter: describe(&setup),
+                adapter: describe(&setup, None),
             })
         })
         .clone()
     }
 }
+
+#[cfg(target_arch = "wasm32")]
+pub use cached::set_page_adapter_label;
 
 #[cfg(target_arch = "wasm32")]
 mod cached {
@@ -72,6 +84,12 @@ mod cached {
     thread_local! {
         // A tab has one thread; the first outcome, success or failure, is final like natively.
         static WGPU: RefCell<Option<std::result::Result<Compute, Error>>> = const { RefCell::new(None) };
+        static PAGE_LABEL: RefCell<String> = const { RefCell::new(String::new()) };
+    }
+
+    /// How the page described its WebGPU adapter, to name it where wgpu cannot.
+    pub fn set_page_adapter_label(label: &str) {
+        PAGE_LABEL.with(|l| *l.borrow_mut() = label.to_string());
     }
 
     pub async fn get_or_init() -> Result<Compute> {
@@ -82,7 +100,7 @@ mod cached {
             Ok((device, setup)) => Ok(Compute {
                 device,
                 kind: BackendKind::Wgpu,
-                adapter: describe(&setup),
+                adapter: PAGE_LABEL.with(|l| describe(&setup, Some(&l.borrow()))),
             }),
             Err(e) => Err(init_error(e)),
         };

@@ -18,6 +18,7 @@ const SHARDS: usize = 8;
 /// Bytes of X per chunk: small enough to stay in L2 between the two products.
 const CHUNK_BYTES: usize = 256 * 1024;
 /// Below this many multiply-adds per evaluation, threads cost more than they save.
+#[cfg(not(target_arch = "wasm32"))]
 const PARALLEL_MIN_WORK: usize = 1 << 20;
 
 pub(crate) struct Objective<'a> {
