@@ -1,0 +1,207 @@
+#!/usr/bin/env node
+// Local static server for the geneb page: serves www/ (the page, its worker and the generated
+// wasm in www/pkg/) plus the built-in demo suite tasks/smoke/ and tasks/geneb-tasks.json, on
+// 127.0.0.1 only. Nothing here talks to any other host; the page runs everything in the tab.
+//
+//   node scripts/serve.mjs [--port N]     (or PORT=N; default 8787; 0 picks a free port)
+//
+// `startServer({ port })` is exported for the browser end-to-end tests.
+
+import { createServer } from 'node:http';
+import { stat, readFile } from 'node:fs/promises';
+import { extname, join, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const HOST = '127.0.0.1';
+const DEFAULT_PORT = 8787;
+
+/** The one Content-Security-Policy of the page (index.html repeats it in a <meta>). */
+export const CSP = [
+  "default-src 'self'",
+  "script-src 'self' 'wasm-unsafe-eval'",
+  "worker-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' data: blob:",
+  "style-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
+
+const MIME = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.csv': 'text/csv; charset=utf-8',
+  '.tsv': 'text/tab-separated-values; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+  '.md': 'text/plain; charset=utf-8',
+  '.fa': 'text/plain; charset=utf-8',
+  '.fasta': 'text/plain; charset=utf-8',
+  '.gz': 'application/gzip',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.map': 'application/json; charset=utf-8',
+};
+
+/**
+ * URL prefix → directory (or single file, when the prefix has no trailing slash).
+ * The first matching prefix wins, so the more specific ones come first.
+ */
+function defaultMounts(repo) {
+  return [
+    ['/tasks/smoke/', join(repo, 'tasks', 'smoke')],
+    ['/tasks/geneb-tasks.json', join(repo, 'tasks', 'geneb-tasks.json')],
+    ['/', join(repo, 'www')],
+  ];
+}
+
+function baseHeaders(extra = {}) {
+  return {
+    'Content-Security-Policy': CSP,
+    'Cache-Control': 'no-cache',
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Resource-Policy': 'same-origin',
+    ...extra,
+  };
+}
+
+function sendText(res, status, text, extra = {}) {
+  const body = Buffer.from(text + '\n', 'utf8');
+  res.writeHead(status, baseHeaders({
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': body.length,
+    ...extra,
+  }));
+  res.end(body);
+}
+
+/** Map a request path to a file on disk, or null when it is outside every mount. */
+function resolvePath(mounts, pathname) {
+  for (const [prefix, target] of mounts) {
+    if (!prefix.endsWith('/')) {
+      if (pathname === prefix) return target;
+      continue;
+    }
+    if (!pathname.startsWith(prefix) && pathname + '/' !== prefix) continue;
+    const rest = pathname.slice(prefix.length);
+    const root = resolve(target);
+    const file = resolve(root, '.' + sep + rest);
+    // No directory traversal: the resolved file must stay inside the mount's root.
+    if (file !== root && !file.startsWith(root + sep)) return null;
+    return file;
+  }
+  return null;
+}
+
+async function handle(mounts, req, res) {
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    return sendText(res, 405, 'method not allowed', { Allow: 'GET, HEAD' });
+  }
+  let pathname;
+  try {
+    pathname = decodeURIComponent(new URL(req.url, 'http://localhost').pathname);
+  } catch {
+    return sendText(res, 400, 'bad request');
+  }
+  if (pathname.includes('\0') || pathname.split('/').some((seg) => seg === '..')) {
+    return sendText(res, 400, 'bad request');
+  }
+  let file = resolvePath(mounts, pathname);
+  if (!file) return sendText(res, 404, 'not found');
+  let info;
+  try {
+    info = await stat(file);
+    if (info.isDirectory()) {
+      if (!pathname.endsWith('/')) {
+        return sendText(res, 301, 'moved', { Location: pathname + '/' });
+      }
+      file = join(file, 'index.html');
+      info = await stat(file);
+    }
+  } catch {
+    return sendText(res, 404, 'not found');
+  }
+  if (!info.isFile()) return sendText(res, 404, 'not found');
+  const body = await readFile(file);
+  const type = MIME[extname(file).toLowerCase()] ?? 'application/octet-stream';
+  res.writeHead(200, baseHeaders({ 'Content-Type': type, 'Content-Length': body.length }));
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+/**
+ * Start the server. Resolves to { server, port, url, close() }.
+ * @param {{port?: number, repo?: string, mounts?: Array<[string, string]>}} [options]
+ *   port 0 (the default here) picks a free port; `mounts` are extra [urlPrefix, path] pairs
+ *   checked before the defaults.
+ */
+export function startServer({ port = 0, repo = REPO, mounts = [] } = {}) {
+  const all = [...mounts, ...defaultMounts(repo)];
+  const server = createServer((req, res) => {
+    handle(all, req, res).catch((err) => {
+      if (!res.headersSent) sendText(res, 500, 'internal error');
+      else res.destroy();
+      console.error(`geneb: ${req.url}: ${err.message}`);
+    });
+  });
+  return new Promise((resolveStart, reject) => {
+    server.once('error', reject);
+    server.listen(port, HOST, () => {
+      server.off('error', reject);
+      const actual = server.address().port;
+      resolveStart({
+        server,
+        port: actual,
+        url: `http://${HOST}:${actual}/`,
+        close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()); }),
+      });
+    });
+  });
+}
+
+function parsePort(argv, env) {
+  let value = env.PORT;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--port' || a === '-p') value = argv[++i];
+    else if (a.startsWith('--port=')) value = a.slice('--port='.length);
+    else if (a === '--help' || a === '-h') {
+      console.log('usage: node scripts/serve.mjs [--port N]   (or PORT=N; default 8787; 0 = a free port)');
+      process.exit(0);
+    } else {
+      console.error(`geneb: unknown argument ${a} (try --help)`);
+      process.exit(2);
+    }
+  }
+  if (value === undefined || value === '') return DEFAULT_PORT;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    console.error(`geneb: bad port ${JSON.stringify(value)}: give a number from 0 to 65535`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const isMain = process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+if (isMain) {
+  const port = parsePort(process.argv.slice(2), process.env);
+  startServer({ port }).then(
+    ({ url, close }) => {
+      console.log(`geneb: serving ${url}`);
+      const stop = () => close().then(() => process.exit(0));
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    },
+    (err) => {
+      console.error(`geneb: cannot listen on ${HOST}:${port}: ${err.message}`);
+      process.exit(1);
+    },
+  );
+}

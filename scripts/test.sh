@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# `npm test`: every test. Rust unit and integration tests (the sklearn/numpy oracle fixtures,
+# the CLI on the smoke suite, CPU-vs-wgpu parity on Mesa lavapipe), the wasm build, then the
+# browser end-to-end tests in headless Chromium.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo test --all-targets
+bash scripts/build-wasm.sh
+[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
+npm run --silent test:e2e

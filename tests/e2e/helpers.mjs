@@ -1,0 +1,151 @@
+// Shared setup for the browser end-to-end tests: the local server on a free port, Debian's
+// Chromium through playwright-core, and a recorder that fails the test when any request goes
+// anywhere but the local server (data: and blob: URLs excepted).
+
+import { existsSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
+
+export const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+export const FIXTURES = join(REPO, 'tests', 'e2e', 'fixtures');
+export const ARTIFACTS = join(REPO, 'test-artifacts');
+export const CHROMIUM = process.env.GENEB_CHROMIUM || '/usr/bin/chromium';
+
+/** Generous: this may run on a slow 2-core machine with a software GPU (SwiftShader). */
+export const LOAD_TIMEOUT = 120_000;
+export const RUN_TIMEOUT = 600_000;
+
+const BASE_ARGS = [
+  '--headless=new',
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+
+/**
+ * Where the page's wasm comes from. Normally www/pkg/ (scripts/build-wasm.sh). For working on
+ * the UI before the core builds, GENEB_E2E_PKG_DIR can point at another folder served as /pkg/.
+ */
+export function pkgMounts() {
+  const dir = process.env.GENEB_E2E_PKG_DIR;
+  if (dir) return [['/pkg/', resolve(dir)]];
+  return [];
+}
+
+export function wasmBuilt() {
+  if (process.env.GENEB_E2E_PKG_DIR) return existsSync(join(process.env.GENEB_E2E_PKG_DIR, 'geneb.js'));
+  return existsSync(join(REPO, 'www', 'pkg', 'geneb.js')) && existsSync(join(REPO, 'www', 'pkg', 'geneb_bg.wasm'));
+}
+
+export const NO_WASM = 'www/pkg/ has no wasm build: run `bash scripts/build-wasm.sh` first (npm test does)';
+
+export async function startTestServer() {
+  return startServer({ port: 0, mounts: pkgMounts() });
+}
+
+/** Launch Chromium with (default) or without WebGPU. */
+export async function launchBrowser({ webgpu = true } = {}) {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium or set GENEB_CHROMIUM`);
+  }
+  const args = [...BASE_ARGS, webgpu ? '--enable-unsafe-webgpu' : '--disable-webgpu'];
+  return chromium.launch({ executablePath: CHROMIUM, args, headless: true });
+}
+
+/**
+ * A fresh context and page on the app. `offsite` collects every request that did not go to the
+ * local server; the route handler also aborts them, so nothing can leave even if one slips by.
+ */
+export async function openApp(browser, server, { viewport = { width: 1280, height: 900 }, beforeGoto } = {}) {
+  const context = await browser.newContext({ viewport, acceptDownloads: true });
+  const origin = `http://127.0.0.1:${server.port}/`;
+  const requests = [];
+  const offsite = [];
+  const allowed = (url) => url.startsWith(origin) || url.startsWith('data:') || url.startsWith('blob:');
+  const record = (url) => {
+    requests.push(url);
+    if (!allowed(url)) offsite.push(url);
+  };
+  context.on('request', (req) => record(req.url()));
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (allowed(url)) return route.continue();
+    record(url);
+    return route.abort('blockedbyclient');
+  });
+  const page = await context.newPage();
+  page.on('request', (req) => record(req.url()));
+  page.on('worker', (worker) => {
+    record(worker.url());
+  });
+  const consoleErrors = [];
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') consoleErrors.push(msg.text());
+  });
+  page.on('pageerror', (err) => consoleErrors.push(`pageerror: ${err.message}`));
+  if (beforeGoto) await beforeGoto(context, origin);
+  await page.goto(origin, { waitUntil: 'load' });
+  return {
+    context, page, requests, offsite, consoleErrors, origin,
+    assertLocalOnly() {
+      const unique = [...new Set(offsite)];
+      if (unique.length) throw new Error(`requests left 127.0.0.1:\n  ${unique.join('\n  ')}`);
+    },
+    close: () => context.close(),
+  };
+}
+
+export const byTestId = (page, id) => page.locator(`[data-testid="${id}"]`);
+
+/** Wait until the status reads `ready` (the worker loaded the wasm and checked the GPU). */
+export async function waitReady(page, timeout = LOAD_TIMEOUT) {
+  await page.waitForFunction(() => {
+    const s = document.querySelector('[data-testid="status"]');
+    return s && (s.textContent === 'ready' || s.textContent === 'unavailable');
+  }, null, { timeout, polling: 100 });
+  const status = await byTestId(page, 'status').textContent();
+  if (status !== 'ready') {
+    const err = await byTestId(page, 'error').textContent();
+    throw new Error(`the page did not become ready: ${status}: ${err}`);
+  }
+}
+
+/** Wait for the end of a run: a new result, an error, or a return to ready after a cancel. */
+export async function waitRunEnd(page, timeout = RUN_TIMEOUT) {
+  await page.waitForFunction(() => {
+    const s = document.querySelector('[data-testid="status"]');
+    return s && s.textContent === 'ready';
+  }, null, { timeout, polling: 250 });
+}
+
+/** Click a button and wait until the run it starts has ended. */
+export async function runAndWait(page, testId, timeout = RUN_TIMEOUT) {
+  await byTestId(page, testId).click();
+  // The status leaves "ready" synchronously on click, so waiting for "ready" again is sound.
+  await waitRunEnd(page, timeout);
+}
+
+/** The numbers shown in a profile table: [{model, cells: [text...]}]. */
+export async function profileRows(page, regime) {
+  return page.locator(`[data-testid="profile-table-${regime}"] tbody tr`).evaluateAll((trs) =>
+    trs.map((tr) => ({
+      model: tr.querySelector('th code')?.textContent ?? '',
+      cells: [...tr.querySelectorAll('td')].map((td) => td.textContent.trim()),
+    })));
+}
+
+export function ensureArtifacts() {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  return ARTIFACTS;
+}
+
+/** A cell's value: "0.612" or "0.400 ± 0.050" → 0.612 / 0.4; anything else → NaN. */
+export function cellMean(text) {
+  const m = /^(-?\d+\.\d{3})(\s*±\s*\d+\.\d{3})?$/.exec(text.trim());
+  return m ? Number(m[1]) : NaN;
+}

@@ -1,0 +1,370 @@
+// Browser end-to-end tests of the page: Debian's Chromium (headless, WebGPU on SwiftShader and a
+// second browser without WebGPU), the local server on a free port, the real wasm in www/pkg/.
+// Every test fails if any request leaves http://127.0.0.1:<port>/.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CSP } from '../../scripts/serve.mjs';
+import {
+  ARTIFACTS, FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, RUN_TIMEOUT,
+  byTestId, cellMean, ensureArtifacts, launchBrowser, openApp, profileRows, runAndWait,
+  startTestServer, waitReady, waitRunEnd, wasmBuilt,
+} from './helpers.mjs';
+
+const GOOD = join(FIXTURES, 'e2e_gc_vs_at.csv');
+const GOOD_ID = 'e2e_gc_vs_at';
+const BAD = join(FIXTURES, 'e2e_bad.csv');
+const REGIMES = ['full', '10shot', '1shot'];
+
+const TEST_TIMEOUT = RUN_TIMEOUT + LOAD_TIMEOUT;
+
+/** The core names a model by its canonical spec: "random-cnn" runs as "random-cnn:0". */
+const sameModel = (id, spec) => id === spec || id.startsWith(`${spec}:`);
+
+function assertModels(ids, specs, what) {
+  assert.equal(ids.length, specs.length, `${what}: ${ids.join(', ')}`);
+  for (const spec of specs) assert.ok(ids.some((id) => sameModel(id, spec)), `${what}: ${spec} in ${ids.join(', ')}`);
+}
+
+/** Read the downloaded result JSON. */
+async function downloadResult(page) {
+  const [download] = await Promise.all([
+    page.waitForEvent('download', { timeout: 60_000 }),
+    byTestId(page, 'download').click(),
+  ]);
+  assert.equal(download.suggestedFilename(), 'geneb-results.json');
+  const path = await download.path();
+  return JSON.parse(await readFile(path, 'utf8'));
+}
+
+function checkSubmission(sub, taskId, regimes = REGIMES) {
+  assert.equal(sub.schema_version, '1.0');
+  assert.equal(typeof sub.model_id, 'string');
+  assert.ok(sub.meta && typeof sub.meta === 'object', 'meta block');
+  for (const regime of regimes) {
+    const r = sub.results?.[regime]?.[taskId];
+    assert.ok(r, `results.${regime}.${taskId} in ${sub.model_id}`);
+    for (const k of ['MCC', 'Acc', 'F1']) {
+      assert.equal(typeof r[k], 'number', `${regime}.${taskId}.${k}`);
+      assert.ok(r[k] >= -1 && r[k] <= 1, `${regime}.${taskId}.${k} = ${r[k]}`);
+    }
+  }
+  assert.ok(sub.protocol && typeof sub.protocol === 'object', 'protocol block');
+  assert.ok(sub.protocol.backend, 'protocol.backend');
+}
+
+/** Assert the profile tables show numbers for every model and regime. */
+async function checkProfileTables(page, models, regimes = REGIMES) {
+  for (const regime of regimes) {
+    const rows = await profileRows(page, regime);
+    assertModels(rows.map((r) => r.model), models, `${regime} rows`);
+    for (const row of rows) {
+      assert.ok(row.cells.length >= 3, 'at least one category + macro + micro');
+      for (const cell of row.cells) {
+        const v = cellMean(cell);
+        assert.ok(Number.isFinite(v) && v >= -1 && v <= 1, `${regime} ${row.model}: cell "${cell}"`);
+      }
+    }
+    if (regime !== 'full') {
+      const withStd = rows.flatMap((r) => r.cells).filter((c) => /±/.test(c));
+      assert.ok(withStd.length > 0, `${regime}: few-shot cells show mean ± std`);
+    }
+  }
+}
+
+async function addFiles(page, ...paths) {
+  await byTestId(page, 'task-files').setInputFiles(paths);
+  for (const p of paths) {
+    const name = p.split('/').pop();
+    await byTestId(page, 'file-list').locator('li', { hasText: name }).waitFor({ timeout: 10_000 });
+  }
+}
+
+/** Drop a file on the drop zone, as a drag from the desktop would. */
+async function dropFile(page, path) {
+  const name = path.split('/').pop();
+  const text = await readFile(path, 'utf8');
+  await byTestId(page, 'drop-zone').evaluate((zone, { name, text }) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([text], name, { type: 'text/csv' }));
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }
+  }, { name, text });
+  await byTestId(page, 'file-list').locator('li', { hasText: name }).waitFor({ timeout: 10_000 });
+}
+
+describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
+  let server;
+  let gpuBrowser;
+  let cpuBrowser;
+
+  before(async () => {
+    assert.ok(wasmBuilt(), NO_WASM);
+    server = await startTestServer();
+    gpuBrowser = await launchBrowser({ webgpu: true });
+  });
+
+  after(async () => {
+    await gpuBrowser?.close();
+    await cpuBrowser?.close();
+    await server?.close();
+  });
+
+  it('loads, finds the WebGPU adapter and becomes ready without console errors', { timeout: LOAD_TIMEOUT * 2 }, async () => {
+    const app = await openApp(gpuBrowser, server);
+    try {
+      const { page } = app;
+      await waitReady(page);
+      const backend = await byTestId(page, 'backend').textContent();
+      assert.match(backend, /^WebGPU — \S/, `backend: ${backend}`);
+      console.log(`# backend: ${backend}`);
+      if (/software fallback/.test(backend)) {
+        assert.match(await byTestId(page, 'compute-hint').textContent(), /software fallback/);
+      }
+      assert.match(await byTestId(page, 'version').textContent(), /^\d+\.\d+\.\d+/);
+      // Default choices: kmer:4 + random-cnn, all three regimes.
+      assert.equal(await byTestId(page, 'model-kmer').isChecked(), true);
+      assert.equal(await byTestId(page, 'kmer-k').inputValue(), '4');
+      assert.equal(await byTestId(page, 'model-random-cnn').isChecked(), true);
+      for (const r of REGIMES) assert.equal(await byTestId(page, `regime-${r}`).isChecked(), true, r);
+      assert.equal(await byTestId(page, 'run').isDisabled(), true, 'no files yet');
+      assert.equal(await byTestId(page, 'demo').isEnabled(), true);
+      assert.match(await byTestId(page, 'privacy').textContent(), /Your data never leaves this tab/);
+      // Every control has an accessible name.
+      const unlabeled = await page.evaluate(() => [...document.querySelectorAll('input, select, button, textarea')]
+        .filter((e) => !(e.labels?.length || e.getAttribute('aria-label') || e.getAttribute('aria-labelledby')
+          || (e.tagName === 'BUTTON' && e.textContent.trim())))
+        .map((e) => e.outerHTML.slice(0, 80)));
+      assert.deepEqual(unlabeled, []);
+      // The only external address is the paper's, as a plain link.
+      const external = await page.evaluate(() => [...document.querySelectorAll('[href], [src]')]
+        .map((e) => e.href || e.src).filter((u) => !u.startsWith(location.origin) && !u.startsWith('data:')));
+      assert.deepEqual(external, ['https://arxiv.org/abs/2606.04525']);
+      // The recorder sees the worker's requests too (the worker imports the wasm glue).
+      assert.ok(app.requests.some((u) => /\/pkg\/geneb\.js$/.test(u)), `worker request recorded: ${app.requests.join(' ')}`);
+      assert.deepEqual(app.consoleErrors, [], 'no console errors on load');
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('runs kmer:4 + random-cnn on WebGPU and downloads the result JSON', { timeout: TEST_TIMEOUT }, async () => {
+    const app = await openApp(gpuBrowser, server);
+    try {
+      const { page } = app;
+      await waitReady(page);
+      await addFiles(page, GOOD);
+      assert.match(await byTestId(page, 'file-list').textContent(), /e2e_gc_vs_at\.csv\s*\d+(\.\d)? KB/);
+      assert.equal(await byTestId(page, 'run').isEnabled(), true);
+      await runAndWait(page, 'run');
+      assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
+      await checkProfileTables(page, ['kmer:4', 'random-cnn']);
+      const backend = await byTestId(page, 'backend').textContent();
+      assert.match(backend, /^WebGPU — /, `the result ran on: ${backend}`);
+      assert.match(await byTestId(page, 'progress-text').textContent(), /done/);
+
+      const json = await downloadResult(page);
+      assert.equal(json.submissions.length, 2);
+      assertModels(json.submissions.map((s) => s.model_id), ['kmer:4', 'random-cnn'], 'submissions');
+      for (const sub of json.submissions) checkSubmission(sub, GOOD_ID);
+      assert.equal(json.profile.metric, 'MCC');
+      assert.deepEqual(json.profile.regimes.map((r) => r.regime), REGIMES);
+      assert.ok(json.profile.tasks.some((t) => t.id === GOOD_ID));
+      // GC-rich vs AT-rich is easy for a 4-mer spectrum: the probe must find it.
+      const kmer = json.submissions.find((s) => sameModel(s.model_id, 'kmer:4'));
+      assert.ok(kmer.results.full[GOOD_ID].MCC > 0.5, `kmer:4 full MCC ${kmer.results.full[GOOD_ID].MCC}`);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('runs on the CPU in a browser without WebGPU', { timeout: TEST_TIMEOUT }, async () => {
+    cpuBrowser ??= await launchBrowser({ webgpu: false });
+    const app = await openApp(cpuBrowser, server);
+    try {
+      const { page } = app;
+      await waitReady(page);
+      assert.match(await byTestId(page, 'backend').textContent(), /^CPU \(no WebGPU adapter\)/);
+      await addFiles(page, GOOD);
+      await runAndWait(page, 'run');
+      assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
+      assert.match(await byTestId(page, 'backend').textContent(), /^CPU/);
+      await checkProfileTables(page, ['kmer:4', 'random-cnn']);
+      const json = await downloadResult(page);
+      for (const sub of json.submissions) {
+        checkSubmission(sub, GOOD_ID);
+        const b = sub.protocol.backend;
+        if (b && typeof b === 'object' && 'kind' in b) assert.equal(b.kind, 'cpu');
+      }
+      assert.deepEqual(app.consoleErrors, [], 'no console errors');
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('shows a file:line error for a malformed file and stays usable', { timeout: TEST_TIMEOUT }, async () => {
+    const app = await openApp(gpuBrowser, server);
+    try {
+      const { page } = app;
+      await waitReady(page);
+      await addFiles(page, BAD);
+      await runAndWait(page, 'run');
+      const error = byTestId(page, 'error');
+      assert.equal(await error.isVisible(), true, 'the error region is shown');
+      assert.equal(await error.getAttribute('role'), 'alert');
+      const message = await byTestId(page, 'error-message').textContent();
+      assert.match(message, /^e2e_bad\.csv:\d+: \S/, `message: ${message}`);
+      assert.equal(await byTestId(page, 'status').textContent(), 'ready');
+      assert.equal(await byTestId(page, 'profile').locator('table').count(), 0);
+      // Swap the bad file for a good one, dropped on the drop zone this time: the page runs it.
+      await byTestId(page, 'file-list').getByRole('button', { name: 'Remove e2e_bad.csv' }).click();
+      assert.equal(await byTestId(page, 'file-list').locator('li').count(), 0);
+      await dropFile(page, GOOD);
+      assert.equal(await byTestId(page, 'file-list').locator('li').count(), 1);
+      await runAndWait(page, 'run');
+      assert.equal(await error.isHidden(), true, 'the error is cleared by a good run');
+      await checkProfileTables(page, ['kmer:4', 'random-cnn']);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('cancels a run, returns to ready with the files kept, and runs again', { timeout: TEST_TIMEOUT }, async () => {
+    const app = await openApp(gpuBrowser, server);
+    try {
+      const { page } = app;
+      await waitReady(page);
+      await addFiles(page, GOOD);
+      // Press Cancel as soon as the first progress report shows: deterministic, no sleeps.
+      await page.evaluate(() => {
+        const text = document.querySelector('[data-testid="progress-text"]');
+        const obs = new MutationObserver(() => {
+          if (/^(read|embed|probe)\b/.test(text.textContent)) {
+            obs.disconnect();
+            window.__cancelledAt = text.textContent;
+            document.querySelector('[data-testid="cancel"]').click();
+          }
+        });
+        obs.observe(text, { childList: true, characterData: true, subtree: true });
+      });
+      await byTestId(page, 'run').click();
+      await page.waitForFunction(() => window.__cancelledAt, null, { timeout: RUN_TIMEOUT });
+      await waitRunEnd(page, LOAD_TIMEOUT);
+      assert.match(await byTestId(page, 'notice').textContent(), /cancelled/i);
+      assert.equal(await byTestId(page, 'progress-text').textContent(), 'cancelled');
+      assert.equal(await byTestId(page, 'profile').locator('table').count(), 0, 'no result from the cancelled run');
+      assert.equal(await byTestId(page, 'cancel').isDisabled(), true);
+      assert.match(await byTestId(page, 'file-list').textContent(), /e2e_gc_vs_at\.csv/, 'files kept');
+      // The fresh worker runs the next request.
+      await runAndWait(page, 'run');
+      await checkProfileTables(page, ['kmer:4', 'random-cnn']);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('falls back to the CPU when WebGPU fails to start, and says so', { timeout: TEST_TIMEOUT }, async () => {
+    // A browser without WebGPU, whose worker is told it has an adapter that cannot give a
+    // device: the wasm's GPU start fails, and the page must retry on the CPU. The worker script
+    // is served with a prelude by the test itself (still from 127.0.0.1).
+    cpuBrowser ??= await launchBrowser({ webgpu: false });
+    const app = await openApp(cpuBrowser, server, {
+      async beforeGoto(context, origin) {
+        const original = await readFile(join(REPO, 'www', 'worker.js'), 'utf8');
+        const prelude = `Object.defineProperty(self.navigator, 'gpu', { configurable: true, value: {
+          requestAdapter: async () => ({
+            info: { vendor: 'test', architecture: '', device: '', description: 'Broken test adapter' },
+            features: new Set(), limits: {},
+            requestDevice: async () => { throw new Error('GPU device request failed (test)'); },
+          }),
+          getPreferredCanvasFormat: () => 'rgba8unorm',
+        } });\n`;
+        await context.route(`${origin}worker.js`, (route) => route.fulfill({
+          status: 200,
+          headers: { 'content-type': 'text/javascript', 'content-security-policy': CSP },
+          body: prelude + original,
+        }));
+      },
+    });
+    try {
+      const { page } = app;
+      await waitReady(page);
+      assert.match(await byTestId(page, 'backend').textContent(), /^WebGPU — Broken test adapter/);
+      await addFiles(page, GOOD);
+      await runAndWait(page, 'run');
+      assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
+      const notice = await byTestId(page, 'notice').textContent();
+      console.log(`# fallback notice: ${notice}`);
+      assert.match(notice, /WebGPU failed .*ran on the CPU instead/);
+      assert.match(await byTestId(page, 'backend').textContent(), /^CPU \(WebGPU failed/);
+      await checkProfileTables(page, ['kmer:4', 'random-cnn']);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('the demo button runs both baselines on the built-in suite, on the CPU by choice (screenshots)', { timeout: TEST_TIMEOUT }, async () => {
+    const app = await openApp(gpuBrowser, server);
+    try {
+      const { page } = app;
+      await waitReady(page);
+      // The demo on the CPU: on SwiftShader's software WebGPU it takes minutes; the WebGPU path
+      // is covered above. This also exercises the compute choice.
+      await byTestId(page, 'compute').selectOption('cpu');
+      await runAndWait(page, 'demo');
+      assert.match(await byTestId(page, 'backend').textContent(), /^CPU \(chosen\)/);
+      assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
+      await checkProfileTables(page, ['kmer:4', 'random-cnn']);
+      const header = await page.locator('[data-testid="profile-table-full"] thead th').allTextContents();
+      assert.ok(header.length >= 5, `several categories in the demo: ${header.join(' | ')}`);
+      assert.match(await byTestId(page, 'result-summary').textContent(), /Demo/);
+      assert.ok(app.requests.some((u) => u.endsWith('/tasks/smoke/tasks.json')), 'demo manifest fetched locally');
+
+      ensureArtifacts();
+      await page.screenshot({ path: join(ARTIFACTS, 'result-desktop-1280.png'), fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      // At phone width nothing may overflow the page sideways (tables scroll inside their boxes).
+      await page.waitForFunction(() => document.documentElement.scrollWidth <= window.innerWidth, null, { timeout: 10_000 });
+      await page.screenshot({ path: join(ARTIFACTS, 'result-phone-390.png'), fullPage: true });
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('the CSP blocks requests to other hosts, and nothing leaves 127.0.0.1', { timeout: LOAD_TIMEOUT * 2 }, async () => {
+    const app = await openApp(gpuBrowser, server);
+    try {
+      const { page } = app;
+      await waitReady(page);
+      const outcome = await page.evaluate(async () => {
+        const violations = [];
+        document.addEventListener('securitypolicyviolation', (e) => violations.push({ uri: e.blockedURI, directive: e.effectiveDirective }));
+        let fetched;
+        try {
+          await fetch('https://example.com/');
+          fetched = 'fetched';
+        } catch (err) {
+          fetched = `blocked: ${err.message}`;
+        }
+        // Violation events are dispatched asynchronously.
+        for (let i = 0; i < 50 && !violations.length; i++) await new Promise((r) => setTimeout(r, 20));
+        return { fetched, violations };
+      });
+      assert.match(outcome.fetched, /^blocked/);
+      assert.ok(outcome.violations.some((v) => v.directive === 'connect-src' && v.uri.includes('example.com')),
+        `a connect-src violation: ${JSON.stringify(outcome.violations)}`);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+});

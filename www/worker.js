@@ -1,0 +1,181 @@
+// The worker owns the WebAssembly core and the GPU check, so the page never blocks.
+//
+// Page → worker:  {type: "run", id, request, forceBackend?: "cpu"}
+// Worker → page:  {type: "ready", version, models, backend}
+//                 {type: "progress", id, stage, model, task, done, total}
+//                 {type: "result", id, backend, submissions, profile}
+//                 {type: "error", id?, message, gpuFailure?}
+// The wasm runs synchronously, so cancelling is the page terminating this worker.
+
+const PKG = './pkg/geneb.js';
+
+/** Minimum time between two progress messages of the same step (ms). */
+const PROGRESS_INTERVAL_MS = 80;
+
+let wasm = null; // the imported module, once initialised
+
+/** Describe a WebGPU adapter in one short line. */
+async function describeAdapter(adapter) {
+  let info = adapter.info;
+  if (!info && typeof adapter.requestAdapterInfo === 'function') {
+    try { info = await adapter.requestAdapterInfo(); } catch { info = null; }
+  }
+  if (!info) return 'WebGPU adapter';
+  // The description usually says it all (it can be empty); else "vendor architecture device".
+  const description = typeof info.description === 'string' ? info.description.trim() : '';
+  if (description) return description;
+  const parts = [info.vendor, info.architecture, info.device]
+    .filter((s) => typeof s === 'string' && s.trim())
+    .map((s) => s.trim());
+  return parts.join(' ') || 'WebGPU adapter';
+}
+
+/** Ask for a WebGPU adapter; never throws. */
+async function detectBackend() {
+  try {
+    const gpu = self.navigator?.gpu;
+    if (!gpu || typeof gpu.requestAdapter !== 'function') {
+      return { kind: 'cpu', adapter: '', reason: 'no WebGPU adapter' };
+    }
+    const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+    if (!adapter) return { kind: 'cpu', adapter: '', reason: 'no WebGPU adapter' };
+    // A software adapter (SwiftShader) works, but is often slower than the CPU path.
+    const fallback = Boolean(adapter.info?.isFallbackAdapter ?? adapter.isFallbackAdapter);
+    return { kind: 'webgpu', adapter: await describeAdapter(adapter), fallback };
+  } catch (err) {
+    return { kind: 'cpu', adapter: '', reason: `WebGPU unavailable: ${messageOf(err)}` };
+  }
+}
+
+function messageOf(err) {
+  if (err == null) return 'unknown error';
+  if (typeof err === 'string') return err;
+  if (typeof err.message === 'string' && err.message) return err.message;
+  try { return String(err); } catch { return 'unknown error'; }
+}
+
+/**
+ * Make a value from wasm-bindgen plain data: ES Maps (serde-wasm-bindgen's default for maps)
+ * become objects, JSON strings stay strings, so rendering and JSON.stringify see one shape.
+ */
+function plain(value) {
+  if (value instanceof Map) {
+    const out = {};
+    for (const [k, v] of value) out[String(k)] = plain(v);
+    return out;
+  }
+  if (Array.isArray(value)) return value.map(plain);
+  if (value && typeof value === 'object' && !ArrayBuffer.isView(value)) {
+    const out = {};
+    for (const k of Object.keys(value)) out[k] = plain(value[k]);
+    return out;
+  }
+  return value;
+}
+
+function parseIfString(v) {
+  if (typeof v !== 'string') return v;
+  try { return JSON.parse(v); } catch { return v; }
+}
+
+const GPU_WORDS = /\b(web ?gpu|wgpu|gpu|adapter|device lost|request_?device)\b/i;
+
+/** Whether a failed run on WebGPU is worth retrying on the CPU. */
+function looksLikeGpuFailure(err, message) {
+  if (err instanceof WebAssembly.RuntimeError) return true; // a panic, possibly in wgpu init
+  // "file:line: problem" is a data error: the user's to fix, not the GPU's.
+  if (/^[^:\n]+:\d+: /.test(message)) return false;
+  return GPU_WORDS.test(message);
+}
+
+async function start() {
+  const backendP = detectBackend();
+  let mod;
+  try {
+    mod = await import(PKG);
+    await mod.default();
+  } catch (err) {
+    self.postMessage({
+      type: 'error',
+      fatal: true,
+      message: `Could not load the geneb WebAssembly module (${PKG}): ${messageOf(err)}. `
+        + 'If you serve the page yourself, build it first with scripts/build-wasm.sh.',
+    });
+    return;
+  }
+  wasm = mod;
+  let models = [];
+  try { models = plain(parseIfString(mod.models())) ?? []; } catch (err) {
+    self.postMessage({ type: 'error', fatal: true, message: `Could not list the encoders: ${messageOf(err)}` });
+    return;
+  }
+  let version = '';
+  try { version = String(mod.version()); } catch { version = ''; }
+  self.postMessage({ type: 'ready', version, models, backend: await backendP });
+}
+
+async function run({ id, request, forceBackend }) {
+  if (!wasm) {
+    self.postMessage({ type: 'error', id, message: 'The WebAssembly module is not loaded yet.' });
+    return;
+  }
+  const backend = forceBackend === 'cpu'
+    ? { kind: 'cpu', adapter: '', reason: 'forced' }
+    : await detectBackend();
+
+  let last = { t: 0, key: '' };
+  const onProgress = (p) => {
+    try {
+      p = plain(p) ?? {};
+      const key = `${p.stage}\u0000${p.model}\u0000${p.task}`;
+      const now = performance.now();
+      const finished = p.total != null && p.done >= p.total;
+      if (key === last.key && !finished && now - last.t < PROGRESS_INTERVAL_MS) return;
+      last = { t: now, key };
+      self.postMessage({
+        type: 'progress', id,
+        stage: p.stage ?? '', model: p.model ?? '', task: p.task ?? '',
+        done: Number(p.done ?? 0), total: Number(p.total ?? 0),
+      });
+    } catch { /* progress must never break the run */ }
+  };
+
+  const full = {
+    files: request.files,
+    models: request.models,
+    regimes: request.regimes,
+    backend: backend.kind,
+    adapter: backend.adapter ?? '',
+    category: request.category || null,
+  };
+  let raw;
+  try {
+    raw = await wasm.evaluate(full, onProgress);
+  } catch (err) {
+    const message = messageOf(err).split('\n')[0];
+    self.postMessage({
+      type: 'error', id, message,
+      backend: backend.kind,
+      gpuFailure: backend.kind === 'webgpu' && looksLikeGpuFailure(err, message),
+    });
+    return;
+  }
+  const result = plain(parseIfString(raw)) ?? {};
+  const submissions = (result.submissions ?? []).map((s) => plain(parseIfString(s)));
+  self.postMessage({
+    type: 'result', id,
+    backend: result.backend ?? { kind: backend.kind, adapter: backend.adapter },
+    requestedBackend: backend,
+    submissions,
+    profile: plain(parseIfString(result.profile)) ?? null,
+  });
+}
+
+self.addEventListener('message', (event) => {
+  const msg = event.data;
+  if (msg && msg.type === 'run') {
+    run(msg).catch((err) => self.postMessage({ type: 'error', id: msg.id, message: messageOf(err) }));
+  }
+});
+
+start();
