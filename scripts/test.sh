@@ -4,6 +4,8 @@
 # browser end-to-end tests in headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Vulkan loaders warn on stderr without a runtime dir; give them one so logs stay readable.
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
 cargo test --all-targets
 bash scripts/build-wasm.sh
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund

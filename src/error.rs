@@ -39,14 +39,6 @@ impl Error {
             message: message.into(),
         }
     }
-
-    /// Attach a file name to an error raised where only the content was known.
-    pub fn with_file(mut self, file: impl Into<String>) -> Self {
-        if self.file.is_none() {
-            self.file = Some(file.into());
-        }
-        self
-    }
 }
 
 impl fmt::Display for Error {

@@ -49,6 +49,7 @@ pub async fn evaluate(
     for task in tasks {
         let id = task.task.id.as_str();
         let data = &task.data;
+        check_memory(id, data.train.len() + data.test.len(), encoder.dim())?;
         let started = Instant::now();
         let x_train = embed_all(
             encoder,
@@ -167,11 +168,34 @@ pub async fn evaluate(
         protocol: Some(protocol_block(
             encoder,
             regimes,
+            deviations(tasks),
             not_converged,
             embed_seconds,
             probe_seconds,
         )),
     })
+}
+
+/// Embeddings are held in f64 for the probe; past this many bytes a task is refused with advice
+/// instead of aborting the process (or trapping the tab, whose memory is 4 GiB in all).
+#[cfg(not(target_arch = "wasm32"))]
+const EMBEDDING_BUDGET: usize = 16 << 30;
+#[cfg(target_arch = "wasm32")]
+const EMBEDDING_BUDGET: usize = 1 << 30;
+
+fn check_memory(task: &str, rows: usize, dim: usize) -> Result<()> {
+    let bytes = rows
+        .saturating_mul(dim)
+        .saturating_mul(std::mem::size_of::<f64>());
+    if bytes > EMBEDDING_BUDGET {
+        return Err(crate::Error::new(format!(
+            "task {task}: {rows} sequences × {dim} dimensions need {:.1} GB of embeddings, more \
+             than the {} GB geneb allows here; use a smaller encoder (e.g. kmer:4) or fewer rows",
+            bytes as f64 / 1e9,
+            EMBEDDING_BUDGET >> 30
+        )));
+    }
+    Ok(())
 }
 
 async fn embed_all(
@@ -210,9 +234,29 @@ fn mean_scores(scores: impl Iterator<Item = Scores>) -> Scores {
     }
 }
 
+/// Where this run differs from a GENEB leaderboard run, stated in the result itself.
+fn deviations(tasks: &[TaskData]) -> Vec<String> {
+    let own: Vec<&str> = tasks
+        .iter()
+        .map(|t| t.task.id.as_str())
+        .filter(|id| crate::task::catalogue::category_of(id).is_none())
+        .collect();
+    if own.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "{} of {} tasks are not GENEB tasks ({}): the protocol is GENEB's, but their scores \
+         have no published counterpart",
+        own.len(),
+        tasks.len(),
+        own.join(", ")
+    )]
+}
+
 fn protocol_block(
     encoder: &Encoder,
     regimes: &[Regime],
+    deviations: Vec<String>,
     not_converged: Vec<String>,
     embed_seconds: f64,
     probe_seconds: f64,
@@ -237,6 +281,6 @@ fn protocol_block(
         "aggregation": "category = mean of its tasks; macro = mean of categories; micro = mean of tasks",
         "versions": { "geneb": crate::VERSION, "burn": if cfg!(feature = "burn") { "0.22.1" } else { "not built in" } },
         "timings_s": { "embed": embed_seconds, "probe": probe_seconds },
-        "deviations": [],
+        "deviations": deviations,
     })
 }

@@ -54,6 +54,9 @@ pub fn read_probe_npz(path: &Path) -> Result<ProbeArrays> {
             )));
         }
     }
+    if x_test.nrows() == 0 {
+        return Err(err("X_test has no rows: there is nothing to score".into()));
+    }
     if x_train.ncols() != x_test.ncols() {
         return Err(err(format!(
             "X_train has {} columns but X_test has {}",

@@ -54,6 +54,27 @@ impl Regime {
     pub fn parse(s: &str) -> Option<Regime> {
         Regime::ALL.into_iter().find(|r| r.key() == s.trim())
     }
+
+    /// The regimes a user listed, each once, in the leaderboard's order.
+    pub fn parse_list<S: AsRef<str>>(keys: &[S]) -> crate::Result<Vec<Regime>> {
+        let mut regimes = keys
+            .iter()
+            .map(|k| {
+                let k = k.as_ref();
+                Regime::parse(k).ok_or_else(|| {
+                    crate::Error::new(format!("unknown regime '{k}': use full, 10shot, 1shot"))
+                })
+            })
+            .collect::<crate::Result<Vec<_>>>()?;
+        regimes.sort();
+        regimes.dedup();
+        if regimes.is_empty() {
+            return Err(crate::Error::new(
+                "choose at least one regime: full, 10shot, 1shot",
+            ));
+        }
+        Ok(regimes)
+    }
 }
 
 /// The 13 categories in the leaderboard's published order (`reference/geneb-leaderboard.json`).

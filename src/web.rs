@@ -82,11 +82,7 @@ async fn run(request: Request, on_progress: &js_sys::Function) -> Result<Outcome
     if request.files.is_empty() {
         return Err(Error::new("add at least one task file"));
     }
-    let regimes = request
-        .regimes
-        .iter()
-        .map(|r| Regime::parse(r).ok_or_else(|| Error::new(format!("unknown regime '{r}'"))))
-        .collect::<Result<Vec<_>>>()?;
+    let regimes = Regime::parse_list(&request.regimes)?;
     let backend = BackendKind::parse(&request.backend)?;
     crate::encoder::backend::set_page_adapter_label(&request.adapter);
     let files: Vec<InputFile> = request

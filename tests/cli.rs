@@ -102,8 +102,6 @@ fn eval_runs_the_protocol_on_the_smoke_suite() {
 fn eval_writes_out_and_profile_reads_several_models() {
     let dir = scratch("eval_profile");
     let task = repo("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv");
-    let manifest = repo("tasks/smoke/tasks.json");
-    let _ = manifest; // single tables take their category from --category
     let mut files = Vec::new();
     for model in ["kmer:2", "random-cnn"] {
         let out_path = dir.join(format!("{}.json", model.replace(':', "_")));
@@ -260,48 +258,136 @@ fn usage_errors_exit_2_and_every_verb_has_help() {
 #[test]
 fn fewshot_prints_the_numpy_reference_subset() {
     let labels = repo("tests/fixtures/cli/labels_3class.txt");
-    let run = |k: &str, seed: &str| {
+    // Written by tests/oracle/make_cli_fixtures.py with numpy's RandomState(seed).choice.
+    let expected: Value = serde_json::from_slice(
+        &std::fs::read(repo("tests/fixtures/cli/fewshot_expected.json")).unwrap(),
+    )
+    .unwrap();
+    for case in expected.as_array().unwrap() {
+        let (k, seed) = (case["k"].to_string(), case["seed"].to_string());
         let out = geneb(&[
             "fewshot",
             "--labels",
             labels.to_str().unwrap(),
             "--k",
-            k,
+            &k,
             "--seed",
-            seed,
+            &seed,
         ]);
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8(out.stdout)
+        let picked: Vec<u64> = String::from_utf8(out.stdout)
             .unwrap()
             .lines()
-            .map(|l| l.parse::<usize>().unwrap())
-            .collect::<Vec<_>>()
-    };
-    // Expected values printed by numpy 2.2 (RandomState(seed).choice per class, sorted labels).
+            .map(|l| l.parse().unwrap())
+            .collect();
+        let want: Vec<u64> = case["indices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(picked, want, "k={k} seed={seed}");
+    }
+    let zero = geneb(&[
+        "fewshot",
+        "--labels",
+        labels.to_str().unwrap(),
+        "--k",
+        "0",
+        "--seed",
+        "1",
+    ]);
+    assert_eq!(zero.status.code(), Some(2));
+}
+
+#[test]
+fn probe_on_your_own_embeddings_matches_scikit_learn() {
+    let npz = repo("tests/fixtures/cli/probe_small.npz");
+    let got = ok_json(&geneb(&["probe", "--npz", npz.to_str().unwrap()]));
+    // Written by tests/oracle/make_cli_fixtures.py with LogisticRegression(max_iter=1000).
+    let want: Value = serde_json::from_slice(
+        &std::fs::read(repo("tests/fixtures/cli/probe_expected.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(
-        run("10", "13"),
-        [
-            25, 18, 35, 1, 12, 10, 31, 33, 28, 3, 38, 8, 13, 19, 27, 20, 17, 7, 16, 4, 14, 34, 24,
-            22, 30, 15, 29, 26
-        ]
+        got["predictions"], want["predictions"],
+        "label values, in test order"
     );
-    assert_eq!(run("1", "997"), [25, 7, 4]);
+    for metric in ["MCC", "Acc", "F1"] {
+        let (g, w) = (
+            got[metric].as_f64().unwrap(),
+            want[metric].as_f64().unwrap(),
+        );
+        assert!((g - w).abs() < 1e-9, "{metric}: {g} vs {w}");
+    }
+    let missing = geneb(&["probe", "--npz", "/nonexistent.npz"]);
+    assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn a_task_id_given_twice_is_an_error_not_an_overwrite() {
+    let table = repo("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv");
+    let table = table.to_str().unwrap();
+    let out = geneb(&[
+        "eval", "--model", "kmer:2", "--task", table, "--task", table,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("comes from both"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn profile_reads_the_pages_download_bundle() {
+    let dir = scratch("bundle");
+    let task = repo("tasks/smoke/smoke_yeast_vs_fly_species.csv");
+    let out = geneb(&[
+        "eval",
+        "--model",
+        "kmer:2",
+        "--task",
+        task.to_str().unwrap(),
+        "--regimes",
+        "full,full",
+        "--quiet",
+    ]);
+    let submission = ok_json(&out);
     assert_eq!(
-        geneb(&[
-            "fewshot",
-            "--labels",
-            labels.to_str().unwrap(),
-            "--k",
-            "0",
-            "--seed",
-            "1"
-        ])
-        .status
-        .code(),
+        submission["protocol"]["regimes"],
+        serde_json::json!(["full"]),
+        "regimes run once each"
+    );
+    let deviations = submission["protocol"]["deviations"].as_array().unwrap();
+    assert!(
+        deviations[0].as_str().unwrap().contains("not GENEB tasks"),
+        "{deviations:?}"
+    );
+    let bundle = dir.join("geneb-results.json");
+    std::fs::write(
+        &bundle,
+        serde_json::json!({"submissions": [submission], "profile": {}}).to_string(),
+    )
+    .unwrap();
+    let table = geneb(&["profile", bundle.to_str().unwrap()]);
+    assert!(
+        table.status.success(),
+        "{}",
+        String::from_utf8_lossy(&table.stderr)
+    );
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        text.contains("kmer:2") && text.contains("1 tasks in 1 categories"),
+        "{text}"
+    );
+    std::fs::write(&bundle, r#"{"submissions": []}"#).unwrap();
+    assert_eq!(
+        geneb(&["profile", bundle.to_str().unwrap()]).status.code(),
         Some(2)
     );
 }

@@ -5,7 +5,6 @@ use clap::{Args, Parser, Subcommand};
 use geneb::encoder::{BackendKind, Encoder};
 use geneb::eval::{self, Progress};
 use geneb::protocol::Regime;
-use geneb::report::Submission;
 use geneb::seq::{self, InputFile};
 use geneb::{Error, Result, metrics, probe, profile, task::fewshot};
 use std::io::{IsTerminal, Write};
@@ -141,18 +140,23 @@ fn write_whole(path: &Path, text: &str) -> Result<()> {
 }
 
 fn run_eval(args: EvalArgs) -> Result<()> {
-    let regimes = args
-        .regimes
-        .iter()
-        .map(|r| {
-            Regime::parse(r)
-                .ok_or_else(|| Error::new(format!("unknown regime '{r}': use full, 10shot, 1shot")))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let regimes = Regime::parse_list(&args.regimes)?;
     let backend_kind = BackendKind::parse(&args.backend)?;
     let mut tasks = Vec::new();
+    let mut given_by = std::collections::BTreeMap::new();
     for path in &args.task {
-        tasks.extend(seq::tasks_from_path(path, args.category.as_deref())?);
+        for task in seq::tasks_from_path(path, args.category.as_deref())? {
+            // Results are keyed by task id: a second task with the same id would overwrite one.
+            if let Some(first) = given_by.insert(task.task.id.clone(), path.clone()) {
+                return Err(Error::new(format!(
+                    "task id '{}' comes from both {} and {}; rename one",
+                    task.task.id,
+                    first.display(),
+                    path.display()
+                )));
+            }
+            tasks.push(task);
+        }
     }
     let encoder = pollster::block_on(Encoder::from_spec(&args.model, backend_kind))?;
     let show = !args.quiet && std::io::stderr().is_terminal();
@@ -170,7 +174,7 @@ fn run_eval(args: EvalArgs) -> Result<()> {
     if show {
         eprintln!();
     }
-    let text = submission.to_json_pretty();
+    let text = submission.to_json_pretty()?;
     match &args.out {
         Some(path) => write_whole(path, &text),
         None => {
@@ -218,16 +222,11 @@ fn run_fewshot(args: FewshotArgs) -> Result<()> {
 }
 
 fn run_profile(args: ProfileArgs) -> Result<()> {
-    let submissions = args
-        .results
-        .iter()
-        .map(|path| {
-            let file = read_file(path)?;
-            serde_json::from_slice::<Submission>(&file.bytes).map_err(|e| {
-                Error::in_file(file.name.clone(), format!("not a GENEB result file: {e}"))
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let mut submissions = Vec::new();
+    for path in &args.results {
+        let file = read_file(path)?;
+        submissions.extend(geneb::report::read_results(&file.name, &file.bytes)?);
+    }
     let profile = profile::build(&submissions)?;
     if args.json {
         print_json(&profile)

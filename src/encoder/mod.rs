@@ -86,7 +86,7 @@ pub struct EncoderDescription {
     pub dim: usize,
     pub layer: &'static str,
     pub pooling: &'static str,
-    pub truncation: &'static str,
+    pub truncation: String,
 }
 
 impl Encoder {
@@ -164,15 +164,17 @@ impl Encoder {
     }
 
     pub fn describe(&self) -> EncoderDescription {
-        let (layer, pooling) = match self {
+        let (layer, pooling, truncation) = match self {
             Encoder::Kmer(_) => (
                 "none (composition features)",
                 "k-mer frequencies over N-free windows",
+                "none (whole sequence)".to_string(),
             ),
             #[cfg(feature = "burn")]
             Encoder::RandomCnn(_) => (
                 "final convolution (ReLU)",
                 "masked mean over sequence positions",
+                format!("first {} nt", random_cnn::MAX_LENGTH),
             ),
         };
         EncoderDescription {
@@ -180,7 +182,7 @@ impl Encoder {
             dim: self.dim(),
             layer,
             pooling,
-            truncation: "none (whole sequence)",
+            truncation,
         }
     }
 

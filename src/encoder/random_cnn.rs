@@ -22,6 +22,9 @@ const LAYERS: [(usize, usize); 3] = [(32, 1), (64, 2), (128, 4)];
 const ONE_HOT: usize = 4;
 /// Positions per batch (sequences × padded length), bounding device memory per step.
 const BATCH_POSITIONS: usize = 1 << 16;
+/// Longer sequences are truncated to their first `MAX_LENGTH` bases, as the reference truncates
+/// to a model's maximum length; it keeps one batch within `BATCH_POSITIONS`.
+pub const MAX_LENGTH: usize = BATCH_POSITIONS;
 
 struct Conv {
     weight: Tensor<3>,
@@ -88,9 +91,9 @@ impl RandomCnn {
         let mut start = 0;
         while start < sequences.len() {
             let mut end = start + 1;
-            let mut longest = sequences[start].len().max(1);
+            let mut longest = truncated(&sequences[start]).len().max(1);
             while end < sequences.len() {
-                let longer = longest.max(sequences[end].len());
+                let longer = longest.max(truncated(&sequences[end]).len());
                 if longer * (end + 1 - start) > BATCH_POSITIONS {
                     break;
                 }
@@ -113,6 +116,7 @@ impl RandomCnn {
         let mut mask = vec![0f32; n * length];
         let mut inverse_len = vec![0f32; n];
         for (i, seq) in batch.iter().enumerate() {
+            let seq = truncated(seq);
             for (pos, base) in seq.bytes().enumerate() {
                 let at = |channel: usize| (i * ONE_HOT + channel) * length + pos;
                 match base {
@@ -156,6 +160,11 @@ impl RandomCnn {
             ))
         })
     }
+}
+
+/// Sequences are upper-case ASCII (the readers guarantee it), so any byte index is a boundary.
+fn truncated(sequence: &str) -> &str {
+    &sequence[..sequence.len().min(MAX_LENGTH)]
 }
 
 /// `count` draws uniform on [-bound, bound] from MT19937's 32-bit output.

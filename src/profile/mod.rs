@@ -33,6 +33,16 @@ pub struct ModelRow {
     pub macro_mean: f64,
     #[serde(rename = "micro")]
     pub micro_mean: f64,
+    /// How many tasks and categories macro and micro average over: only a full GENEB run
+    /// (100 tasks, 13 categories) is comparable with the leaderboard's figures.
+    pub n_tasks: usize,
+    pub n_categories: usize,
+}
+
+impl ModelRow {
+    pub fn is_full_geneb(&self) -> bool {
+        self.n_tasks == catalogue::tasks().len() && self.n_categories == CATEGORIES.len()
+    }
 }
 
 /// A category's score; `std` is the spread of the category score over the few-shot seeds
@@ -125,14 +135,17 @@ pub fn build(submissions: &[Submission]) -> Result<Profile> {
 
     let regimes = regime_keys
         .iter()
-        .map(|&regime| RegimeProfile {
-            regime: regime.to_string(),
-            rows: submissions
+        .map(|&regime| {
+            let rows = submissions
                 .iter()
                 .filter_map(|sub| model_row(sub, regime))
-                .collect(),
+                .collect::<Result<Vec<_>>>()?;
+            Ok(RegimeProfile {
+                regime: regime.to_string(),
+                rows,
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     Ok(Profile {
         categories,
         regimes,
@@ -141,8 +154,15 @@ pub fn build(submissions: &[Submission]) -> Result<Profile> {
     })
 }
 
-fn model_row(sub: &Submission, regime: &str) -> Option<ModelRow> {
+/// `None` when the model has no results for the regime.
+fn model_row(sub: &Submission, regime: &str) -> Option<Result<ModelRow>> {
     let scores = sub.results.get(regime)?;
+    if scores.is_empty() {
+        return Some(Err(Error::new(format!(
+            "{}: the '{regime}' results list no task",
+            sub.meta.display
+        ))));
+    }
     let category = |task: &str| category_of(sub, task);
     let mcc: BTreeMap<&str, f64> = scores.iter().map(|(t, s)| (t.as_str(), s.mcc)).collect();
     let means = category_means(&mcc, &category);
@@ -173,12 +193,14 @@ fn model_row(sub: &Submission, regime: &str) -> Option<ModelRow> {
         .collect();
     let category_values: Vec<f64> = means.values().copied().collect();
     let task_values: Vec<f64> = mcc.values().copied().collect();
-    Some(ModelRow {
+    Some(Ok(ModelRow {
         model: sub.meta.display.clone(),
         categories,
         macro_mean: mean(&category_values),
         micro_mean: mean(&task_values),
-    })
+        n_tasks: task_values.len(),
+        n_categories: category_values.len(),
+    }))
 }
 
 /// The profile as a plain-text table per regime (rows: models; columns: categories, macro,
@@ -218,5 +240,147 @@ pub fn to_text(profile: &Profile) -> String {
         }
         out.push('\n');
     }
+    if let Some(row) = profile
+        .regimes
+        .iter()
+        .flat_map(|r| &r.rows)
+        .find(|r| !r.is_full_geneb())
+    {
+        out.push_str(&format!(
+            "macro and micro average the {} tasks in {} categories given here (e.g. {}); only a \
+             full GENEB run (100 tasks, 13 categories) compares with the published leaderboard.\n",
+            row.n_tasks, row.n_categories, row.model
+        ));
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Scores;
+    use crate::report::{Meta, SeedScores, TaskInfo};
+
+    fn scores(mcc: f64) -> Scores {
+        Scores {
+            mcc,
+            acc: 0.0,
+            f1: 0.0,
+        }
+    }
+
+    /// Three tasks in two categories, full data and a two-seed few-shot regime.
+    fn submission() -> Submission {
+        let tasks = [
+            ("a", "Promoters", 0.2, [0.1, 0.3]),
+            ("b", "Promoters", 0.4, [0.0, 0.2]),
+            ("c", "Enhancers", 0.9, [0.5, 0.9]),
+        ];
+        let mut full = BTreeMap::new();
+        let mut shot = BTreeMap::new();
+        let mut per_seed = BTreeMap::new();
+        let mut info = BTreeMap::new();
+        for (id, category, mcc, seeds) in tasks {
+            full.insert(id.to_string(), scores(mcc));
+            shot.insert(id.to_string(), scores((seeds[0] + seeds[1]) / 2.0));
+            per_seed.insert(
+                id.to_string(),
+                seeds
+                    .iter()
+                    .zip([13, 17])
+                    .map(|(&m, seed)| SeedScores {
+                        seed,
+                        scores: scores(m),
+                        converged: true,
+                    })
+                    .collect(),
+            );
+            info.insert(
+                id.to_string(),
+                TaskInfo {
+                    category: category.into(),
+                    n_train: 10,
+                    n_test: 5,
+                    n_classes: 2,
+                },
+            );
+        }
+        Submission {
+            schema_version: "1.0".into(),
+            model_id: "m".into(),
+            harness_version: "test".into(),
+            meta: Meta {
+                display: "m".into(),
+                params: 0,
+                url: String::new(),
+                zero_shot: false,
+                training_data: String::new(),
+                provenance: String::new(),
+                submitted_by: String::new(),
+            },
+            results: BTreeMap::from([("full".into(), full), ("10shot".into(), shot)]),
+            tasks: info,
+            fewshot: BTreeMap::from([("10shot".into(), per_seed)]),
+            protocol: None,
+        }
+    }
+
+    #[test]
+    fn macro_averages_categories_and_micro_averages_tasks() {
+        let profile = build(&[submission()]).unwrap();
+        assert_eq!(
+            profile.categories,
+            ["Promoters", "Enhancers"],
+            "published order"
+        );
+        let full = &profile.regimes[0];
+        assert_eq!(full.regime, "full");
+        let row = &full.rows[0];
+        assert!((row.categories["Promoters"].mean - 0.3).abs() < 1e-12);
+        assert!((row.categories["Enhancers"].mean - 0.9).abs() < 1e-12);
+        assert!((row.macro_mean - 0.6).abs() < 1e-12, "mean of 0.3 and 0.9");
+        assert!(
+            (row.micro_mean - 0.5).abs() < 1e-12,
+            "mean of 0.2, 0.4, 0.9"
+        );
+        assert_eq!(
+            (row.n_tasks, row.n_categories, row.is_full_geneb()),
+            (3, 2, false)
+        );
+        assert_eq!(row.categories["Promoters"].std, None);
+    }
+
+    #[test]
+    fn few_shot_spread_is_the_std_of_the_category_score_over_seeds() {
+        let profile = build(&[submission()]).unwrap();
+        let row = &profile.regimes[1].rows[0];
+        assert_eq!(profile.regimes[1].regime, "10shot");
+        // Promoters per seed: (0.1 + 0.0) / 2 = 0.05 and (0.3 + 0.2) / 2 = 0.25 → mean 0.15, std 0.1.
+        let promoters = row.categories["Promoters"];
+        assert!((promoters.mean - 0.15).abs() < 1e-12);
+        assert!((promoters.std.unwrap() - 0.1).abs() < 1e-12);
+        // Enhancers per seed 0.5 and 0.9 → std 0.2.
+        assert!((row.categories["Enhancers"].std.unwrap() - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_empty_regime_is_an_error_not_nan() {
+        let mut sub = submission();
+        sub.results.insert("1shot".into(), BTreeMap::new());
+        let err = build(&[sub]).unwrap_err();
+        assert!(
+            err.message.contains("'1shot' results list no task"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_text_table_says_when_macro_is_not_leaderboard_comparable() {
+        let text = to_text(&build(&[submission()]).unwrap());
+        assert!(
+            text.contains("0.300") && text.contains("0.150±0.100"),
+            "{text}"
+        );
+        assert!(text.contains("3 tasks in 2 categories"), "{text}");
+    }
 }

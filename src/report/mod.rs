@@ -57,8 +57,35 @@ pub struct SeedScores {
 }
 
 impl Submission {
-    pub fn to_json_pretty(&self) -> String {
-        // Serialising plain maps, strings and finite numbers cannot fail.
-        serde_json::to_string_pretty(self).unwrap_or_default()
+    pub fn to_json_pretty(&self) -> crate::Result<String> {
+        serde_json::to_string_pretty(self)
+            .map_err(|e| crate::Error::new(format!("cannot write the result as JSON: {e}")))
+    }
+}
+
+/// The submissions in a result file: one GENEB submission (what `geneb eval` writes) or the
+/// page's download, `{"submissions": [...], ...}`.
+pub fn read_results(name: &str, bytes: &[u8]) -> crate::Result<Vec<Submission>> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ResultFile {
+        One(Box<Submission>),
+        Bundle { submissions: Vec<Submission> },
+    }
+    let not_results = |why: String| {
+        crate::Error::in_file(
+            name,
+            format!("not a GENEB result file (a submission JSON or the page's download): {why}"),
+        )
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| not_results(e.to_string()))?;
+    match serde_json::from_value::<ResultFile>(value) {
+        Ok(ResultFile::One(sub)) => Ok(vec![*sub]),
+        Ok(ResultFile::Bundle { submissions }) if !submissions.is_empty() => Ok(submissions),
+        Ok(ResultFile::Bundle { .. }) => Err(not_results("it lists no submission".into())),
+        Err(_) => Err(not_results(
+            "expected schema_version, model_id, meta and results".into(),
+        )),
     }
 }

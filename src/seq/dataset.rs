@@ -237,32 +237,37 @@ pub(crate) fn label_indices(labels: &[String]) -> (Vec<String>, Vec<usize>) {
 }
 
 /// Distinct labels in numpy `unique` order and each first-seen label's new index. When every
-/// label is an integer the reference reads the column as numbers: numeric order, and spellings
-/// of one number (`1`, `01`, `+1`) are one class, written canonically.
+/// label is a number the reference reads the column as numbers (integers, else floats): numeric
+/// order, and spellings of one number (`1`, `01`, `+1`; `0.5`, `.50`) are one class, written
+/// canonically. Otherwise numpy sorts `str` by code point, which is UTF-8 byte order.
 fn numpy_unique_order(names: &[String]) -> (Vec<String>, Vec<usize>) {
-    let numbers: Option<Vec<i128>> = names.iter().map(|n| n.parse::<i128>().ok()).collect();
-    match numbers {
-        Some(numbers) => {
-            let mut distinct = numbers.clone();
-            distinct.sort_unstable();
-            distinct.dedup();
-            let new_id = numbers
-                .iter()
-                .map(|n| distinct.binary_search(n).unwrap_or_default())
-                .collect();
-            (distinct.iter().map(i128::to_string).collect(), new_id)
-        }
-        None => {
-            // `str` order is byte order of UTF-8, which is code-point order, as numpy sorts str.
-            let mut distinct: Vec<&String> = names.iter().collect();
-            distinct.sort_unstable();
-            let new_id = names
-                .iter()
-                .map(|n| distinct.binary_search(&n).unwrap_or_default())
-                .collect();
-            (distinct.into_iter().cloned().collect(), new_id)
-        }
+    let integers: Option<Vec<i128>> = names.iter().map(|n| n.parse().ok()).collect();
+    if let Some(values) = integers {
+        return distinct_in_order(&values, |a, b| a.cmp(b), i128::to_string);
     }
+    let floats: Option<Vec<f64>> = names
+        .iter()
+        .map(|n| n.parse::<f64>().ok().filter(|v| v.is_finite()))
+        .collect();
+    if let Some(values) = floats {
+        return distinct_in_order(&values, f64::total_cmp, f64::to_string);
+    }
+    distinct_in_order(names, |a, b| a.cmp(b), String::clone)
+}
+
+fn distinct_in_order<T: Clone>(
+    values: &[T],
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+    name: impl Fn(&T) -> String,
+) -> (Vec<String>, Vec<usize>) {
+    let mut distinct = values.to_vec();
+    distinct.sort_unstable_by(&cmp);
+    distinct.dedup_by(|a, b| cmp(a, b).is_eq());
+    let new_id = values
+        .iter()
+        .map(|v| distinct.binary_search_by(|d| cmp(d, v)).unwrap_or_default())
+        .collect();
+    (distinct.iter().map(name).collect(), new_id)
 }
 
 #[cfg(test)]
@@ -278,6 +283,13 @@ mod tests {
         let (labels, ids) = numpy_unique_order(&strings(&["10", "2", "-1", "02"]));
         assert_eq!(labels, ["-1", "2", "10"]);
         assert_eq!(ids, [2, 1, 0, 1]);
+    }
+
+    #[test]
+    fn float_labels_sort_by_value_as_pandas_reads_them() {
+        let (labels, ids) = numpy_unique_order(&strings(&["10.5", "9.5", "0.50", ".5", "-2"]));
+        assert_eq!(labels, ["-2", "0.5", "9.5", "10.5"]);
+        assert_eq!(ids, [3, 2, 1, 1, 0]);
     }
 
     #[test]

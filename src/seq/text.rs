@@ -3,7 +3,7 @@
 
 use crate::{Error, Result};
 use flate2::read::MultiGzDecoder;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
@@ -39,6 +39,13 @@ pub(crate) struct Line<'l> {
     pub(crate) number: usize,
     pub(crate) text: &'l str,
 }
+
+/// The longest line read: a whole human chromosome on one line fits natively; a tab (4 GiB of
+/// wasm memory in all) gets less.
+#[cfg(not(target_arch = "wasm32"))]
+const MAX_LINE_BYTES: usize = 1 << 30;
+#[cfg(target_arch = "wasm32")]
+const MAX_LINE_BYTES: usize = 256 << 20;
 
 /// A file's text, line by line. Line numbers are 1-based physical lines of the (decompressed)
 /// file, as an editor shows them.
@@ -88,7 +95,10 @@ impl<'a> Lines<'a> {
     /// The next line without its line ending, or `None` at the end of the file.
     pub(crate) fn next_line(&mut self) -> Result<Option<Line<'_>>> {
         self.buffer.clear();
-        let read = self.reader.read_until(b'\n', &mut self.buffer);
+        // Bounded, so a gzip bomb or a newline-free blob is an error rather than an abort.
+        let read = (&mut self.reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut self.buffer);
         match read {
             Ok(0) => return Ok(None),
             Ok(_) => {}
@@ -110,6 +120,16 @@ impl<'a> Lines<'a> {
             }
         }
         self.number += 1;
+        if self.buffer.len() > MAX_LINE_BYTES {
+            return Err(Error::at_line(
+                self.file,
+                self.number,
+                format!(
+                    "the line is longer than {} MB; split long FASTA sequences over several lines",
+                    MAX_LINE_BYTES >> 20
+                ),
+            ));
+        }
         let mut end = self.buffer.len();
         if self.buffer[..end].ends_with(b"\n") {
             end -= 1;
