@@ -81,3 +81,39 @@ fn random_cnn_is_seeded_and_batch_independent() {
         );
     }
 }
+
+/// Native CPU embeddings of a few sequences, committed so the browser tests can check that the
+/// wasm build (flex in wasm and WebGPU) computes the same network. `GENEB_BLESS=1` rewrites it
+/// after a deliberate change to the encoder.
+#[test]
+fn native_embeddings_match_the_committed_fixture() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/embeddings/random_cnn_7.json");
+    let seqs: Vec<String> = sequences().into_iter().step_by(4).collect();
+    let x = embed("random-cnn:7", BackendKind::Cpu, &seqs);
+    let current = serde_json::json!({
+        "model": "random-cnn:7",
+        "sequences": seqs,
+        "dim": x.ncols(),
+        "values": x.iter().copied().collect::<Vec<f32>>(),
+    });
+    if std::env::var_os("GENEB_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_string(&current).unwrap()).unwrap();
+    }
+    let committed: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("fixture (GENEB_BLESS=1 writes it)"))
+            .unwrap();
+    assert_eq!(committed["sequences"], current["sequences"]);
+    let worst = committed["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(x.iter())
+        .map(|(a, b)| (a.as_f64().unwrap() as f32 - b).abs())
+        .fold(0f32, f32::max);
+    assert!(
+        worst <= 1e-6,
+        "native embeddings drifted from the fixture by {worst}"
+    );
+}
