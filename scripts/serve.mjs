@@ -105,13 +105,20 @@ async function handle(mounts, req, res) {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     return sendText(res, 405, 'method not allowed', { Allow: 'GET, HEAD' });
   }
+  // `encoded` is the path as sent (percent-encoded, normalised by the URL parser); `pathname` is
+  // its decoded form, used only to find the file. Parsed after the origin, so "//host/x" stays
+  // a path rather than naming another host.
+  let encoded;
   let pathname;
   try {
-    pathname = decodeURIComponent(new URL(req.url, 'http://localhost').pathname);
+    if (!req.url.startsWith('/')) throw new Error('not an origin-form path');
+    encoded = new URL(`http://localhost${req.url}`).pathname;
+    pathname = decodeURIComponent(encoded);
   } catch {
     return sendText(res, 400, 'bad request');
   }
-  if (pathname.includes('\0') || pathname.split('/').some((seg) => seg === '..')) {
+  // No empty segments: "//" (however encoded) would make a redirect to another host.
+  if (pathname.includes('\0') || pathname.includes('//') || pathname.split('/').some((seg) => seg === '..')) {
     return sendText(res, 400, 'bad request');
   }
   let file = resolvePath(mounts, pathname);
@@ -121,7 +128,8 @@ async function handle(mounts, req, res) {
     info = await stat(file);
     if (info.isDirectory()) {
       if (!pathname.endsWith('/')) {
-        return sendText(res, 301, 'moved', { Location: pathname + '/' });
+        // The still-encoded path: a decoded "%2F" or "%5C" must not shape the Location.
+        return sendText(res, 301, 'moved', { Location: `${encoded}/` });
       }
       file = join(file, 'index.html');
       info = await stat(file);

@@ -25,8 +25,18 @@ const DEMO_MODELS = ['kmer:4', 'random-cnn'];
 const DEMO_REGIMES = ['full', '10shot', '1shot'];
 const DEMO_MANIFEST = 'tasks/smoke/tasks.json';
 
-/** Extensions taken from a dropped or chosen folder (other files there are skipped). */
-const DATA_EXT = /\.(csv|tsv|txt|fa|fasta|fna|fas|seq)(\.gz)?$|\.gz$|^tasks\.json$/i;
+/**
+ * The files the core reads, and so the ones taken from a dropped or chosen folder (others there
+ * are skipped): task tables and FASTA, each optionally gzip-compressed, and `tasks.json`.
+ * Keep in step with `is_data_extension` and `MANIFEST` in src/seq/layout.rs.
+ */
+const DATA_EXTENSIONS = ['csv', 'tsv', 'fa', 'fasta', 'fna'];
+const DATA_FILE = new RegExp(`\\.(${DATA_EXTENSIONS.join('|')})(\\.gz)?$|^tasks\\.json$`, 'i');
+/** The file picker's hint (it cannot say ".csv.gz", so any .gz; the core names a wrong one). */
+const DATA_ACCEPT = [...DATA_EXTENSIONS.map((e) => `.${e}`), '.gz', '.json'].join(',');
+
+/** A full GENEB run: only its macro and micro compare with the published leaderboard. */
+const FULL_GENEB = { tasks: 100, categories: CATEGORIES.length };
 
 const $ = (sel) => document.querySelector(sel);
 const el = {
@@ -281,7 +291,7 @@ function renderFiles() {
       h('span', { class: 'file-size' }, formatBytes(file.size)),
       h('button', {
         type: 'button', class: 'linkish remove', 'aria-label': `Remove ${path}`,
-        onclick: () => { state.files = state.files.filter((f) => f.path !== path); renderFiles(); },
+        onclick: () => removeFile(path),
       }, 'Remove'),
     ));
   }
@@ -292,13 +302,22 @@ function renderFiles() {
   updateControls();
 }
 
+/** Remove one file; focus moves to the next Remove button, else to the files summary. */
+function removeFile(path) {
+  const index = state.files.findIndex((f) => f.path === path);
+  state.files = state.files.filter((f) => f.path !== path);
+  renderFiles();
+  const next = el.fileList.querySelectorAll('button.remove')[index];
+  (next ?? el.filesSummary).focus();
+}
+
 function fromFileList(list, { folder = false } = {}) {
   const out = [];
   let skipped = 0;
   for (const file of list) {
     const path = (file.webkitRelativePath || file.name).replace(/^\/+/, '');
     const base = path.split('/').pop();
-    if (folder && (base.startsWith('.') || !DATA_EXT.test(base))) { skipped++; continue; }
+    if (folder && (base.startsWith('.') || !DATA_FILE.test(base))) { skipped++; continue; }
     out.push({ path, file });
   }
   return { entries: out, skipped };
@@ -335,7 +354,7 @@ async function onDrop(event) {
       for (const e of entries) await readEntry(e, all);
       for (const f of all) {
         const base = f.path.split('/').pop();
-        if (f.inFolder && (base.startsWith('.') || !DATA_EXT.test(base))) skipped++;
+        if (f.inFolder && (base.startsWith('.') || !DATA_FILE.test(base))) skipped++;
         else picked.push({ path: f.path, file: f.file });
       }
     } else {
@@ -499,26 +518,36 @@ function startRun({ files, models, regimes, category, label }) {
   });
 }
 
+/**
+ * Gather a run's input files with `load` while the page shows `stage` as running. Resolves to
+ * the files, or to null when loading failed (the error is shown and the page is ready again) or
+ * the user cancelled meanwhile (the cancel has already reset the page).
+ */
+async function loadRunInput(stage, load) {
+  const epoch = state.epoch;
+  setPhase('running');
+  setProgress({}, stage);
+  let files;
+  try {
+    files = await load();
+  } catch (err) {
+    if (epoch !== state.epoch) return null;
+    setPhase('ready');
+    resetProgress('idle');
+    showError(messageOf(err));
+    return null;
+  }
+  return epoch === state.epoch ? files : null;
+}
+
 async function onRunClick(event) {
   event?.preventDefault();
   if (state.phase !== 'ready') return;
   const models = selectedModels();
   const regimes = selectedRegimes();
   if (!state.files.length || !models.length || !regimes.length) { updateControls(); return; }
-  const epoch = state.epoch;
-  let files;
-  try {
-    setPhase('running');
-    setProgress({}, 'reading files');
-    files = await readFiles(state.files);
-  } catch (err) {
-    if (epoch !== state.epoch) return;
-    setPhase('ready');
-    resetProgress('idle');
-    showError(messageOf(err));
-    return;
-  }
-  if (epoch !== state.epoch) return; // cancelled while reading
+  const files = await loadRunInput('reading files', () => readFiles(state.files));
+  if (!files) return;
   const n = files.length;
   startRun({
     files, models, regimes,
@@ -547,40 +576,34 @@ function demoPaths(manifest) {
   return paths;
 }
 
+/** The built-in demo suite from this server: its manifest, then every task file it lists. */
+async function fetchDemoFiles() {
+  const base = new URL(DEMO_MANIFEST, document.baseURI);
+  const res = await fetch(base, { cache: 'no-cache' });
+  if (!res.ok) throw new Error(`${DEMO_MANIFEST}: the demo suite is not available from this server (HTTP ${res.status})`);
+  const manifestBytes = new Uint8Array(await res.arrayBuffer());
+  let manifest;
+  try {
+    manifest = JSON.parse(new TextDecoder().decode(manifestBytes));
+  } catch {
+    throw new Error(`${DEMO_MANIFEST}: not valid JSON`);
+  }
+  // The manifest travels too: it gives the demo tasks their categories.
+  const files = [{ name: 'tasks.json', bytes: manifestBytes }];
+  for (const p of demoPaths(manifest)) {
+    const r = await fetch(new URL(p, base), { cache: 'no-cache' });
+    if (!r.ok) throw new Error(`tasks/smoke/${p}: could not be fetched (HTTP ${r.status})`);
+    files.push({ name: p, bytes: new Uint8Array(await r.arrayBuffer()) });
+  }
+  return files;
+}
+
 async function onDemoClick() {
   if (state.phase !== 'ready') return;
   clearError();
   showNotice('');
-  setPhase('running');
-  setProgress({}, 'fetching the demo suite');
-  const epoch = state.epoch;
-  let files;
-  try {
-    const base = new URL(DEMO_MANIFEST, document.baseURI);
-    const res = await fetch(base, { cache: 'no-cache' });
-    if (!res.ok) throw new Error(`${DEMO_MANIFEST}: the demo suite is not available from this server (HTTP ${res.status})`);
-    const manifestBytes = new Uint8Array(await res.arrayBuffer());
-    let manifest;
-    try {
-      manifest = JSON.parse(new TextDecoder().decode(manifestBytes));
-    } catch {
-      throw new Error(`${DEMO_MANIFEST}: not valid JSON`);
-    }
-    // The manifest travels too: it gives the demo tasks their categories.
-    files = [{ name: 'tasks.json', bytes: manifestBytes }];
-    for (const p of demoPaths(manifest)) {
-      const r = await fetch(new URL(p, base), { cache: 'no-cache' });
-      if (!r.ok) throw new Error(`tasks/smoke/${p}: could not be fetched (HTTP ${r.status})`);
-      files.push({ name: p, bytes: new Uint8Array(await r.arrayBuffer()) });
-    }
-  } catch (err) {
-    if (epoch !== state.epoch) return;
-    setPhase('ready');
-    resetProgress('idle');
-    showError(messageOf(err));
-    return;
-  }
-  if (epoch !== state.epoch) return; // cancelled while fetching
+  const files = await loadRunInput('fetching the demo suite', fetchDemoFiles);
+  if (!files) return;
   const models = DEMO_MODELS.filter((m) => m.startsWith('kmer:') || state.models.some((x) => x.spec === m));
   startRun({
     files, models, regimes: DEMO_REGIMES, category: null,
@@ -610,12 +633,20 @@ function retryOnCpu(run, message) {
 function onRunError(msg) {
   const run = state.run;
   if (run && msg.gpuFailure && !run.forcedCpu) {
-    retryOnCpu(run, msg.message);
+    retryOnCpu(run, msg.message); // in a fresh worker, so a trapped one is replaced too
     return;
   }
   state.run = null;
-  showError(msg.message || 'The run failed.');
   resetProgress('failed');
+  if (msg.poisoned) {
+    // The wasm trapped (a panic): its instance may be left broken, so later runs in it would be
+    // suspect. Replace the worker; the files and choices live on the page and stay.
+    showError(`The compute core stopped on an internal error (${msg.message || 'a WebAssembly trap'}). `
+      + 'It has been restarted; your files and choices are kept, so you can run again.');
+    startWorker();
+    return;
+  }
+  showError(msg.message || 'The run failed.');
   setPhase('ready');
 }
 
@@ -654,12 +685,24 @@ function renderResult(result, { label, seconds, fallback }) {
   }
   const cats = Array.isArray(profile.categories) ? profile.categories : [];
   const metric = profile.metric || 'MCC';
+  let bolded = false;
   for (const reg of profile.regimes) {
-    el.profile.append(regimeTable(reg, cats, metric));
+    const { section, bold } = regimeTable(reg, cats, metric);
+    el.profile.append(section);
+    bolded ||= bold;
   }
   el.profile.append(h('p', { class: 'hint legend' },
     `${metric} from −1 to 1 (0 = chance). Category = mean over its tasks; macro = mean of the categories; micro = mean over all tasks.`,
-    cats.length > 0 ? ' Bold: the best encoder in that column.' : ''));
+    bolded ? ' Bold: the best encoder in that column.' : ''));
+  const partial = profile.regimes.flatMap((r) => (Array.isArray(r.rows) ? r.rows : []))
+    .find((r) => Number.isInteger(r.n_tasks) && Number.isInteger(r.n_categories)
+      && (r.n_tasks !== FULL_GENEB.tasks || r.n_categories !== FULL_GENEB.categories));
+  if (partial) {
+    el.profile.append(h('p', { class: 'hint scope-note', 'data-testid': 'profile-scope-note' },
+      `macro and micro average the ${partial.n_tasks} task${partial.n_tasks === 1 ? '' : 's'} in `
+      + `${partial.n_categories} categor${partial.n_categories === 1 ? 'y' : 'ies'} given here; only a full GENEB run `
+      + `(${FULL_GENEB.tasks} tasks, ${FULL_GENEB.categories} categories) compares with the published leaderboard.`));
+  }
   if (Array.isArray(profile.tasks) && profile.tasks.length) {
     el.profile.append(tasksDetails(profile.tasks, submissions, profile.regimes.map((r) => r.regime)));
   }
@@ -683,9 +726,10 @@ function regimeTable(reg, cats, metric) {
   const cols = [...cats.map((c) => ({ key: c, label: c, get: (r) => r.categories?.[c] })),
     { key: '__macro', label: 'Macro', get: (r) => r.macro, agg: true },
     { key: '__micro', label: 'Micro', get: (r) => r.micro, agg: true }];
-  // The best row per column (only meaningful with two or more encoders).
+  // The best row per column: only meaningful with two or more encoders scored on one task set.
+  const comparable = rows.length >= 2 && new Set(rows.map((r) => r.n_tasks)).size === 1;
   const bestIdx = cols.map((c) => {
-    if (rows.length < 2) return -1;
+    if (!comparable) return -1;
     let best = -1; let bestV = -Infinity;
     rows.forEach((r, i) => {
       const e = c.get(r); const v = typeof e === 'number' ? e : e?.mean;
@@ -707,10 +751,11 @@ function regimeTable(reg, cats, metric) {
         return td;
       })))),
   );
-  return h('section', { class: 'regime', 'aria-labelledby': `${id}-h` },
+  const section = h('section', { class: 'regime', 'aria-labelledby': `${id}-h` },
     h('h3', { id: `${id}-h` }, REGIME_LABELS[reg.regime] ?? reg.regime,
       REGIME_NOTES[reg.regime] ? h('small', {}, ` ${REGIME_NOTES[reg.regime]}`) : null),
     h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': `${id}-h` }, table));
+  return { section, bold: bestIdx.some((i) => i >= 0) };
 }
 
 function tasksDetails(tasks, submissions, regimes) {
@@ -757,11 +802,12 @@ function onDownloadClick() {
 
 function init() {
   for (const c of CATEGORIES) el.category.append(h('option', { value: c }, c));
+  el.filesInput.accept = DATA_ACCEPT;
   el.setup.addEventListener('submit', onRunClick);
   el.cancel.addEventListener('click', onCancelClick);
   el.demo.addEventListener('click', onDemoClick);
   el.download.addEventListener('click', onDownloadClick);
-  el.clearFiles.addEventListener('click', () => { state.files = []; renderFiles(); });
+  el.clearFiles.addEventListener('click', () => { state.files = []; renderFiles(); el.filesSummary.focus(); });
   el.models.addEventListener('change', updateControls);
   el.regimes.addEventListener('change', updateControls);
   el.filesInput.addEventListener('change', () => {

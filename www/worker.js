@@ -4,7 +4,9 @@
 // Worker → page:  {type: "ready", version, models, backend}
 //                 {type: "progress", id, stage, model, task, done, total}
 //                 {type: "result", id, backend, submissions, profile}
-//                 {type: "error", id?, message, gpuFailure?}
+//                 {type: "error", id?, message, gpuFailure?, poisoned?}
+// `poisoned`: the wasm trapped (a Rust panic is a WebAssembly.RuntimeError); the instance may be
+// left in a broken state, so the page must replace this worker before the next run.
 // The wasm runs synchronously, so cancelling is the page terminating this worker.
 
 const PKG = './pkg/geneb.js';
@@ -57,16 +59,18 @@ function messageOf(err) {
 /**
  * Make a value from wasm-bindgen plain data: ES Maps (serde-wasm-bindgen's default for maps)
  * become objects, JSON strings stay strings, so rendering and JSON.stringify see one shape.
+ * The objects have no prototype: their keys are the data's (a category may be "__proto__").
+ * Structured cloning to the page keeps such keys as own properties.
  */
 function plain(value) {
   if (value instanceof Map) {
-    const out = {};
+    const out = Object.create(null);
     for (const [k, v] of value) out[String(k)] = plain(v);
     return out;
   }
   if (Array.isArray(value)) return value.map(plain);
   if (value && typeof value === 'object' && !ArrayBuffer.isView(value)) {
-    const out = {};
+    const out = Object.create(null);
     for (const k of Object.keys(value)) out[k] = plain(value[k]);
     return out;
   }
@@ -80,9 +84,11 @@ function parseIfString(v) {
 
 const GPU_WORDS = /\b(web ?gpu|wgpu|gpu|adapter|device lost|request_?device)\b/i;
 
-/** Whether a failed run on WebGPU is worth retrying on the CPU. */
-function looksLikeGpuFailure(err, message) {
-  if (err instanceof WebAssembly.RuntimeError) return true; // a panic, possibly in wgpu init
+/**
+ * Whether a failed run on WebGPU is worth retrying on the CPU: only when the message names the
+ * GPU. A trap alone is not enough (it may be any panic); it poisons the worker either way.
+ */
+function looksLikeGpuFailure(message) {
   // "file:line: problem" is a data error: the user's to fix, not the GPU's.
   if (/^[^:\n]+:\d+: /.test(message)) return false;
   return GPU_WORDS.test(message);
@@ -156,7 +162,8 @@ async function run({ id, request, forceBackend }) {
     self.postMessage({
       type: 'error', id, message,
       backend: backend.kind,
-      gpuFailure: backend.kind === 'webgpu' && looksLikeGpuFailure(err, message),
+      gpuFailure: backend.kind === 'webgpu' && looksLikeGpuFailure(message),
+      poisoned: err instanceof WebAssembly.RuntimeError,
     });
     return;
   }

@@ -3,7 +3,10 @@
 // Every test fails if any request leaves http://127.0.0.1:<port>/.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CSP } from '../../scripts/serve.mjs';
 import {
@@ -27,15 +30,28 @@ function assertModels(ids, specs, what) {
   for (const spec of specs) assert.ok(ids.some((id) => sameModel(id, spec)), `${what}: ${spec} in ${ids.join(', ')}`);
 }
 
-/** Read the downloaded result JSON. */
-async function downloadResult(page) {
+/** The native CLI, built by `cargo build` (or `cargo test`). */
+const GENEB_CLI = join(REPO, 'target', 'debug', 'geneb');
+
+/** Read the downloaded result JSON; with `saveAs`, also keep the file there. */
+async function downloadResult(page, { saveAs } = {}) {
   const [download] = await Promise.all([
     page.waitForEvent('download', { timeout: 60_000 }),
     byTestId(page, 'download').click(),
   ]);
   assert.equal(download.suggestedFilename(), 'geneb-results.json');
-  const path = await download.path();
+  if (saveAs) await download.saveAs(saveAs);
+  const path = saveAs ?? await download.path();
   return JSON.parse(await readFile(path, 'utf8'));
+}
+
+/** `geneb profile FILE` on a downloaded file: the download must feed back into the CLI. */
+function cliProfile(file) {
+  assert.ok(existsSync(GENEB_CLI), `no ${GENEB_CLI}: run \`cargo build\` first (the download is checked with \`geneb profile\`)`);
+  const out = spawnSync(GENEB_CLI, ['profile', file], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(out.error, undefined, `geneb profile: ${out.error?.message}`);
+  assert.equal(out.status, 0, `geneb profile ${file} exited with ${out.status}:\n${out.stderr}`);
+  return out.stdout;
 }
 
 function checkSubmission(sub, taskId, regimes = REGIMES) {
@@ -166,7 +182,20 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
       assert.match(backend, /^WebGPU — /, `the result ran on: ${backend}`);
       assert.match(await byTestId(page, 'progress-text').textContent(), /done/);
 
-      const json = await downloadResult(page);
+      const scratch = await mkdtemp(join(tmpdir(), 'geneb-download-'));
+      const saved = join(scratch, 'geneb-results.json');
+      let json;
+      try {
+        json = await downloadResult(page, { saveAs: saved });
+        // The CLI reads the whole bundle back and prints the same profile.
+        const category = json.profile.tasks.find((t) => t.id === GOOD_ID)?.category;
+        assert.ok(category, `a category for ${GOOD_ID}`);
+        const text = cliProfile(saved);
+        assert.ok(text.includes(category), `geneb profile names the category ${category}:\n${text}`);
+        assert.match(text, /macro/i, `geneb profile shows macro:\n${text}`);
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
       assert.equal(json.submissions.length, 2);
       assertModels(json.submissions.map((s) => s.model_id), ['kmer:4', 'random-cnn'], 'submissions');
       for (const sub of json.submissions) checkSubmission(sub, GOOD_ID);
@@ -224,6 +253,8 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
       // Swap the bad file for a good one, dropped on the drop zone this time: the page runs it.
       await byTestId(page, 'file-list').getByRole('button', { name: 'Remove e2e_bad.csv' }).click();
       assert.equal(await byTestId(page, 'file-list').locator('li').count(), 0);
+      // Focus does not fall to <body>: with no file left it lands on the files summary.
+      assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'files-summary');
       await dropFile(page, GOOD);
       assert.equal(await byTestId(page, 'file-list').locator('li').count(), 1);
       await runAndWait(page, 'run');
@@ -334,6 +365,76 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
       // At phone width nothing may overflow the page sideways (tables scroll inside their boxes).
       await page.waitForFunction(() => document.documentElement.scrollWidth <= window.innerWidth, null, { timeout: 10_000 });
       await page.screenshot({ path: join(ARTIFACTS, 'result-phone-390.png'), fullPage: true });
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('with a stand-in core: "__proto__" categories, partial-run note, and a fresh worker after a trap', { timeout: LOAD_TIMEOUT * 3 }, async () => {
+    cpuBrowser ??= await launchBrowser({ webgpu: false });
+    const fake = await readFile(join(FIXTURES, 'fake-core.js'), 'utf8');
+    const app = await openApp(cpuBrowser, server, {
+      async beforeGoto(context, origin) {
+        await context.route(`${origin}pkg/geneb.js`, (route) => route.fulfill({
+          status: 200,
+          headers: { 'content-type': 'text/javascript', 'content-security-policy': CSP },
+          body: fake,
+        }));
+      },
+    });
+    const csv = (name) => ({ name, mimeType: 'text/csv', buffer: Buffer.from('text,label,split\nACGT,0,train\n') });
+    try {
+      const { page } = app;
+      let workers = 0;
+      page.on('worker', () => { workers++; });
+      await waitReady(page);
+      assert.equal(await byTestId(page, 'version').textContent(), '0.0.0-fake');
+      const startedWorkers = workers;
+
+      // A category named "__proto__" is data like any other: shown, and in the download.
+      await byTestId(page, 'task-files').setInputFiles([csv('a.csv'), csv('b.csv')]);
+      await runAndWait(page, 'run');
+      assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
+      assert.equal(await byTestId(page, 'result-summary').getAttribute('aria-live'), 'polite');
+      const header = await page.locator('[data-testid="profile-table-full"] thead th').allTextContents();
+      assert.deepEqual(header, ['Encoder', '__proto__', 'Promoters', 'Macro', 'Micro']);
+      const rows = await profileRows(page, 'full');
+      assert.deepEqual(rows.map((r) => r.cells), [
+        ['0.500', '0.250', '0.375', '0.375'],
+        ['0.125', '0.750', '0.438', '0.438'],
+      ]);
+      // Both encoders saw the same tasks: the best per column is bold.
+      assert.equal(await page.locator('[data-testid="profile-table-full"] td.best').count(), 4);
+      assert.equal(await byTestId(page, 'profile-scope-note').textContent(),
+        'macro and micro average the 2 tasks in 2 categories given here; only a full GENEB run '
+        + '(100 tasks, 13 categories) compares with the published leaderboard.');
+      const json = await downloadResult(page);
+      assert.deepEqual(Object.keys(json.profile.regimes[0].rows[0].categories), ['__proto__', 'Promoters']);
+      assert.equal(json.profile.regimes[0].rows[0].categories.__proto__, 0.5);
+
+      // Remove the first file: focus moves to the next Remove button.
+      await byTestId(page, 'file-list').getByRole('button', { name: 'Remove a.csv' }).click();
+      assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Remove b.csv');
+
+      // A trap (a Rust panic) on the CPU: said in the error region, and the worker is replaced.
+      await byTestId(page, 'task-files').setInputFiles([csv('trap.csv')]);
+      await runAndWait(page, 'run');
+      const message = await byTestId(page, 'error-message').textContent();
+      assert.match(message, /internal error \(unreachable\).*restarted.*files and choices are kept/, message);
+      assert.equal(workers, startedWorkers + 1, 'a fresh worker after the trap');
+      assert.match(await byTestId(page, 'notice').textContent(), /^$/, 'no CPU retry: the message names no GPU');
+      assert.match(await byTestId(page, 'file-list').textContent(), /b\.csv.*trap\.csv/s, 'files kept');
+      assert.equal(await byTestId(page, 'model-kmer').isChecked(), true, 'choices kept');
+
+      // The fresh worker runs; with encoders scored on different task sets nothing is bold.
+      await byTestId(page, 'file-list').getByRole('button', { name: 'Remove trap.csv' }).click();
+      await byTestId(page, 'task-files').setInputFiles([csv('uneven.csv')]);
+      await runAndWait(page, 'run');
+      assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
+      assert.equal(await page.locator('[data-testid="profile-table-full"] td.best').count(), 0);
+      assert.match(await byTestId(page, 'profile-scope-note').textContent(), /^macro and micro average the \d+ tasks? in 2 categories/);
+      assert.doesNotMatch(await byTestId(page, 'profile').textContent(), /Bold:/);
       app.assertLocalOnly();
     } finally {
       await app.close();

@@ -3,7 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, CSP } from '../../scripts/serve.mjs';
@@ -19,6 +19,7 @@ before(async () => {
   writeFileSync(join(scratch, 'm.wasm'), Buffer.from([0, 97, 115, 109, 1, 0, 0, 0]));
   writeFileSync(join(scratch, 'm.js'), 'export {};\n');
   writeFileSync(join(scratch, 'm.mjs'), 'export {};\n');
+  mkdirSync(join(scratch, 'sub dir'));
   server = await startServer({ port: 0, mounts: [['/scratch/', scratch]] });
 });
 
@@ -85,6 +86,27 @@ test('refuses directory traversal and unknown paths', async () => {
   const head = await rawGet('/app.js', 'HEAD');
   assert.equal(head.status, 200);
   assert.equal(head.body, '');
+});
+
+test('redirects a folder to its slash on this host only (no open redirect)', async () => {
+  // A folder without its slash: redirected, with the path kept percent-encoded.
+  for (const [path, location] of [['/scratch/sub%20dir', '/scratch/sub%20dir/'], ['/%73cratch/sub%20dir', '/%73cratch/sub%20dir/']]) {
+    const r = await rawGet(path);
+    assert.equal(r.status, 301, path);
+    assert.equal(r.headers.location, location, path);
+  }
+  // "%2F" decodes to a second slash: redirecting to the decoded "//scratch/" would send the
+  // browser to the host "scratch". Any path with an empty segment is refused instead.
+  for (const path of ['/%2Fscratch/sub%20dir', '/%2fscratch', '//scratch/sub%20dir', '/scratch//sub%20dir',
+    '/%2F%2Fexample.com', '/\\example.com']) {
+    const r = await rawGet(path);
+    assert.equal(r.status, 400, `${path} → ${r.status} ${r.headers.location ?? ''}`);
+    assert.equal(r.headers.location, undefined, path);
+  }
+  // An encoded backslash is just a (missing) file name here, never a redirect.
+  const r = await rawGet('/%5C%5Cexample.com');
+  assert.equal(r.status, 404);
+  assert.equal(r.headers.location, undefined);
 });
 
 test('the CLI prints its address and serves on the port it picked', async () => {
