@@ -203,6 +203,10 @@ fn model_row(sub: &Submission, regime: &str) -> Option<Result<ModelRow>> {
     }))
 }
 
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The profile as a plain-text table per regime (rows: models; columns: categories, macro,
 /// micro), few-shot cells as mean±std.
 pub fn to_text(profile: &Profile) -> String {
@@ -247,9 +251,11 @@ pub fn to_text(profile: &Profile) -> String {
         .find(|r| !r.is_full_geneb())
     {
         out.push_str(&format!(
-            "macro and micro average the {} tasks in {} categories given here (e.g. {}); only a \
-             full GENEB run (100 tasks, 13 categories) compares with the published leaderboard.\n",
-            row.n_tasks, row.n_categories, row.model
+            "macro and micro average the {} in {} given here (e.g. {}); only a full GENEB run \
+             (100 tasks, 13 categories) compares with the published leaderboard.\n",
+            count(row.n_tasks, "task", "tasks"),
+            count(row.n_categories, "category", "categories"),
+            row.model
         ));
     }
     out
