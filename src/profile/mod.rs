@@ -3,6 +3,9 @@
 //! the few-shot spread over seeds. GENEB's point is that this table is read by column: rankings
 //! flip between categories, so no single number stands for a model.
 
+pub mod published;
+pub mod stats;
+
 use crate::protocol::{self, CATEGORIES, Regime};
 use crate::report::Submission;
 use crate::task::catalogue;
