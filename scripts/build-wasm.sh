@@ -18,6 +18,7 @@ fi
 profile=${GENEB_WASM_PROFILE:-release}
 cargo build --lib --target wasm32-unknown-unknown --profile "$profile" \
   --no-default-features --features burn
-wasm-bindgen --target web --no-typescript --out-dir www/pkg \
+# The name section (4 MB of function names) only helps a debugger; panics still print their message.
+wasm-bindgen --target web --no-typescript --remove-name-section --out-dir www/pkg \
   "target/wasm32-unknown-unknown/$profile/geneb.wasm"
 echo "geneb: wasm built into www/pkg ($(du -h www/pkg/geneb_bg.wasm | cut -f1))" >&2
