@@ -4,6 +4,7 @@
 pub mod encoder;
 pub mod error;
 pub mod eval;
+pub mod hf;
 pub mod metrics;
 #[cfg(feature = "cli")]
 pub mod npz;
