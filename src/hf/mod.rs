@@ -4,6 +4,7 @@
 //! page.
 
 pub mod checkpoint;
+pub mod pytorch;
 pub mod safetensors;
 
 pub use checkpoint::{Checkpoint, DType};
