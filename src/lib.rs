@@ -14,6 +14,7 @@ pub mod protocol;
 pub mod report;
 pub mod seq;
 pub mod task;
+pub mod tokenize;
 #[cfg(target_arch = "wasm32")]
 pub mod web;
 
