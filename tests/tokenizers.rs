@@ -30,9 +30,18 @@ fn tokenizer(name: &str) -> Tokenizer {
     Tokenizer::from_files(&files, &config).unwrap()
 }
 
-/// Compares every case and returns how many were cut by truncation (so a fixture that never
-/// exercises truncation is noticed).
-fn check_against_oracle(name: &str) -> usize {
+/// Compares every case of each fixture, each of which must exercise truncation.
+fn check_against_oracle(names: &[&str]) {
+    for name in names {
+        assert!(
+            cases_cut_by_truncation(name) > 0,
+            "{name}: no case exceeds the maximum"
+        );
+    }
+}
+
+/// Compares every case and returns how many were cut by truncation.
+fn cases_cut_by_truncation(name: &str) -> usize {
     let corpus: Vec<String> =
         serde_json::from_value(json_file(&format!("{FIXTURES}/corpus.json"))).unwrap();
     let expected = json_file(&format!("{FIXTURES}/{name}/expected.json"));
@@ -64,71 +73,67 @@ fn check_against_oracle(name: &str) -> usize {
 
 #[test]
 fn character_tokenizers_match_hf() {
-    for name in ["hyenadna", "caduceus"] {
-        assert!(
-            check_against_oracle(name) > 0,
-            "{name}: no case exceeds the maximum"
-        );
-        let tokenizer = tokenizer(name);
-        assert_eq!((tokenizer.pad_id(), tokenizer.vocab_size()), (4, 12));
-    }
+    check_against_oracle(&["hyenadna", "caduceus"]);
     // HyenaDNA keeps case (lowercase is [UNK] = 6), Caduceus upper-cases first.
     assert_eq!(tokenizer("hyenadna").encode("aCn", None), vec![6, 8, 6, 1]);
     assert_eq!(tokenizer("caduceus").encode("aCn", None), vec![7, 8, 11, 1]);
-    assert_eq!(
-        tokenizer("caduceus").describe(),
-        "characters, upper-cased (Caduceus), 12 tokens"
-    );
 }
 
 #[test]
 fn nucleotide_transformer_kmers_match_hf() {
-    for name in ["nt6", "nt3"] {
-        assert!(
-            check_against_oracle(name) > 0,
-            "{name}: no case exceeds the maximum"
-        );
-    }
-    let nt6 = tokenizer("nt6");
-    assert_eq!(
-        nt6.describe(),
-        "6-mers, longest match first (EsmTokenizer, vocab.txt), 4107 tokens"
-    );
-    assert_eq!(nt6.pad_id(), 1);
+    check_against_oracle(&["nt6", "nt3"]);
 }
 
 #[test]
 fn bert_wordpiece_matches_hf() {
-    for name in ["splicebert", "dnabert3", "dnabert6"] {
-        assert!(
-            check_against_oracle(name) > 0,
-            "{name}: no case exceeds the maximum"
-        );
-    }
-    assert_eq!(
-        tokenizer("dnabert6").describe(),
-        "WordPiece (vocab.txt, overlapping 6-mers), 4101 tokens"
-    );
-    assert_eq!(
-        tokenizer("splicebert").describe(),
-        "WordPiece (vocab.txt, single nucleotides), 10 tokens"
-    );
+    check_against_oracle(&["splicebert", "dnabert3", "dnabert6"]);
 }
 
 #[test]
 fn bpe_tokenizer_json_matches_hf() {
-    for name in ["dnabert2", "grover"] {
-        assert!(
-            check_against_oracle(name) > 0,
-            "{name}: no case exceeds the maximum"
-        );
+    check_against_oracle(&["dnabert2", "grover"]);
+}
+
+#[test]
+fn descriptions_sizes_and_padding() {
+    for (name, description, pad_id) in [
+        ("hyenadna", "characters (HyenaDNA), 12 tokens", 4),
+        (
+            "caduceus",
+            "characters, upper-cased (Caduceus), 12 tokens",
+            4,
+        ),
+        (
+            "nt6",
+            "6-mers, longest match first (EsmTokenizer, vocab.txt), 4107 tokens",
+            1,
+        ),
+        (
+            "nt3",
+            "3-mers, longest match first (EsmTokenizer, vocab.txt), 75 tokens",
+            1,
+        ),
+        (
+            "splicebert",
+            "WordPiece (vocab.txt, single nucleotides), 10 tokens",
+            0,
+        ),
+        (
+            "dnabert3",
+            "WordPiece (vocab.txt, overlapping 3-mers), 69 tokens",
+            0,
+        ),
+        (
+            "dnabert6",
+            "WordPiece (vocab.txt, overlapping 6-mers), 4101 tokens",
+            0,
+        ),
+        ("dnabert2", "BPE (tokenizer.json), 1024 tokens", 3),
+        ("grover", "BPE (tokenizer.json), 600 tokens", 3),
+    ] {
         let tokenizer = tokenizer(name);
-        assert!(
-            tokenizer.describe().starts_with("BPE (tokenizer.json), "),
-            "{}",
-            tokenizer.describe()
-        );
-        assert_eq!(tokenizer.pad_id(), 3);
+        assert_eq!(tokenizer.describe(), description, "{name}");
+        assert_eq!(tokenizer.pad_id(), pad_id, "{name}");
     }
 }
 

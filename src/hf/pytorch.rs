@@ -567,12 +567,9 @@ impl<'p> Unpickler<'p> {
                 b'N' => self.stack.push(Value::None),
                 0x88 => self.stack.push(Value::Bool),
                 0x89 => self.stack.push(Value::Bool),
-                b'K' => {
-                    let v = self.uint(1)?;
-                    self.stack.push(Value::Int(v as i64));
-                }
-                b'M' => {
-                    let v = self.uint(2)?;
+                // BININT1, BININT2 (unsigned), BININT (signed 32-bit)
+                b'K' | b'M' => {
+                    let v = self.uint(if opcode == b'K' { 1 } else { 2 })?;
                     self.stack.push(Value::Int(v as i64));
                 }
                 b'J' => {
@@ -598,36 +595,26 @@ impl<'p> Unpickler<'p> {
                     self.take(8)?;
                     self.stack.push(Value::Float);
                 }
-                b'X' => {
-                    let len = self.uint(4)? as usize;
+                // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8: UTF-8 after its length
+                b'X' | 0x8c | 0x8d => {
+                    let width = match opcode {
+                        b'X' => 4,
+                        0x8c => 1,
+                        _ => 8,
+                    };
+                    let len = usize::try_from(self.uint(width)?).map_err(|_| corrupt())?;
                     let value = self.text(len)?;
                     self.stack.push(value);
                 }
-                0x8c => {
-                    let len = self.uint(1)? as usize;
-                    let value = self.text(len)?;
-                    self.stack.push(value);
-                }
-                0x8d => {
-                    let len = usize::try_from(self.uint(8)?).map_err(|_| corrupt())?;
-                    let value = self.text(len)?;
-                    self.stack.push(value);
-                }
-                b'q' => {
-                    let index = self.uint(1)? as u32;
-                    self.memoize(index)?;
-                }
-                b'r' => {
-                    let index = self.uint(4)? as u32;
+                // BINPUT, LONG_BINPUT, MEMOIZE
+                b'q' | b'r' => {
+                    let index = self.uint(if opcode == b'q' { 1 } else { 4 })? as u32;
                     self.memoize(index)?;
                 }
                 0x94 => self.memoize(self.memo.len() as u32)?,
-                b'h' => {
-                    let index = self.uint(1)? as u32;
-                    self.recall(index)?;
-                }
-                b'j' => {
-                    let index = self.uint(4)? as u32;
+                // BINGET, LONG_BINGET
+                b'h' | b'j' => {
+                    let index = self.uint(if opcode == b'h' { 1 } else { 4 })? as u32;
                     self.recall(index)?;
                 }
                 b'Q' => {

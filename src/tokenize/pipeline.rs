@@ -233,7 +233,7 @@ pub(super) fn bert_from_vocab(files: &ModelFiles, settings: &Settings) -> Result
     // all of them means the model reads k-mers (k = 1: single nucleotides).
     let mut lengths = tokens
         .iter()
-        .filter(|t| !(t.starts_with('[') && t.ends_with(']')) && !t.is_empty())
+        .filter(|t| !t.is_empty() && !is_bracketed(t))
         .map(|t| t.chars().count());
     let k = lengths.next().filter(|&k| lengths.all(|n| n == k));
     let (input, description) = match k {
@@ -265,6 +265,11 @@ pub(super) fn bert_from_vocab(files: &ModelFiles, settings: &Settings) -> Result
         model_max_length: None,
         description: format!("WordPiece (vocab.txt, {description})"),
     })
+}
+
+/// `[CLS]`, `[UNK]`, …: BERT vocabularies' special tokens.
+fn is_bracketed(token: &str) -> bool {
+    token.starts_with('[') && token.ends_with(']')
 }
 
 /// A `tokenizer.json` as the `tokenizers` library writes it.
@@ -343,11 +348,7 @@ pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Re
     })
 }
 
-fn bpe_model(
-    model: &Value,
-    vocab: HashMap<String, u32>,
-    bad: &dyn Fn(String) -> crate::Error,
-) -> Result<Bpe> {
+fn bpe_model(model: &Value, vocab: HashMap<String, u32>, bad: Bad) -> Result<Bpe> {
     if model["byte_fallback"] == Value::Bool(true) {
         return Err(bad("BPE with byte_fallback is not supported".into()));
     }
@@ -403,17 +404,22 @@ fn bpe_model(
     })
 }
 
-fn parse_normalizer(json: &Value, bad: &dyn Fn(String) -> crate::Error) -> Result<Vec<Normalizer>> {
+type Bad<'a> = &'a dyn Fn(String) -> crate::Error;
+
+/// A `Sequence` component: its parts in order, each parsed by `parse`.
+fn flatten<T>(parts: &Value, bad: Bad, parse: fn(&Value, Bad) -> Result<Vec<T>>) -> Result<Vec<T>> {
+    let mut all = Vec::new();
+    for part in parts.as_array().into_iter().flatten() {
+        all.extend(parse(part, bad)?);
+    }
+    Ok(all)
+}
+
+fn parse_normalizer(json: &Value, bad: Bad) -> Result<Vec<Normalizer>> {
     let flag = |key: &str, default: bool| json[key].as_bool().unwrap_or(default);
     Ok(match json["type"].as_str() {
         None if json.is_null() => Vec::new(),
-        Some("Sequence") => {
-            let mut all = Vec::new();
-            for item in json["normalizers"].as_array().into_iter().flatten() {
-                all.extend(parse_normalizer(item, bad)?);
-            }
-            all
-        }
+        Some("Sequence") => flatten(&json["normalizers"], bad, parse_normalizer)?,
         Some("BertNormalizer") => vec![Normalizer::Bert {
             clean_text: flag("clean_text", true),
             chinese_chars: flag("handle_chinese_chars", true),
@@ -432,19 +438,10 @@ fn parse_normalizer(json: &Value, bad: &dyn Fn(String) -> crate::Error) -> Resul
     })
 }
 
-fn parse_pre_tokenizer(
-    json: &Value,
-    bad: &dyn Fn(String) -> crate::Error,
-) -> Result<Vec<PreTokenizer>> {
+fn parse_pre_tokenizer(json: &Value, bad: Bad) -> Result<Vec<PreTokenizer>> {
     Ok(match json["type"].as_str() {
         None if json.is_null() => Vec::new(),
-        Some("Sequence") => {
-            let mut all = Vec::new();
-            for item in json["pretokenizers"].as_array().into_iter().flatten() {
-                all.extend(parse_pre_tokenizer(item, bad)?);
-            }
-            all
-        }
+        Some("Sequence") => flatten(&json["pretokenizers"], bad, parse_pre_tokenizer)?,
         Some("Whitespace") => vec![PreTokenizer::Whitespace],
         Some("WhitespaceSplit") => vec![PreTokenizer::WhitespaceSplit],
         Some("BertPreTokenizer") => vec![PreTokenizer::Bert],
@@ -459,10 +456,7 @@ fn parse_pre_tokenizer(
 }
 
 /// The special-token ids before and after a single sequence.
-fn parse_post_processor(
-    json: &Value,
-    bad: &dyn Fn(String) -> crate::Error,
-) -> Result<(Vec<u32>, Vec<u32>)> {
+fn parse_post_processor(json: &Value, bad: Bad) -> Result<(Vec<u32>, Vec<u32>)> {
     let pair_id = |key: &str| {
         json[key][1]
             .as_u64()
