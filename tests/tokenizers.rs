@@ -82,11 +82,20 @@ fn character_tokenizers_match_hf() {
 #[test]
 fn nucleotide_transformer_kmers_match_hf() {
     check_against_oracle(&["nt6", "nt3"]);
+    // NT-v2 disables the eos token; EsmTokenizer's default appends <eos> (id 4).
+    let mut files = model_files("nt6");
+    files.insert(
+        "tokenizer_config.json",
+        br#"{"tokenizer_class": "EsmTokenizer"}"#.to_vec(),
+    );
+    let tokenizer = Tokenizer::from_files(&files, &json!({"model_type": "esm"})).unwrap();
+    assert_eq!(tokenizer.encode("AAAAAAT", Some(3)), vec![3, 6, 4]);
+    assert_eq!(tokenizer.encode("AAAAAAT", None), vec![3, 6, 4103, 4]);
 }
 
 #[test]
 fn bert_wordpiece_matches_hf() {
-    check_against_oracle(&["splicebert", "dnabert3", "dnabert6"]);
+    check_against_oracle(&["splicebert", "dnabert3", "dnabert6", "dnabert3-json"]);
 }
 
 #[test]
@@ -266,6 +275,7 @@ fn any_text_gives_ids_in_the_vocabulary() {
         "splicebert",
         "dnabert3",
         "dnabert6",
+        "dnabert3-json",
         "dnabert2",
         "grover",
     ] {

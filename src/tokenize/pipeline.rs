@@ -229,18 +229,7 @@ pub(super) fn bert_from_vocab(files: &ModelFiles, settings: &Settings) -> Result
         special("unk_token", "[UNK]")?,
         special("pad_token", "[PAD]")?,
     );
-    // Nucleotide words: every entry that is not a bracketed special token. One length k for
-    // all of them means the model reads k-mers (k = 1: single nucleotides).
-    let mut lengths = tokens
-        .iter()
-        .filter(|t| !t.is_empty() && !is_bracketed(t))
-        .map(|t| t.chars().count());
-    let k = lengths.next().filter(|&k| lengths.all(|n| n == k));
-    let (input, description) = match k {
-        Some(1) => (InputFormat::Kmers(1), "single nucleotides".to_string()),
-        Some(k) => (InputFormat::Kmers(k), format!("overlapping {k}-mers")),
-        None => (InputFormat::AsIs, "text as given".to_string()),
-    };
+    let (input, description) = input_format(tokens.iter().map(String::as_str));
     let vocab_size = tokens.len();
     Ok(Tokenizer {
         kind: Kind::Pipeline(Pipeline {
@@ -263,8 +252,24 @@ pub(super) fn bert_from_vocab(files: &ModelFiles, settings: &Settings) -> Result
         pad_id: pad,
         vocab_size,
         model_max_length: None,
-        description: format!("WordPiece (vocab.txt, {description})"),
+        description: format!("WordPiece (vocab.txt{description})"),
     })
+}
+
+/// How a WordPiece model over nucleotide words is fed, from its vocabulary: if every entry
+/// that is not a bracketed special token has one length k, the model reads overlapping k-mers
+/// (k = 1: single nucleotides); otherwise the sequence goes in as it is. Also gives the
+/// description's detail.
+fn input_format<'t>(tokens: impl Iterator<Item = &'t str>) -> (InputFormat, String) {
+    let mut lengths = tokens
+        .filter(|t| !t.is_empty() && !is_bracketed(t))
+        .map(|t| t.chars().count());
+    let k = lengths.next().filter(|&k| lengths.all(|n| n == k));
+    match k {
+        Some(1) => (InputFormat::Kmers(1), ", single nucleotides".to_string()),
+        Some(k) => (InputFormat::Kmers(k), format!(", overlapping {k}-mers")),
+        None => (InputFormat::AsIs, String::new()),
+    }
 }
 
 /// `[CLS]`, `[UNK]`, …: BERT vocabularies' special tokens.
@@ -295,6 +300,7 @@ pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Re
         }
         token_ids.insert(content.to_string(), id as u32);
     }
+    let mut input = (InputFormat::AsIs, String::new());
     let model = match model_type {
         "BPE" => Model::Bpe(bpe_model(model_json, vocab, &bad)?),
         "WordPiece" => {
@@ -302,6 +308,7 @@ pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Re
             let unk = *vocab
                 .get(unk_name)
                 .ok_or_else(|| bad(format!("the unk token '{unk_name}' is not in model.vocab")))?;
+            input = input_format(vocab.keys().map(String::as_str));
             Model::WordPiece(WordPiece {
                 vocab,
                 unk,
@@ -334,7 +341,7 @@ pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Re
     let vocab_size = token_ids.values().max().map_or(0, |&id| id as usize + 1);
     Ok(Tokenizer {
         kind: Kind::Pipeline(Pipeline {
-            input: InputFormat::AsIs,
+            input: input.0,
             normalizers,
             pre_tokenizers,
             model,
@@ -344,7 +351,7 @@ pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Re
         pad_id,
         vocab_size,
         model_max_length: None,
-        description: format!("{model_type} (tokenizer.json)"),
+        description: format!("{model_type} (tokenizer.json{})", input.1),
     })
 }
 

@@ -19,6 +19,8 @@ tokenizer.json components), small enough to commit:
   splicebert/   BertTokenizer, vocab.txt of single nucleotides (input: characters with spaces).
   dnabert3/, dnabert6/
                 BertTokenizer, vocab.txt of all k-mers (input: overlapping k-mers with spaces).
+  dnabert3-json/
+                dnabert3 as transformers saves it: tokenizer.json (WordPiece model), no vocab.txt.
   nt6/, nt3/    EsmTokenizer (Nucleotide Transformer v2), vocab.txt: specials, all k-mers, then
                 A T C G N; no eos token.
   dnabert2/     tokenizer.json: BPE trained here on the smoke-task DNA, no normalizer, Whitespace
@@ -182,6 +184,16 @@ def bert_fixtures(seqs):
 
         write_json(os.path.join(path, "expected.json"),
                    expected(tokenizer, seqs, max_length, spaced))
+        if name == "dnabert3":
+            # The same tokenizer as transformers saves it: tokenizer.json with a WordPiece model.
+            json_path = path + "-json"
+            tokenizer.save_pretrained(json_path)
+            if os.path.exists(os.path.join(json_path, "vocab.txt")):
+                os.remove(os.path.join(json_path, "vocab.txt"))
+            write_json(os.path.join(json_path, "config.json"), {"model_type": "bert"})
+            reloaded = AutoTokenizer.from_pretrained(json_path)
+            write_json(os.path.join(json_path, "expected.json"),
+                       expected(reloaded, seqs, max_length, spaced))
 
 
 def nt_fixtures(seqs):
