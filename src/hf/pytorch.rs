@@ -775,8 +775,39 @@ mod tests {
         }
     }
 
+    fn find(bytes: &[u8], signature: u32) -> usize {
+        bytes
+            .windows(4)
+            .rposition(|w| w == signature.to_le_bytes())
+            .unwrap()
+    }
+
+    /// torch.save always writes the zip64 end record too; an archive whose plain end record
+    /// is saturated (as over 4 GiB) is read through it.
+    #[test]
+    fn reads_through_the_zip64_end_record() {
+        let mut bytes = fixture();
+        let eocd = find(&bytes, EOCD);
+        bytes[eocd + 10..eocd + 12].copy_from_slice(&[0xff; 2]);
+        bytes[eocd + 16..eocd + 20].copy_from_slice(&[0xff; 4]);
+        let ckpt = read("z.bin", bytes.clone()).unwrap();
+        assert_eq!(ckpt.names().count(), 10);
+        let locator = find(&bytes, EOCD64_LOCATOR);
+        bytes[locator] = b'X';
+        let err = read("z.bin", bytes).err().unwrap().to_string();
+        assert!(err.contains("zip64 end record locator is missing"), "{err}");
+    }
+
     #[test]
     fn refuses_what_it_cannot_read_by_name() {
+        let mut compressed = fixture();
+        let first_entry = compressed
+            .windows(4)
+            .position(|w| w == CENTRAL_HEADER.to_le_bytes())
+            .unwrap();
+        compressed[first_entry + 10] = 8; // deflate
+        let err = read("m.bin", compressed).err().unwrap().to_string();
+        assert!(err.contains("compressed (zip method 8)"), "{err}");
         let err = |bytes: Vec<u8>| read("m.bin", bytes).err().unwrap().to_string();
         let mut legacy = vec![0x80, 0x02];
         legacy.extend_from_slice(&LEGACY_MAGIC);
