@@ -117,10 +117,12 @@ impl Archive {
                     .into(),
             );
         }
+        // The end record (22 bytes) is last, followed only by a comment of up to 64 KiB.
         let search_from = bytes.len().saturating_sub(22 + 0xffff);
-        let eocd = (search_from..bytes.len().saturating_sub(21))
-            .rev()
-            .find(|&at| le(bytes, at, 4) == Ok(u64::from(EOCD)))
+        let eocd = bytes[search_from..bytes.len().saturating_sub(18)]
+            .windows(4)
+            .rposition(|w| w == EOCD.to_le_bytes())
+            .map(|at| search_from + at)
             .ok_or("the zip archive has no end record: the file is truncated, download it again")?;
         let mut count = le_usize(bytes, eocd + 10, 2)?;
         let mut directory = le_usize(bytes, eocd + 16, 4)?;
@@ -762,14 +764,12 @@ mod tests {
             assert!(err.to_string().starts_with("t.bin: "), "{err}");
         }
         for at in 0..bytes.len() {
-            for value in [0x00, 0xff, bytes[at] ^ 0x01] {
-                let mut corrupt = bytes.clone();
-                corrupt[at] = value;
-                if let Ok(mut ckpt) = read("c.bin", corrupt) {
-                    let names: Vec<String> = ckpt.names().map(str::to_string).collect();
-                    for name in names {
-                        let _ = ckpt.take_any(&name);
-                    }
+            let mut corrupt = bytes.clone();
+            corrupt[at] ^= 0xff;
+            if let Ok(mut ckpt) = read("c.bin", corrupt) {
+                let names: Vec<String> = ckpt.names().map(str::to_string).collect();
+                for name in names {
+                    let _ = ckpt.take_any(&name);
                 }
             }
         }

@@ -16,7 +16,8 @@
 //!
 //! The ids are exact for ASCII input (geneb's sequence readers admit nothing else); text
 //! normalisations that only change non-ASCII characters (Unicode NFD accent stripping, Unicode
-//! punctuation) are not implemented.
+//! punctuation) are not implemented. Nor is the splitting-out of special-token names written
+//! in the text itself (`[SEP]` inside a sequence), which DNA never contains.
 
 mod bpe;
 mod chars;
