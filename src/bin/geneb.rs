@@ -34,6 +34,24 @@ enum Command {
     Profile(ProfileArgs),
     /// List the built-in encoders.
     Models,
+    /// Pooled embeddings of a list of sequences as a float32 .npy (n × d, in input order).
+    Embed(EmbedArgs),
+}
+
+#[derive(Args)]
+struct EmbedArgs {
+    /// Encoder spec: kmer:K, random-cnn[:SEED], hf:FOLDER.
+    #[arg(long)]
+    model: String,
+    /// FASTA, a table with a text or sequence column, or one sequence per line (.gz allowed).
+    #[arg(long)]
+    input: PathBuf,
+    /// The .npy to write (written whole or not at all).
+    #[arg(long)]
+    out: PathBuf,
+    /// Where Burn encoders run: cpu or wgpu.
+    #[arg(long, default_value = "cpu")]
+    backend: String,
 }
 
 #[derive(Args)]
@@ -100,6 +118,7 @@ fn main() -> ExitCode {
         Command::Fewshot(args) => run_fewshot(args),
         Command::Profile(args) => run_profile(args),
         Command::Models => print_json(&geneb::encoder::builtin_models()),
+        Command::Embed(args) => run_embed(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -127,7 +146,7 @@ fn read_file(path: &Path) -> Result<InputFile> {
 }
 
 /// Write all of `text` or nothing: to a temporary file beside `path`, then renamed over it.
-fn write_whole(path: &Path, text: &str) -> Result<()> {
+fn write_whole(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
     let fail = |e: std::io::Error| {
         Error::in_file(path.display().to_string(), format!("cannot write: {e}"))
     };
@@ -182,6 +201,26 @@ fn run_eval(args: EvalArgs) -> Result<()> {
             Ok(())
         }
     }
+}
+
+fn run_embed(args: EmbedArgs) -> Result<()> {
+    let backend = BackendKind::parse(&args.backend)?;
+    let sequences = seq::read_sequences(&read_file(&args.input)?)?;
+    let encoder = pollster::block_on(Encoder::from_spec(&args.model, backend))?;
+    let texts: Vec<String> = sequences.into_iter().map(|s| s.sequence).collect();
+    let embeddings = pollster::block_on(encoder.embed(&texts))?;
+    let mut npy = Vec::new();
+    ndarray_npy::WriteNpyExt::write_npy(&embeddings, &mut npy)
+        .map_err(|e| Error::new(format!("cannot encode the .npy: {e}")))?;
+    write_whole(&args.out, &npy)?;
+    eprintln!(
+        "geneb: {} embeddings of dimension {} from {} written to {}",
+        embeddings.nrows(),
+        embeddings.ncols(),
+        encoder.spec(),
+        args.out.display()
+    );
+    Ok(())
 }
 
 fn run_probe(args: ProbeArgs) -> Result<()> {

@@ -87,6 +87,8 @@ pub struct Checkpoint {
     buffers: Vec<Vec<u8>>,
     entries: BTreeMap<String, TensorEntry>,
     consumed: BTreeSet<String>,
+    /// Elements of the tensors taken (not skipped): the encoder's parameter count.
+    taken_elements: u64,
 }
 
 impl Checkpoint {
@@ -131,6 +133,7 @@ impl Checkpoint {
             buffers,
             entries,
             consumed: BTreeSet::new(),
+            taken_elements: 0,
         })
     }
 
@@ -192,8 +195,15 @@ impl Checkpoint {
         }
         let data = to_f32(&self.buffers[entry.buffer], entry);
         let shape = entry.shape.clone();
-        self.consumed.insert(name.to_string());
+        if self.consumed.insert(name.to_string()) {
+            self.taken_elements += data.len() as u64;
+        }
         Ok((shape, data))
+    }
+
+    /// Parameters in the tensors taken so far (skipped heads and buffers excluded).
+    pub fn taken_elements(&self) -> u64 {
+        self.taken_elements
     }
 
     /// Marks a tensor the architecture deliberately does not use (a language-model head, a
