@@ -168,7 +168,10 @@ pub async fn evaluate(
         protocol: Some(protocol_block(
             encoder,
             regimes,
-            deviations(tasks),
+            deviations(tasks)
+                .into_iter()
+                .chain(encoder.deviation())
+                .collect(),
             not_converged,
             embed_seconds,
             probe_seconds,

@@ -127,9 +127,10 @@ impl Encoder {
                 )))
             }
             "hf" => {
-                let source = spec.trim()["hf:".len().min(spec.trim().len())..].trim();
-                let files = hf_files(spec, source)?;
-                Encoder::from_model_files(format!("hf:{source}"), files, backend).await
+                let spec = spec.trim();
+                let (base, _) = hf::Window::split_spec(spec)?;
+                let files = hf_files(spec, base["hf:".len()..].trim())?;
+                Encoder::from_model_files(spec.to_string(), files, backend).await
             }
             _ => Err(unknown_model(spec)),
         }
@@ -211,6 +212,21 @@ impl Encoder {
         }
     }
 
+    /// How this encoder's input departs from GENEB's protocol, for the result's deviations.
+    pub fn deviation(&self) -> Option<String> {
+        #[cfg(feature = "burn")]
+        if let Encoder::Hf(e) = self
+            && let Some(w) = e.window()
+        {
+            return Some(format!(
+                "sequences are embedded in sliding windows ({} nt, stride {}) and averaged, \
+                 where GENEB's baselines truncate to the model's maximum length",
+                w.size, w.stride
+            ));
+        }
+        None
+    }
+
     pub fn describe(&self) -> EncoderDescription {
         let (layer, pooling, truncation) = match self {
             Encoder::Kmer(_) => (
@@ -228,7 +244,16 @@ impl Encoder {
             Encoder::Hf(e) => (
                 "final hidden layer (last_hidden_state)",
                 "mean over the attention mask, special tokens included",
-                format!("first {} tokens, special tokens included", e.max_length()),
+                match e.window() {
+                    None => format!("first {} tokens, special tokens included", e.max_length()),
+                    Some(w) => format!(
+                        "NON-STANDARD: windows of {} nt every {} nt (each truncated to {} tokens), \
+                         mean of the windows' embeddings; GENEB's baselines truncate",
+                        w.size,
+                        w.stride,
+                        e.max_length()
+                    ),
+                },
             ),
         };
         #[cfg(feature = "burn")]
