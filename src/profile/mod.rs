@@ -3,9 +3,12 @@
 //! the few-shot spread over seeds. GENEB's point is that this table is read by column: rankings
 //! flip between categories, so no single number stands for a model.
 
+pub mod analysis;
+pub mod bootstrap;
 pub mod published;
 pub mod stats;
 
+use crate::metrics::Scores;
 use crate::protocol::{self, CATEGORIES, Regime};
 use crate::report::Submission;
 use crate::task::catalogue;
@@ -40,6 +43,9 @@ pub struct ModelRow {
     /// (100 tasks, 13 categories) is comparable with the leaderboard's figures.
     pub n_tasks: usize,
     pub n_categories: usize,
+    /// The task scores the row aggregates (few-shot: means over seeds).
+    #[serde(rename = "tasks")]
+    pub task_scores: BTreeMap<String, Scores>,
 }
 
 impl ModelRow {
@@ -203,6 +209,7 @@ fn model_row(sub: &Submission, regime: &str) -> Option<Result<ModelRow>> {
         micro_mean: mean(&task_values),
         n_tasks: task_values.len(),
         n_categories: category_values.len(),
+        task_scores: scores.clone(),
     }))
 }
 
@@ -267,7 +274,6 @@ pub fn to_text(profile: &Profile) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Scores;
     use crate::report::{Meta, SeedScores, TaskInfo};
 
     fn scores(mcc: f64) -> Scores {
@@ -330,6 +336,7 @@ mod tests {
             results: BTreeMap::from([("full".into(), full), ("10shot".into(), shot)]),
             tasks: info,
             fewshot: BTreeMap::from([("10shot".into(), per_seed)]),
+            predictions: BTreeMap::new(),
             protocol: None,
         }
     }
