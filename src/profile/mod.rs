@@ -254,21 +254,28 @@ pub fn to_text(profile: &Profile) -> String {
         }
         out.push('\n');
     }
-    if let Some(row) = profile
+    if let Some(note) = scope_note(profile) {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    out
+}
+
+/// Said wherever macro and micro are shown: when a model's run is not the full GENEB task set,
+/// its aggregates do not compare with the leaderboard's.
+pub fn scope_note(profile: &Profile) -> Option<String> {
+    let row = profile
         .regimes
         .iter()
         .flat_map(|r| &r.rows)
-        .find(|r| !r.is_full_geneb())
-    {
-        out.push_str(&format!(
-            "macro and micro average the {} in {} given here (e.g. {}); only a full GENEB run \
-             (100 tasks, 13 categories) compares with the published leaderboard.\n",
-            count(row.n_tasks, "task", "tasks"),
-            count(row.n_categories, "category", "categories"),
-            row.model
-        ));
-    }
-    out
+        .find(|r| !r.is_full_geneb())?;
+    Some(format!(
+        "macro and micro average the {} in {} given here (e.g. {}); only a full GENEB run \
+         (100 tasks, 13 categories) compares with the published leaderboard.",
+        count(row.n_tasks, "task", "tasks"),
+        count(row.n_categories, "category", "categories"),
+        row.model
+    ))
 }
 
 #[cfg(test)]

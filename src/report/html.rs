@@ -78,7 +78,7 @@ pub fn official_json(sub: &Submission) -> Result<String> {
 
 const STYLE: &str = "
 body{font:15px/1.5 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1a1a1a;max-width:1200px;margin:0 auto;padding:1rem 1.5rem 3rem}
-h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
+h1{font-size:1.6rem;margin-bottom:.2rem}h3{font-size:1rem;margin:1.2rem 0 .2rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
 .lead{color:#444;margin-top:0}.note{background:#fff7e0;border-left:4px solid #E69F00;padding:.4rem .8rem;margin:.4rem 0}
 .scroll{overflow-x:auto;margin:.6rem 0}table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #d8d8d8;padding:.25rem .45rem;text-align:left;white-space:nowrap}th{background:#f3f3f3;position:sticky;top:0}
@@ -89,7 +89,8 @@ details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}footer{margin-top:
 
 fn table_html(table: &Table) -> String {
     let mut out = format!(
-        "<div class=\"scroll\"><table id=\"table-{}\"><caption>{} <em>(CSV: {}.csv)</em></caption><thead><tr>",
+        "<h3>{}</h3><div class=\"scroll\"><table id=\"table-{}\"><caption>{} <em>(CSV: {}.csv)</em></caption><thead><tr>",
+        escape(&table.title),
         escape(&table.name),
         escape(&table.caption),
         escape(&table.name)
@@ -172,7 +173,8 @@ fn html(
         "<p>GENEB reads a profile by column: rankings change between task categories and \
          label budgets, so no single number stands for a model. Pick by category and budget.</p>",
     );
-    for note in &analysis.notes {
+    let scope = crate::profile::scope_note(&analysis.profile);
+    for note in scope.iter().chain(&analysis.notes) {
         out.push_str(&format!("<p class=\"note\">{}</p>", escape(note)));
     }
     for regime in &analysis.profile.regimes {

@@ -340,11 +340,7 @@ pub fn rank_changes(analysis: &Analysis) -> Option<String> {
     if analysis.ranks.len() < 2 {
         return None;
     }
-    let models: Vec<&str> = profile.regimes[0]
-        .rows
-        .iter()
-        .map(|r| r.model.as_str())
-        .collect();
+    let models = user_models(analysis);
     let n_models = profile
         .regimes
         .iter()
@@ -376,8 +372,7 @@ pub fn rank_changes(analysis: &Analysis) -> Option<String> {
     );
     let entries: Vec<(String, &str)> = models
         .iter()
-        .enumerate()
-        .map(|(i, m)| (m.to_string(), OKABE_ITO[i % OKABE_ITO.len()]))
+        .map(|m| (m.to_string(), colour_of(analysis, m)))
         .collect();
     legend(&mut svg, &entries, 30.0, 44.0);
     for (c, category) in profile.categories.iter().enumerate() {
@@ -416,7 +411,7 @@ pub fn rank_changes(analysis: &Analysis) -> Option<String> {
                 "font-size=\"10\" fill=\"#777\"",
             );
         }
-        for (m, model) in models.iter().enumerate() {
+        for model in &models {
             let points: Vec<(f64, f64)> = analysis
                 .ranks
                 .iter()
@@ -425,7 +420,7 @@ pub fn rank_changes(analysis: &Analysis) -> Option<String> {
                     Some((plot_x(k), plot_y(*r.ranks.get(*model)?.get(category)?)))
                 })
                 .collect();
-            let colour = OKABE_ITO[m % OKABE_ITO.len()];
+            let colour = colour_of(analysis, model);
             svg.polyline(&points, colour, "stroke-width=\"2.5\" class=\"rank-line\"");
             for p in &points {
                 svg.circle(*p, 3.5, colour, model);
@@ -433,6 +428,35 @@ pub fn rank_changes(analysis: &Analysis) -> Option<String> {
         }
     }
     Some(svg.finish())
+}
+
+/// The user's models in profile order (every regime's), each keeping one colour in every plot.
+fn user_models(analysis: &Analysis) -> Vec<&str> {
+    let mut models: Vec<&str> = Vec::new();
+    for row in analysis.profile.regimes.iter().flat_map(|r| &r.rows) {
+        if !models.contains(&row.model.as_str()) {
+            models.push(&row.model);
+        }
+    }
+    models
+}
+
+fn colour_of(analysis: &Analysis, model: &str) -> &'static str {
+    let index = user_models(analysis).iter().position(|m| *m == model);
+    OKABE_ITO[index.unwrap_or(0) % OKABE_ITO.len()]
+}
+
+/// Under plots that draw the user's macro next to the published one.
+fn scope_footnote(analysis: &Analysis) -> Option<&'static str> {
+    let partial = analysis
+        .profile
+        .regimes
+        .iter()
+        .flat_map(|r| &r.rows)
+        .any(|r| !r.is_full_geneb());
+    partial.then_some(
+        "Your macro MCC is over other tasks than GENEB's 100: not directly comparable with grey.",
+    )
 }
 
 /// Macro MCC from full data to 10-shot to 1-shot: the user's models in colour (bootstrap 95 %
@@ -468,10 +492,9 @@ pub fn degradation(analysis: &Analysis) -> Option<String> {
             })
             .collect()
     };
-    let user: Vec<(&str, Vec<Option<f64>>)> = analysis.profile.regimes[0]
-        .rows
-        .iter()
-        .map(|row| {
+    let user: Vec<(&str, Vec<Option<f64>>)> = user_models(analysis)
+        .into_iter()
+        .map(|model| {
             let values = analysis
                 .profile
                 .regimes
@@ -479,11 +502,11 @@ pub fn degradation(analysis: &Analysis) -> Option<String> {
                 .map(|r| {
                     r.rows
                         .iter()
-                        .find(|o| o.model == row.model)
+                        .find(|o| o.model == model)
                         .map(|o| o.macro_mean)
                 })
                 .collect();
-            (row.model.as_str(), values)
+            (model, values)
         })
         .collect();
     let all = published
@@ -501,9 +524,10 @@ pub fn degradation(analysis: &Analysis) -> Option<String> {
         .unwrap_or(8)
         .max(24) as f64
         * 7.0;
+    let footnote = scope_footnote(analysis);
     let mut svg = Svg::new(
         legend_x + label_w + 40.0,
-        top + plot_h + 60.0,
+        top + plot_h + 60.0 + if footnote.is_some() { 20.0 } else { 0.0 },
         "Few-shot degradation: macro MCC by label budget",
         &format!(
             "Macro MCC of {} of your models (coloured lines, whiskers = bootstrap 95 % interval) \
@@ -553,8 +577,8 @@ pub fn degradation(analysis: &Analysis) -> Option<String> {
             "stroke-width=\"1\" class=\"published\"",
         );
     }
-    for (m, (model, values)) in user.iter().enumerate() {
-        let colour = OKABE_ITO[m % OKABE_ITO.len()];
+    for (model, values) in &user {
+        let colour = colour_of(analysis, model);
         let pts: Vec<(f64, f64)> = values
             .iter()
             .enumerate()
@@ -581,11 +605,19 @@ pub fn degradation(analysis: &Analysis) -> Option<String> {
     }
     let mut entries: Vec<(String, &str)> = user
         .iter()
-        .enumerate()
-        .map(|(m, u)| (u.0.to_string(), OKABE_ITO[m % OKABE_ITO.len()]))
+        .map(|u| (u.0.to_string(), colour_of(analysis, u.0)))
         .collect();
     entries.push(("published GENEB models".into(), PUBLISHED_GREY));
     legend(&mut svg, &entries, legend_x, top + 10.0);
+    if let Some(text) = footnote {
+        svg.text(
+            left,
+            top + plot_h + 70.0,
+            text,
+            "start",
+            "font-size=\"11\" fill=\"#333\"",
+        );
+    }
     Some(svg.finish())
 }
 
@@ -623,9 +655,11 @@ pub fn params_scatter(analysis: &Analysis, regime: &str) -> Option<String> {
             ))
         })
         .unwrap_or_default();
+    let footnote = scope_footnote(analysis).filter(|_| placed.iter().any(|r| !r.published));
+    let extra_lines = usize::from(!unplaced.is_empty()) + usize::from(footnote.is_some());
     let mut svg = Svg::new(
         left + plot_w + 40.0,
-        top + plot_h + 80.0 + if unplaced.is_empty() { 0.0 } else { 18.0 },
+        top + plot_h + 80.0 + 18.0 * extra_lines as f64,
         &format!("Parameters vs macro MCC, {}", regime_label(regime)),
         &format!(
             "Scatter of parameter count (log scale) against macro MCC: {} published GENEB models \
@@ -674,9 +708,9 @@ pub fn params_scatter(analysis: &Analysis, regime: &str) -> Option<String> {
             &format!("{} (published): {:.3}", r.model, r.macro_mcc),
         );
     }
-    for (m, r) in placed.iter().filter(|r| !r.published).enumerate() {
+    for r in placed.iter().filter(|r| !r.published) {
         let p = (x.at(log(r.params)), y.at(r.macro_mcc));
-        let colour = OKABE_ITO[m % OKABE_ITO.len()];
+        let colour = colour_of(analysis, &r.model);
         svg.circle(p, 6.0, colour, &format!("{}: {:.3}", r.model, r.macro_mcc));
         svg.text(
             p.0 + 9.0,
@@ -693,10 +727,21 @@ pub fn params_scatter(analysis: &Analysis, regime: &str) -> Option<String> {
         "start",
         "font-size=\"11\" fill=\"#333\"",
     );
+    let mut line_y = top + plot_h + 80.0;
+    if let Some(text) = footnote {
+        svg.text(
+            left,
+            line_y,
+            text,
+            "start",
+            "font-size=\"11\" fill=\"#333\"",
+        );
+        line_y += 18.0;
+    }
     if !unplaced.is_empty() {
         svg.text(
             left,
-            top + plot_h + 80.0,
+            line_y,
             &format!(
                 "Not shown (no parameter count in meta.params): {}",
                 unplaced.join(", ")
@@ -708,13 +753,28 @@ pub fn params_scatter(analysis: &Analysis, regime: &str) -> Option<String> {
     Some(svg.finish())
 }
 
-fn params_label(p: f64) -> String {
-    match p {
-        p if p >= 1e9 => format!("{:.0}B", p / 1e9),
-        p if p >= 1e6 => format!("{:.0}M", p / 1e6),
-        p if p >= 1e3 => format!("{:.0}k", p / 1e3),
-        p => format!("{p:.0}"),
-    }
+/// "7B", "1.2B", "252M", "19.7M", "2k": three significant digits at most.
+pub fn params_label(p: f64) -> String {
+    let (value, unit) = match p {
+        p if p >= 1e9 => (p / 1e9, "B"),
+        p if p >= 1e6 => (p / 1e6, "M"),
+        p if p >= 1e3 => (p / 1e3, "k"),
+        p => (p, ""),
+    };
+    let digits = if value >= 100.0 || value.fract() == 0.0 {
+        0
+    } else if value >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let text = format!("{value:.digits$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    };
+    format!("{text}{unit}")
 }
 
 /// Every plot of the analysis, by file name.

@@ -16,6 +16,8 @@ pub enum Value {
         seed_std: Option<f64>,
         interval: Option<(f64, f64)>,
     },
+    /// A parameter count: "252M" in the report, the exact integer in CSV.
+    Params(u64),
     Missing,
 }
 
@@ -55,6 +57,7 @@ impl Value {
                 }
                 s
             }
+            Value::Params(p) => super::svg::params_label(*p as f64),
             Value::Missing => "–".into(),
         }
     }
@@ -116,6 +119,7 @@ impl Table {
                 match value {
                     Value::Text(s) => cells.push(s.clone()),
                     Value::Number(v) => cells.push(v.to_string()),
+                    Value::Params(p) => cells.push(p.to_string()),
                     Value::Missing => cells.push(String::new()),
                     Value::Score {
                         mcc,
@@ -163,7 +167,7 @@ fn params_text(p: u64) -> Value {
     if p == 0 {
         Value::Missing
     } else {
-        Value::Text(p.to_string())
+        Value::Params(p)
     }
 }
 
