@@ -2,6 +2,10 @@
 //! its tasks' MCC, macro = mean of the categories, micro = mean of the tasks; per regime, with
 //! the few-shot spread over seeds. GENEB's point is that this table is read by column: rankings
 //! flip between categories, so no single number stands for a model.
+//!
+//! `analysis` reads the profile the way the paper does — bootstrap intervals and paired tests
+//! (`bootstrap`), ranks and their instability (`stats`), the published leaderboard as context
+//! (`published`) — and `crate::report` renders it (tables, SVG, HTML).
 
 pub mod analysis;
 pub mod bootstrap;

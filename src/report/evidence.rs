@@ -76,7 +76,7 @@ impl ClassIndices {
             ))
         };
         let text = self.0.as_bytes();
-        if text.len() % 4 != 0 {
+        if !text.len().is_multiple_of(4) {
             return Err(corrupt("base64 length is not a multiple of 4"));
         }
         let mut bytes = Vec::with_capacity(text.len() / 4 * 3);

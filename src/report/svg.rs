@@ -150,7 +150,7 @@ fn mcc_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     }
     let lo = (lo * 10.0).floor() / 10.0;
     let hi = ((hi * 10.0).ceil() / 10.0).max(lo + 0.1);
-    (lo.min(0.0).max(-1.0), hi.min(1.0))
+    (lo.clamp(-1.0, 0.0), hi.min(1.0))
 }
 
 fn y_axis(svg: &mut Svg, y: &Scale, left: f64, right: f64, label: &str) {
