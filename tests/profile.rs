@@ -443,3 +443,30 @@ fn cli_writes_report_tables_plots_and_submissions() {
     let unwritable = geneb(&["profile", "--html", "/nonexistent/dir/r.html", &results[0]]);
     assert_eq!(unwritable.status.code(), Some(2));
 }
+
+#[test]
+fn tasks_scored_on_other_examples_are_left_out_of_the_pairing_and_said() {
+    let fixture = expected();
+    let mut subs = fixture_submissions(&fixture);
+    // B's binary task on the same examples in reverse order: same MCC, other test labels.
+    let evidence = subs[1].predictions.get_mut("binary_task").unwrap();
+    let reversed = |v: &ClassIndices| {
+        let mut x = v.decode("t").unwrap();
+        x.reverse();
+        ClassIndices::encode(&x).unwrap()
+    };
+    evidence.y_true = reversed(&evidence.y_true);
+    for fit in evidence.regimes.get_mut("10shot").unwrap() {
+        *fit = reversed(fit);
+    }
+    let analysis = analysis::analyse(&subs, settings(&fixture), None).unwrap();
+    assert_eq!(analysis.paired[0].n_tasks, 1, "only three_class_task pairs");
+    assert!(
+        analysis
+            .notes
+            .iter()
+            .any(|n| n.contains("different test examples for task binary_task")),
+        "{:?}",
+        analysis.notes
+    );
+}

@@ -193,7 +193,7 @@ pub fn analyse(
         }
     }
 
-    let paired = paired_tests(&submissions, &evidence, &profile);
+    let paired = paired_tests(&submissions, &evidence, &profile, &mut notes);
     let ranks = rank_tables(&profile);
     let category_agreement = profile
         .regimes
@@ -391,8 +391,10 @@ fn paired_tests(
     submissions: &[Submission],
     evidence: &BTreeMap<&str, Vec<BTreeMap<String, TaskEvidence>>>,
     profile: &Profile,
+    notes: &mut Vec<String>,
 ) -> Vec<Paired> {
     let mut out = Vec::new();
+    let mut unpaired = std::collections::BTreeSet::new();
     for (regime, per_model) in evidence {
         for a in 0..submissions.len() {
             for b in a + 1..submissions.len() {
@@ -404,7 +406,11 @@ fn paired_tests(
                         .filter(|t| &t.category == category)
                         .map(|t| t.id.as_str())
                         .filter(|t| match (per_model[a].get(*t), per_model[b].get(*t)) {
-                            (Some(x), Some(y)) => x.y_true == y.y_true,
+                            (Some(x), Some(y)) if x.y_true == y.y_true => true,
+                            (Some(_), Some(_)) => {
+                                unpaired.insert((a, b, t.to_string()));
+                                false
+                            }
                             _ => false,
                         })
                         .collect();
@@ -435,6 +441,13 @@ fn paired_tests(
                 }
             }
         }
+    }
+    for (a, b, task) in unpaired {
+        notes.push(format!(
+            "{} and {} were scored on different test examples for task {task} (same id, other \
+             labels): that task is left out of their paired comparison",
+            submissions[a].meta.display, submissions[b].meta.display
+        ));
     }
     out.sort_by_key(|p| regime_order(&p.regime));
     out
