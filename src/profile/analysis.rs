@@ -162,7 +162,7 @@ pub fn analyse(
 ) -> Result<Analysis> {
     if settings.replicates < 2 {
         return Err(Error::new(
-            "--bootstrap must be at least 2 replicates (1000 is the default)",
+            "the bootstrap needs at least 2 replicates (--bootstrap; the default is 1000)",
         ));
     }
     let submissions = distinct_names(submissions);
