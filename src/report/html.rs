@@ -81,7 +81,7 @@ body{font:15px/1.5 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1a1a1a;m
 h1{font-size:1.6rem;margin-bottom:.2rem}h3{font-size:1rem;margin:1.2rem 0 .2rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
 .lead{color:#444;margin-top:0}.note{background:#fff7e0;border-left:4px solid #E69F00;padding:.4rem .8rem;margin:.4rem 0}
 .scroll{overflow-x:auto;margin:.6rem 0}table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}
-th,td{border:1px solid #d8d8d8;padding:.25rem .45rem;text-align:left;white-space:nowrap}th{background:#f3f3f3;position:sticky;top:0}
+th,td{border:1px solid #d8d8d8;padding:.25rem .45rem;text-align:left;white-space:nowrap}th{background:#f3f3f3;position:sticky;top:0}td.long{white-space:normal;min-width:22rem}
 tr.published td{color:#666}caption{caption-side:bottom;text-align:left;color:#555;font-size:12px;padding-top:.3rem;white-space:normal}
 figure{margin:1rem 0;overflow-x:auto}svg{max-width:100%;height:auto}pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;font-size:12px}
 details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}footer{margin-top:3rem;color:#444;font-size:13px;border-top:1px solid #ddd}
@@ -100,16 +100,24 @@ fn table_html(table: &Table) -> String {
     }
     out.push_str("</tr></thead><tbody>");
     for row in &table.rows {
-        let published = row
-            .iter()
-            .any(|v| matches!(v, tables::Value::Text(s) if s == "published"));
+        // Grey published rows where they sit among the user's, in the leaderboard tables.
+        let published = table.name.starts_with("published_")
+            && row
+                .iter()
+                .any(|v| matches!(v, tables::Value::Text(s) if s == "published"));
         out.push_str(if published {
             "<tr class=\"published\">"
         } else {
             "<tr>"
         });
         for v in row {
-            out.push_str(&format!("<td>{}</td>", escape(&v.display())));
+            let text = v.display();
+            let class = if text.chars().count() > 60 {
+                " class=\"long\""
+            } else {
+                ""
+            };
+            out.push_str(&format!("<td{class}>{}</td>", escape(&text)));
         }
         out.push_str("</tr>");
     }
