@@ -82,7 +82,7 @@ fn task_replicates_and_intervals_equal_numpy() {
         let y_true = indices(&entry["y_true"]);
         for (model, m) in entry["models"].as_object().unwrap() {
             let fits: Vec<Vec<usize>> = m["fits"].as_array().unwrap().iter().map(indices).collect();
-            let got = bootstrap::task_replicates(&y_true, &fits, task, settings);
+            let got = bootstrap::replicates(&[(&y_true, &fits)], task, settings).remove(0);
             let want = floats(&m["replicates"]);
             assert_eq!(got.len(), want.len());
             for (b, (g, w)) in got.iter().zip(&want).enumerate() {

@@ -149,9 +149,10 @@ pub struct YourStanding {
     pub comparable: bool,
 }
 
-/// Per-example evidence of one model, regime and task, decoded and resampled.
+/// Per-example evidence of one model, regime and task, decoded, then resampled.
 struct TaskEvidence {
     y_true: Vec<usize>,
+    fits: Vec<Vec<usize>>,
     replicates: Vec<f64>,
 }
 
@@ -179,17 +180,21 @@ pub fn analyse(
 
     // regime → model index → task → evidence
     let mut evidence: BTreeMap<&str, Vec<BTreeMap<String, TaskEvidence>>> = BTreeMap::new();
-    let mut uncertainty = Vec::new();
     for regime in &profile.regimes {
         let per_model = evidence.entry(regime.regime.as_str()).or_default();
         for sub in &submissions {
-            let tasks = task_evidence(sub, &regime.regime, settings)?;
+            per_model.push(task_evidence(sub, &regime.regime)?);
+        }
+    }
+    draw_replicates(&mut evidence, settings);
+    let mut uncertainty = Vec::new();
+    for regime in &profile.regimes {
+        for (sub, tasks) in submissions.iter().zip(&evidence[regime.regime.as_str()]) {
             if let Some(scores) = sub.results.get(&regime.regime)
                 && !tasks.is_empty()
             {
-                uncertainty.push(intervals(sub, &regime.regime, scores, &tasks, &profile));
+                uncertainty.push(intervals(sub, &regime.regime, scores, tasks, &profile));
             }
-            per_model.push(tasks);
         }
     }
 
@@ -264,12 +269,33 @@ fn distinct_names(submissions: &[Submission]) -> Vec<Submission> {
         .collect()
 }
 
-/// Decode, check and resample every task of `regime` that carries evidence.
-fn task_evidence(
-    sub: &Submission,
-    regime: &str,
+/// Bootstrap every piece of evidence, one resample stream per task and test length, shared by
+/// every model and regime scored on it.
+fn draw_replicates(
+    evidence: &mut BTreeMap<&str, Vec<BTreeMap<String, TaskEvidence>>>,
     settings: Settings,
-) -> Result<BTreeMap<String, TaskEvidence>> {
+) {
+    let mut groups: BTreeMap<(String, usize), Vec<&mut TaskEvidence>> = BTreeMap::new();
+    for (task, e) in evidence.values_mut().flatten().flat_map(|m| m.iter_mut()) {
+        groups
+            .entry((task.clone(), e.y_true.len()))
+            .or_default()
+            .push(e);
+    }
+    for ((task, _), mut members) in groups {
+        let entries: Vec<(&[usize], &[Vec<usize>])> = members
+            .iter()
+            .map(|e| (e.y_true.as_slice(), e.fits.as_slice()))
+            .collect();
+        let replicates = bootstrap::replicates(&entries, &task, settings);
+        for (e, r) in members.iter_mut().zip(replicates) {
+            e.replicates = r;
+        }
+    }
+}
+
+/// Decode and check every task of `regime` that carries evidence.
+fn task_evidence(sub: &Submission, regime: &str) -> Result<BTreeMap<String, TaskEvidence>> {
     let Some(scores) = sub.results.get(regime) else {
         return Ok(BTreeMap::new());
     };
@@ -316,8 +342,14 @@ fn task_evidence(
                 recorded.mcc
             )));
         }
-        let replicates = bootstrap::task_replicates(&y_true, &fits, task, settings);
-        out.insert(task.clone(), TaskEvidence { y_true, replicates });
+        out.insert(
+            task.clone(),
+            TaskEvidence {
+                y_true,
+                fits,
+                replicates: Vec::new(),
+            },
+        );
     }
     Ok(out)
 }

@@ -84,28 +84,31 @@ pub fn percentile(values: &[f64], q: f64) -> f64 {
     sorted[below] + (sorted[above] - sorted[below]) * fraction
 }
 
-/// Replicate MCCs of one task: each replicate resamples the test examples once and scores every
-/// fit on that resample (the mean over fits). `fits` must each be as long as `y_true`, which must
-/// not be empty.
-pub fn task_replicates(
-    y_true: &[usize],
-    fits: &[Vec<usize>],
+/// Replicate MCCs of one task for several (model, regime) entries at once — each a test-label
+/// vector and its fits, all of the task's test length — drawn from one resample stream, so each
+/// replicate's indices are drawn once and shared, which is what pairs the models. A replicate of
+/// an entry is the mean MCC of its fits on that resample. Labels must not be empty.
+pub fn replicates(
+    entries: &[(&[usize], &[Vec<usize>])],
     task: &str,
     settings: Settings,
-) -> Vec<f64> {
+) -> Vec<Vec<f64>> {
+    let Some(n) = entries.first().map(|e| e.0.len()) else {
+        return Vec::new();
+    };
     let mut rng = Mt::new(task_seed(settings.seed, task));
-    let n = y_true.len();
-    let n_classes = 1 + y_true
+    let n_classes = 1 + entries
         .iter()
-        .chain(fits.iter().flatten())
+        .flat_map(|(y, fits)| y.iter().chain(fits.iter().flatten()))
         .max()
         .copied()
         .unwrap_or(0);
     let mut t_sum = vec![0u64; n_classes];
     let mut p_sum = vec![0u64; n_classes];
-    (0..settings.replicates)
-        .map(|_| {
-            let idx = resample(&mut rng, n);
+    let mut out = vec![Vec::with_capacity(settings.replicates); entries.len()];
+    for _ in 0..settings.replicates {
+        let idx = resample(&mut rng, n);
+        for ((y_true, fits), replicates) in entries.iter().zip(&mut out) {
             t_sum.fill(0);
             idx.iter().for_each(|&i| t_sum[y_true[i]] += 1);
             let total: f64 = fits
@@ -122,9 +125,10 @@ pub fn task_replicates(
                     metrics::mcc_from_counts(&t_sum, &p_sum, correct)
                 })
                 .sum();
-            total / fits.len() as f64
-        })
-        .collect()
+            replicates.push(total / fits.len() as f64);
+        }
+    }
+    out
 }
 
 /// Paired comparison of two sets of replicates drawn on the same resamples: the observed
