@@ -848,3 +848,144 @@ pub fn to_text(analysis: &Analysis) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Scores;
+    use crate::report::{Meta, TaskInfo};
+
+    /// Scores per (regime, task) for one model; tasks p1, p2 are Promoters, e1 Enhancers.
+    fn model(name: &str, params: u64, scores: &[(&str, &str, f64)]) -> Submission {
+        let mut results: BTreeMap<String, BTreeMap<String, Scores>> = BTreeMap::new();
+        let mut tasks = BTreeMap::new();
+        for &(regime, task, mcc) in scores {
+            let scores = Scores {
+                mcc,
+                acc: 0.0,
+                f1: 0.0,
+            };
+            results
+                .entry(regime.into())
+                .or_default()
+                .insert(task.into(), scores);
+            let category = if task.starts_with('p') {
+                "Promoters"
+            } else {
+                "Enhancers"
+            };
+            let info = TaskInfo {
+                category: category.into(),
+                n_train: 1,
+                n_test: 1,
+                n_classes: 2,
+            };
+            tasks.insert(task.to_string(), info);
+        }
+        Submission {
+            schema_version: "1.0".into(),
+            model_id: name.into(),
+            harness_version: "test".into(),
+            meta: Meta {
+                display: name.into(),
+                params,
+                url: String::new(),
+                zero_shot: false,
+                training_data: String::new(),
+                provenance: String::new(),
+                submitted_by: String::new(),
+            },
+            results,
+            tasks,
+            fewshot: BTreeMap::new(),
+            predictions: BTreeMap::new(),
+            protocol: None,
+        }
+    }
+
+    fn analysis() -> Analysis {
+        let a = [
+            ("full", "p1", 0.9),
+            ("full", "p2", 0.7),
+            ("full", "e1", 0.2),
+        ];
+        let b = [
+            ("full", "p1", 0.5),
+            ("full", "p2", 0.5),
+            ("full", "e1", 0.6),
+        ];
+        let c = [
+            ("full", "p1", 0.1),
+            ("full", "p2", 0.1),
+            ("full", "e1", 0.4),
+        ];
+        let few = |s: &[(&'static str, &'static str, f64)], shift: f64| {
+            s.iter()
+                .flat_map(|&(_, t, m)| [("full", t, m), ("10shot", t, m - shift)])
+                .collect::<Vec<_>>()
+        };
+        // Under 10-shot A loses 0.5 everywhere, B 0.1, C 0: Promoters' winner becomes B.
+        let subs = [
+            model("A", 3_000_000, &few(&a, 0.5)),
+            model("B", 1_000_000, &few(&b, 0.1)),
+            model("C", 2_000_000, &few(&c, 0.0)),
+        ];
+        analyse(&subs, Settings::default(), None).unwrap()
+    }
+
+    #[test]
+    fn ranks_reordering_and_agreement_read_the_profile() {
+        let analysis = analysis();
+        let full = &analysis.ranks[0];
+        assert_eq!(full.regime, "full");
+        // Promoters: A 0.8, B 0.5, C 0.1; Enhancers: B 0.6, C 0.4, A 0.2.
+        assert_eq!(full.ranks["A"]["Promoters"], 1.0);
+        assert_eq!(full.ranks["A"]["Enhancers"], 3.0);
+        assert_eq!(full.ranks["C"]["Promoters"], 3.0);
+        // Macro: A 0.5, B 0.55, C 0.25.
+        assert_eq!(full.ranks["B"]["macro"], 1.0);
+
+        let promoters = analysis
+            .reordering
+            .iter()
+            .find(|r| r.category == "Promoters")
+            .unwrap();
+        // 10-shot Promoters: A 0.3, B 0.4, C 0.1.
+        assert_eq!(
+            (promoters.winner_full.as_str(), promoters.winner.as_str()),
+            ("A", "B")
+        );
+        assert!(promoters.winner_changed);
+        // Pairs (A,B) discordant, (A,C) and (B,C) concordant: τ = (2 − 1) / 3.
+        assert!((promoters.tau.unwrap() - 1.0 / 3.0).abs() < 1e-12);
+
+        // Full data: Promoters order A > B > C, Enhancers B > C > A: τ-b = −1/3.
+        let agreement = &analysis.category_agreement[0];
+        assert_eq!(agreement.categories, ["Promoters", "Enhancers"]);
+        assert!((agreement.tau[0][1].unwrap() + 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(agreement.tau[0][0], Some(1.0));
+
+        // Spearman(params, macro) over A (3M, 0.5), B (1M, 0.55), C (2M, 0.25): ρ = −0.5.
+        let rho = analysis.params_vs_macro[0].yours.unwrap();
+        assert!((rho + 0.5).abs() < 1e-12, "{rho}");
+        assert!(
+            analysis
+                .notes
+                .iter()
+                .all(|n| n.contains("no per-example predictions"))
+        );
+        assert!(analysis.uncertainty.is_empty() && analysis.paired.is_empty());
+    }
+
+    #[test]
+    fn duplicate_names_are_told_apart() {
+        let s = model("m", 0, &[("full", "p1", 0.5)]);
+        let analysis = analyse(&[s.clone(), s], Settings::default(), None).unwrap();
+        let names: Vec<&str> = analysis.profile.regimes[0]
+            .rows
+            .iter()
+            .map(|r| r.model.as_str())
+            .collect();
+        assert_eq!(names, ["m", "m #2"]);
+    }
+}
