@@ -185,13 +185,13 @@ fn html(
     for note in scope.iter().chain(&analysis.notes) {
         out.push_str(&format!("<p class=\"note\">{}</p>", escape(note)));
     }
+    section(
+        &mut out,
+        "Profile",
+        "Per regime: the category table, then the same numbers as a heatmap with ranks.",
+    );
     for regime in &analysis.profile.regimes {
         let key = &regime.regime;
-        section(
-            &mut out,
-            &format!("Profile: {}", svg::regime_label(key)),
-            "",
-        );
         out.push_str(&table(&format!("profile_{key}")));
         out.push_str(&plot(&format!("heatmap_{key}.svg")));
     }
