@@ -4,7 +4,7 @@
 use crate::encoder::Encoder;
 use crate::metrics::{self, Scores};
 use crate::protocol::{self, Regime};
-use crate::report::{Meta, SeedScores, Submission, TaskInfo};
+use crate::report::{ClassIndices, Meta, SeedScores, Submission, TaskInfo, TaskPredictions};
 use crate::task::{TaskData, fewshot};
 use crate::{Result, probe};
 use ndarray::{Array2, Axis};
@@ -43,6 +43,7 @@ pub async fn evaluate(
     let mut results: BTreeMap<String, BTreeMap<String, Scores>> = BTreeMap::new();
     let mut fewshot_detail = BTreeMap::new();
     let mut task_info = BTreeMap::new();
+    let mut predictions = BTreeMap::new();
     let mut not_converged = Vec::new();
     let (mut embed_seconds, mut probe_seconds) = (0.0, 0.0);
 
@@ -85,7 +86,16 @@ pub async fn evaluate(
             })
             .sum();
         let mut fits_done = 0;
+        let mut evidence = TaskPredictions {
+            y_true: ClassIndices::encode(&data.test.y)?,
+            regimes: BTreeMap::new(),
+        };
         for &regime in regimes {
+            // Every fit's test predictions, kept for bootstrap intervals over test examples.
+            let regime_predictions = evidence
+                .regimes
+                .entry(regime.key().to_string())
+                .or_default();
             let report = &mut |done| {
                 progress(Progress {
                     stage: Stage::Probe,
@@ -103,7 +113,9 @@ pub async fn evaluate(
                     }
                     fits_done += 1;
                     report(fits_done);
-                    metrics::score(&data.test.y, &fit.predict(x_test.view()))
+                    let predicted = fit.predict(x_test.view());
+                    regime_predictions.push(ClassIndices::encode(&predicted)?);
+                    metrics::score(&data.test.y, &predicted)
                 }
                 Some(k) => {
                     let mut per_seed = Vec::with_capacity(protocol::FEWSHOT_SEEDS.len());
@@ -115,7 +127,9 @@ pub async fn evaluate(
                         if !fit.converged {
                             not_converged.push(format!("{}/{id}/seed{seed}", regime.key()));
                         }
-                        let scores = metrics::score(&data.test.y, &fit.predict(x_test.view()));
+                        let predicted = fit.predict(x_test.view());
+                        regime_predictions.push(ClassIndices::encode(&predicted)?);
+                        let scores = metrics::score(&data.test.y, &predicted);
                         per_seed.push(SeedScores {
                             seed,
                             scores,
@@ -138,6 +152,7 @@ pub async fn evaluate(
                 .insert(id.to_string(), scores);
         }
         probe_seconds += started.elapsed().as_secs_f64();
+        predictions.insert(id.to_string(), evidence);
         task_info.insert(
             id.to_string(),
             TaskInfo {
@@ -165,6 +180,7 @@ pub async fn evaluate(
         results,
         tasks: task_info,
         fewshot: fewshot_detail,
+        predictions,
         protocol: Some(protocol_block(
             encoder,
             regimes,

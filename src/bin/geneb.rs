@@ -102,12 +102,33 @@ struct FewshotArgs {
 
 #[derive(Args)]
 struct ProfileArgs {
-    /// Result files written by `geneb eval` (or GENEB submission JSONs).
+    /// Result files written by `geneb eval` (or GENEB submission JSONs, or the page's download).
     #[arg(required = true)]
     results: Vec<PathBuf>,
-    /// Print the profile as JSON.
+    /// Print the whole analysis as JSON (profile, intervals, ranks, recommendations).
     #[arg(long)]
     json: bool,
+    /// Write the self-contained HTML report here.
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Write every table as CSV into this folder (one file per table).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write the plots as SVG into this folder.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Write each model's official submission JSON (reference schema only) into this folder.
+    #[arg(long)]
+    official: Option<PathBuf>,
+    /// Recommend only models with at most this many parameters (e.g. 120000000).
+    #[arg(long)]
+    max_params: Option<u64>,
+    /// Bootstrap replicates for the 95 % intervals and paired tests.
+    #[arg(long, default_value_t = 1000)]
+    bootstrap: usize,
+    /// Seed of the bootstrap resampling.
+    #[arg(long, default_value_t = 0)]
+    seed: u32,
 }
 
 fn main() -> ExitCode {
@@ -266,11 +287,33 @@ fn run_profile(args: ProfileArgs) -> Result<()> {
         let file = read_file(path)?;
         submissions.extend(geneb::report::read_results(&file.name, &file.bytes)?);
     }
-    let profile = profile::build(&submissions)?;
+    let settings = profile::bootstrap::Settings {
+        replicates: args.bootstrap,
+        seed: args.seed,
+    };
+    let analysis = profile::analysis::analyse(&submissions, settings, args.max_params)?;
+    let outputs = geneb::report::html::render(&analysis, &submissions)?;
+    if let Some(path) = &args.html {
+        write_whole(path, &outputs.html)?;
+    }
+    for (dir, files) in [
+        (&args.csv, &outputs.csv),
+        (&args.svg, &outputs.svg),
+        (&args.official, &outputs.official),
+    ] {
+        if let Some(dir) = dir {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::in_file(dir.display().to_string(), format!("cannot create: {e}"))
+            })?;
+            for (name, text) in files {
+                write_whole(&dir.join(name), text)?;
+            }
+        }
+    }
     if args.json {
-        print_json(&profile)
+        print_json(&analysis)
     } else {
-        print!("{}", profile::to_text(&profile));
+        print!("{}", profile::analysis::to_text(&analysis));
         Ok(())
     }
 }
