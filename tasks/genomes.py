@@ -5,6 +5,8 @@ de-duplication across the split, and writing a suite folder (CSV tables + tasks.
 Standard library only (the optional k-mer sanity check needs numpy and scikit-learn), so
 outputs never depend on library versions: a rerun writes byte-identical files.
 """
+import argparse
+import contextlib
 import csv
 import gzip
 import hashlib
@@ -13,9 +15,11 @@ import json
 import lzma
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import zipfile
 
 # ---------------------------------------------------------------- pinned inputs
@@ -93,6 +97,28 @@ def fetch_all(cache, names):
     return paths
 
 
+def builder_args(doc):
+    """The options every builder takes: --cache DIR and --check."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[1])
+    ap.add_argument("--cache", help="directory for downloaded inputs (default: a temp dir)")
+    ap.add_argument("--check", action="store_true", help="print the 3-mer probe MCC table")
+    return ap
+
+
+@contextlib.contextmanager
+def input_cache(cache, prefix):
+    """The absolute path of `cache` (created), or of a temp dir removed afterwards."""
+    if cache is not None:
+        os.makedirs(cache, exist_ok=True)
+        yield os.path.abspath(cache)
+        return
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def deb_member(deb_path, member):
     """Read one file out of a .deb (ar archive holding data.tar.*) with the standard library."""
     with open(deb_path, "rb") as f:
@@ -131,6 +157,16 @@ def read_fasta(text):
         recs.append((head, "".join(buf).upper()))
     return recs
 
+
+
+def load_lambda_and_ecoli(bt2_deb, bt_deb):
+    """Phage lambda (NC_001416.1, bowtie2-examples) and its host E. coli 536 (NC_008253.1,
+    bowtie-examples) as upper-case sequences."""
+    lam = read_fasta(gzip.decompress(deb_member(
+        bt2_deb, "usr/share/doc/bowtie2/examples/reference/lambda_virus.fa.gz")).decode())[0][1]
+    eco = read_fasta(gzip.decompress(deb_member(
+        bt_deb, "usr/share/doc/bowtie/examples/genomes/NC_008253.fna.gz")).decode())[0][1]
+    return lam, eco
 
 # ---------------------------------------------------------------- deterministic helpers
 class Rng:
@@ -437,6 +473,60 @@ def prefix_sum(mask):
         t += v
         ps.append(t)
     return ps
+
+
+# ---------------------------------------------------------------- GFF3 / BED / MAF / PFM readers
+def parse_gff3(text):
+    """GFF3 lines -> list of (type, start0, end0_exclusive, strand, {attribute: value})."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        f = line.split("\t")
+        if len(f) < 9:
+            continue
+        attrs = dict(kv.split("=", 1) for kv in f[8].split(";") if "=" in kv)
+        out.append((f[2], int(f[3]) - 1, int(f[4]), 1 if f[6] == "+" else -1, attrs))
+    return out
+
+
+def read_bed(text, chrom):
+    """(start0, end0_exclusive) of the BED records on `chrom`, in file order."""
+    out = []
+    for line in text.splitlines():
+        f = line.split("\t")
+        if len(f) >= 3 and f[0] == chrom:
+            out.append((int(f[1]), int(f[2])))
+    return out
+
+
+def maf_reference(text, src, length):
+    """The `src` rows of a MAF alignment laid onto their 0-based + strand coordinates (gap
+    characters removed) in a sequence of `length`; positions no block covers are N."""
+    seq = bytearray(b"N" * length)
+    for line in text.splitlines():
+        if line.startswith("s "):
+            f = line.split()
+            if f[1] == src:
+                if f[4] != "+":
+                    raise ValueError(f"MAF row of {src} on the - strand")
+                start, row = int(f[2]), f[6].replace("-", "").upper().encode()
+                if len(row) != int(f[3]):
+                    raise ValueError(f"MAF row of {src} at {start}: length {len(row)} != {f[3]}")
+                seq[start:start + len(row)] = row
+    return seq.decode()
+
+
+def read_pfms(text):
+    """gimmemotifs .pfm text -> {motif name: [[A, C, G, T] weights per position]}."""
+    motifs, name = {}, None
+    for line in text.splitlines():
+        if line.startswith(">"):
+            name = line[1:].strip()
+            motifs[name] = []
+        elif name and line.strip() and not line.startswith("#"):
+            motifs[name].append([float(x) for x in line.split()])
+    return motifs
 
 
 # ---------------------------------------------------------------- writing a suite
