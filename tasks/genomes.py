@@ -58,7 +58,7 @@ PINS = {
                                registry="Debian (bookworm)", version="1.3.1+dfsg-4",
                                spec="maffilter-examples=1.3.1+dfsg-4",
                                sha256="16a25c6cdbe6b89bb6520bb6f192e75abf348602f98b5481f37d8a13d56ee8cc",
-                               licence="GPL-3.0-or-later"),
+                               licence="CeCILL"),
     "chromhmm-example": dict(file="chromhmm-example_1.24+dfsg-1_all.deb", registry="Debian (bookworm)",
                              version="1.24+dfsg-1", spec="chromhmm-example=1.24+dfsg-1",
                              sha256="dbae0d605001ba3e4a5a55c2159444ad8ee83001dddb77fab4d14185b9bf2825",
