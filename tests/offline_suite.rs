@@ -184,6 +184,11 @@ fn kmer_baseline_finds_signal_but_solves_no_task() {
             "{}: a 3-mer count solves it ({mcc:.3})",
             task.task.id
         );
+        assert!(
+            mcc > 0.05,
+            "{}: at chance for a 3-mer count ({mcc:.3})",
+            task.task.id
+        );
         if mcc >= 0.1 {
             above_chance += 1;
         }
