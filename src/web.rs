@@ -110,7 +110,7 @@ async fn run(request: Request, on_progress: &js_sys::Function) -> Result<Outcome
     let mut model_files = request.model_files;
     for spec in &request.models {
         let encoder = load_encoder(spec, model_files.remove(spec), backend).await?;
-        submissions.push(eval::evaluate(&encoder, &tasks, &regimes, &mut report).await?);
+        submissions.push(eval::evaluate(&encoder, &tasks, &regimes, None, &mut report).await?);
         backends.push(encoder.backend_info());
     }
     let profile = profile::build(&submissions)?;

@@ -78,6 +78,10 @@ struct EvalArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Embed again instead of reusing (and storing) embeddings under the cache folder
+    /// ($GENEB_CACHE, else $XDG_CACHE_HOME/geneb or ~/.cache/geneb).
+    #[arg(long)]
+    no_cache: bool,
 }
 
 #[derive(Args)]
@@ -209,8 +213,15 @@ fn run_eval(args: EvalArgs) -> Result<()> {
             let _ = std::io::stderr().flush();
         }
     };
-    let submission =
-        pollster::block_on(eval::evaluate(&encoder, &tasks, &regimes, &mut on_progress))?;
+    let store = geneb::embedding_cache::FolderStore::new(cache_root()?.join("embeddings"));
+    let store: Option<&dyn eval::EmbeddingStore> = (!args.no_cache).then_some(&store);
+    let submission = pollster::block_on(eval::evaluate(
+        &encoder,
+        &tasks,
+        &regimes,
+        store,
+        &mut on_progress,
+    ))?;
     if show {
         eprintln!();
     }
@@ -222,6 +233,19 @@ fn run_eval(args: EvalArgs) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The cache folder: $GENEB_CACHE, else $XDG_CACHE_HOME/geneb, else ~/.cache/geneb.
+fn cache_root() -> Result<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("GENEB_CACHE")
+        .or_else(|| var("XDG_CACHE_HOME").map(|p| p.join("geneb")))
+        .or_else(|| var("HOME").map(|p| p.join(".cache").join("geneb")))
+        .ok_or_else(|| Error::new("no cache folder: set GENEB_CACHE (or use --no-cache)"))
 }
 
 fn run_embed(args: EmbedArgs) -> Result<()> {

@@ -160,6 +160,8 @@ impl Window {
 
 pub struct HfModel {
     spec: String,
+    /// SHA-256 of the model's files (config, tokenizer, weights): its identity for caches.
+    fingerprint: String,
     window: Option<Window>,
     architecture: Architecture,
     tokenizer: Tokenizer,
@@ -174,6 +176,7 @@ impl HfModel {
     /// uploaded one tensor at a time.
     pub fn from_files(spec: String, mut files: ModelFiles, compute: Compute) -> Result<HfModel> {
         let window = Window::split_spec(&spec)?.1;
+        let fingerprint = files.fingerprint();
         let config = files.config()?;
         let tokenizer = Tokenizer::from_files(&files, &config)?;
         let mut ckpt = read_weights(&mut files)?;
@@ -192,6 +195,7 @@ impl HfModel {
         }
         Ok(HfModel {
             spec,
+            fingerprint,
             window,
             architecture,
             tokenizer,
@@ -219,6 +223,10 @@ impl HfModel {
 
     pub fn max_length(&self) -> usize {
         self.max_length
+    }
+
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     pub fn window(&self) -> Option<Window> {

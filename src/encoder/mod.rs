@@ -212,6 +212,25 @@ impl Encoder {
         }
     }
 
+    /// What identifies this encoder's embeddings for the cache: the model files' hash, the
+    /// windows, the backend and geneb's version (a fixed encoder gives other numbers). None for
+    /// the baselines, which are cheaper to recompute than to store.
+    pub fn cache_identity(&self) -> Option<String> {
+        #[cfg(feature = "burn")]
+        if let Encoder::Hf(e) = self {
+            let window = e
+                .window()
+                .map_or(String::new(), |w| format!("-w{}-{}", w.size, w.stride));
+            let backend = self.backend_info().kind;
+            return Some(format!(
+                "{}{window}-{backend}-geneb{}",
+                e.fingerprint(),
+                crate::VERSION
+            ));
+        }
+        None
+    }
+
     /// How this encoder's input departs from GENEB's protocol, for the result's deviations.
     pub fn deviation(&self) -> Option<String> {
         #[cfg(feature = "burn")]
