@@ -64,6 +64,13 @@ pub enum Checksum {
     GitBlobSha1(String),
 }
 
+/// Where a file can be had, from [`Hub::locate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Located {
+    Cached { path: PathBuf, size: u64 },
+    Remote(RemoteFile),
+}
+
 /// Bytes done so far and the total, when known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progress {
@@ -500,21 +507,25 @@ impl Hub {
         Ok(path)
     }
 
-    /// The local path of `file`, downloading it when needed. A verified cached copy of a
+    /// Where `file` can be had: a verified cached copy, or the hub (with its size and checksum,
+    /// so a caller can say what will be downloaded before it starts). A cached copy of a
     /// commit-pinned file is used without the network; otherwise the hub is asked, and the
     /// cache is the fallback when the network fails.
-    pub fn fetch(&self, file: &HubFile, on_progress: &mut dyn FnMut(Progress)) -> Result<PathBuf> {
+    pub fn locate(&self, file: &HubFile) -> Result<Located> {
         file.check()?;
         let cached = self.cache_state(file);
-        if let CacheState::Verified { path, .. } = &cached
+        if let CacheState::Verified { path, size } = &cached
             && (file.is_commit() || self.offline)
         {
-            return Ok(path.clone());
+            return Ok(Located::Cached {
+                path: path.clone(),
+                size: *size,
+            });
         }
         match self.remote(file) {
-            Ok(remote) => self.download(file, &remote, on_progress),
+            Ok(remote) => Ok(Located::Remote(remote)),
             Err(err) => match cached {
-                CacheState::Verified { path, .. } => Ok(path),
+                CacheState::Verified { path, size } => Ok(Located::Cached { path, size }),
                 CacheState::Corrupted { path } => Err(Error::in_file(
                     path.display().to_string(),
                     format!(
@@ -524,6 +535,21 @@ impl Hub {
                 CacheState::Missing => Err(err),
             },
         }
+    }
+
+    /// The local path of `file`, downloading it when needed (see [`Hub::locate`]).
+    pub fn fetch(&self, file: &HubFile, on_progress: &mut dyn FnMut(Progress)) -> Result<PathBuf> {
+        match self.locate(file)? {
+            Located::Cached { path, .. } => Ok(path),
+            Located::Remote(remote) => self.download(file, &remote, on_progress),
+        }
+    }
+
+    /// The size of a cached copy, without re-hashing it (for listings); `None` if not cached.
+    pub fn cached_size(&self, file: &HubFile) -> Option<u64> {
+        let path = self.cache_path(file);
+        checksum_record_path(&path).is_file().then_some(())?;
+        fs::metadata(&path).ok().map(|m| m.len())
     }
 
     fn network_error(&self, file: &HubFile, err: &ureq::Error) -> Error {

@@ -1,5 +1,8 @@
 //! The native CLI end to end: the real binary on the smoke suite and on the bad-input fixtures.
 
+#[path = "support/hub_server.rs"]
+mod hub_server;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -382,4 +385,120 @@ fn profile_reads_the_pages_download_bundle() {
         geneb(&["profile", bundle.to_str().unwrap()]).status.code(),
         Some(2)
     );
+}
+
+/// `geneb` with the hub and the cache pointed at test-local places.
+fn geneb_with_hub(args: &[&str], endpoint: &str, cache: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_geneb"))
+        .args(args)
+        .env("GENEB_HF_ENDPOINT", endpoint)
+        .env("GENEB_CACHE", cache)
+        .output()
+        .expect("running geneb")
+}
+
+#[test]
+fn official_tasks_by_id_are_announced_downloaded_cached_and_listed() {
+    let server = hub_server::serve(None);
+    let cache = scratch("cli-hub-cache");
+    let ids = ["deep4mc_E.coli_4mC", "iDHS-EL_DNase_I"];
+    let eval = |endpoint: &str, extra: &[&str]| {
+        let mut args = vec!["eval", "--model", "kmer:3", "--regimes", "full", "--quiet"];
+        args.extend([
+            "--task",
+            "geneb:deep4mc_E.coli_4mC",
+            "--task",
+            "geneb:iDHS-EL_DNase_I",
+        ]);
+        args.extend(extra);
+        geneb_with_hub(&args, endpoint, &cache)
+    };
+
+    let out = eval(&server.endpoint, &[]);
+    let result = ok_json(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let fixture_bytes: u64 = ids
+        .iter()
+        .flat_map(|id| ["train", "test"].map(|s| format!("tasks/{id}/{s}.csv")))
+        .map(|p| {
+            std::fs::metadata(hub_server::fixture_root().join(p))
+                .unwrap()
+                .len()
+        })
+        .sum();
+    // Said before downloading: how many files, how big, from where.
+    let announced = format!(
+        "downloading 4 file(s), {:.1} MB",
+        fixture_bytes as f64 / 1e6
+    );
+    assert!(stderr.contains(&announced), "{stderr}");
+    assert!(
+        stderr.contains("tasks/iDHS-EL_DNase_I/train.csv"),
+        "{stderr}"
+    );
+    for (id, category) in ids.iter().zip(["DNA Methyl.", "Chromatin Acc."]) {
+        assert_eq!(
+            result["tasks"][id]["category"], category,
+            "catalogue category"
+        );
+        let mcc = result["results"]["full"][id]["MCC"].as_f64().unwrap();
+        assert!((-1.0..=1.0).contains(&mcc), "{id}: {mcc}");
+    }
+
+    // Listed as cached, with the tables' size; listing asks the hub nothing.
+    let requests_before = server.requests.lock().unwrap().len();
+    let listing = ok_json(&geneb_with_hub(
+        &["tasks", "--suite", "geneb:dna-methyl", "--json"],
+        &server.endpoint,
+        &cache,
+    ));
+    let listing = listing.as_array().unwrap();
+    assert_eq!(listing.len(), 8);
+    let cached: Vec<&Value> = listing.iter().filter(|t| t["status"] == "cached").collect();
+    assert_eq!(cached.len(), 1);
+    assert_eq!(cached[0]["id"], "deep4mc_E.coli_4mC");
+    assert_eq!(cached[0]["n_classes"], 2);
+    assert_eq!(server.requests.lock().unwrap().len(), requests_before);
+
+    // The hub gone: the same run works from the cache, announcing nothing, same result.
+    let again = eval(&hub_server::dead_endpoint(), &["--offline"]);
+    assert_eq!(ok_json(&again)["results"], result["results"]);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("downloading"));
+}
+
+#[test]
+fn official_task_errors_are_one_line_with_exit_2() {
+    let cache = scratch("cli-hub-errors");
+    let dead = hub_server::dead_endpoint();
+    for (args, expected) in [
+        (
+            vec!["eval", "--model", "kmer:3", "--task", "geneb:no_such_task"],
+            "no GENEB task with id 'no_such_task'",
+        ),
+        (
+            vec!["eval", "--model", "kmer:3", "--suite", "geneb:nope"],
+            "no suite named 'geneb:nope'",
+        ),
+        (
+            vec![
+                "eval",
+                "--model",
+                "kmer:3",
+                "--suite",
+                "geneb:coding-nc",
+                "--offline",
+            ],
+            "--offline forbids downloading",
+        ),
+        (
+            vec!["eval", "--model", "kmer:3", "--suite", "geneb-lite"],
+            "Check the network connection",
+        ),
+    ] {
+        let out = geneb_with_hub(&args, &dead, &cache);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
 }

@@ -62,6 +62,7 @@ fn catalogue_has_the_published_100_tasks_complete_and_in_13_categories() {
         for (field, text) in [
             ("label", &task.label),
             ("source", &task.source),
+            ("source_dataset", &task.source_dataset),
             ("citation", &task.citation),
         ] {
             assert!(!text.trim().is_empty(), "{}: empty {field}", task.id);
@@ -76,7 +77,13 @@ fn catalogue_has_the_published_100_tasks_complete_and_in_13_categories() {
         check_known(task, "species", task.species.is_some());
         check_known(task, "n_classes", task.n_classes.is_some());
         check_known(task, "licence", task.licence.is_some());
-        for field in ["id_label_category", "source", "files", "citation"] {
+        for field in [
+            "id_label_category",
+            "source",
+            "source_dataset",
+            "files",
+            "citation",
+        ] {
             check_known(task, field, true);
         }
     }

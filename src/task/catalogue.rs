@@ -21,8 +21,9 @@ pub struct CatalogueTask {
     pub id: String,
     pub label: String,
     pub category: String,
-    /// The upstream benchmark the task comes from.
+    /// The upstream benchmark the task comes from (short name) and its dataset.
     pub source: String,
+    pub source_dataset: String,
     /// `None` where it cannot be confirmed (see `provenance.species`).
     pub species: Option<String>,
     /// `None` where it cannot be confirmed (see `provenance.n_classes`).

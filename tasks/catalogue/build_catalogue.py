@@ -21,6 +21,7 @@ NOT_CHECKED = "upstream paper (recalled, not re-checked here)"
 
 SOURCES = {
     "nt": dict(
+        short="NT downstream",
         prefix="InstaDeepAI_nucleotide_transformer_downstream_tasks_",
         name="Nucleotide Transformer downstream tasks (InstaDeepAI/nucleotide_transformer_downstream_tasks)",
         licence=None,
@@ -31,6 +32,7 @@ SOURCES = {
         citation_basis="confirmed: the dataset card links bioRxiv 2023.01.11.523679; journal "
                        "record " + NOT_CHECKED),
     "nt_revised": dict(
+        short="NT downstream (revised)",
         prefix="InstaDeepAI_nucleotide_transformer_downstream_tasks_revised_",
         name="Nucleotide Transformer downstream tasks, revised "
              "(InstaDeepAI/nucleotide_transformer_downstream_tasks_revised)",
@@ -40,6 +42,7 @@ SOURCES = {
                  "foundation models for human genomics. Nature Methods 22, 287-297 (2025)",
         citation_basis=NOT_CHECKED),
     "pgb": dict(
+        short="Plant Genomic Benchmark",
         prefix="InstaDeepAI_plant-genomic-benchmark_",
         name="Plant Genomic Benchmark (InstaDeepAI/plant-genomic-benchmark)",
         licence="CC-BY-NC-SA-4.0",
@@ -48,6 +51,7 @@ SOURCES = {
                  "genomes. Communications Biology 7, 835 (2024); dataset doi:10.57967/hf/2464",
         citation_basis="confirmed: dataset DOI on the card; paper " + NOT_CHECKED),
     "ipro": dict(
+        short="iPro-WAEL",
         prefix="iPro-WAEL_Promoter_",
         name="iPro-WAEL promoter datasets",
         licence=None,
@@ -57,6 +61,7 @@ SOURCES = {
                  "10278-10289 (2022)",
         citation_basis=NOT_CHECKED),
     "gb": dict(
+        short="Genomic Benchmarks",
         prefix="katarinagresova_Genomic_Benchmarks_",
         name="Genomic Benchmarks (katarinagresova/Genomic_Benchmarks_*)",
         licence="Apache-2.0",
@@ -67,6 +72,7 @@ SOURCES = {
                  "25 (2023)",
         citation_basis=NOT_CHECKED),
     "gue": dict(
+        short="GUE",
         prefix="leannmlindsey_GUE_",
         name="GUE, Genome Understanding Evaluation (leannmlindsey/GUE copy of the DNABERT-2 benchmark)",
         licence=None,
@@ -77,6 +83,7 @@ SOURCES = {
                  "arXiv:2306.15006",
         citation_basis="confirmed: arXiv 2306.15006 on the dataset card; venue " + NOT_CHECKED),
     "deep4mc": dict(
+        short="Deep4mC",
         prefix="deep4mc_",
         name="Deep4mC 4mC site datasets",
         licence=None,
@@ -86,6 +93,7 @@ SOURCES = {
                  "Bioinformatics 22(3), bbaa099 (2021)",
         citation_basis=NOT_CHECKED),
     "idna_abf": dict(
+        short="iDNA-ABF",
         prefix="iDNA_ABF_",
         name="iDNA-ABF methylation datasets",
         licence=None,
@@ -94,6 +102,7 @@ SOURCES = {
                  "the interpretable prediction of DNA methylations. Genome Biology 23, 219 (2022)",
         citation_basis=NOT_CHECKED),
     "idhs_el": dict(
+        short="iDHS-EL",
         prefix="iDHS-EL_",
         name="iDHS-EL DNase I hypersensitive site dataset",
         licence=None,
@@ -240,7 +249,8 @@ def main():
             "id": task["id"],
             "label": task["label"],
             "category": task["cat"],
-            "source": src["name"],
+            "source": src["short"],
+            "source_dataset": src["name"],
             "species": species,
             "n_classes": n_classes,
             "hf_dataset": HF_DATASET,
@@ -252,6 +262,7 @@ def main():
             "provenance": {
                 "id_label_category": "confirmed: the published GENEB task list (tasks/geneb-tasks.json)",
                 "source": "confirmed: the task id names its upstream dataset",
+                "source_dataset": "confirmed: the task id names its upstream dataset",
                 "species": species_basis,
                 "n_classes": classes_basis,
                 "files": "confirmed: PROTOCOL.md (tasks/<task_id>/{train,test}.csv at the pinned revision)",
@@ -271,7 +282,8 @@ def main():
         "tasks": records,
         "suites": {
             "geneb-lite": {
-                "about": LITE_NOTE,
+                "about": "one small task per category (13 tasks)",
+                "why": LITE_NOTE,
                 "tasks": [{"id": t, "why": why} for t, why in LITE],
             }
         },
