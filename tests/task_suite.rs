@@ -192,7 +192,7 @@ fn bed_regions_become_sequences_from_the_reference_beside_them() {
 #[test]
 fn unrecognised_layouts_get_a_clear_error() {
     let header = "#chrom\tstart\tend\tlabel\tsplit\n";
-    let cases: [(&str, Vec<(&str, &str)>, &str); 5] = [
+    let cases = [
         (
             "import-parquet",
             vec![

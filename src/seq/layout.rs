@@ -455,6 +455,22 @@ fn read_source(source: &Source<'_>) -> Result<crate::task::Dataset> {
     }
 }
 
+/// Files the task folder `folder` holds for split `part`.
+fn add_member<'f>(
+    folders: &mut BTreeMap<Vec<&'f str>, FolderParts<'f>>,
+    folder: Vec<&'f str>,
+    part: Part,
+    file: &'f InputFile,
+    layout: MemberLayout<'f>,
+) {
+    let parts = folders.entry(folder).or_default();
+    let member = Member { file, layout };
+    match part {
+        Part::Train => parts.train.push(member),
+        Part::Test => parts.test.push(member),
+    }
+}
+
 pub(crate) fn tasks_from_files(
     files: &[InputFile],
     category: Option<&str>,
@@ -479,47 +495,29 @@ pub(crate) fn tasks_from_files(
                 folder,
                 part,
                 format,
-            } => {
-                let parts = folders.entry(folder).or_default();
-                let member = Member {
-                    file,
-                    layout: MemberLayout::Whole(format),
-                };
-                match part {
-                    Part::Train => parts.train.push(member),
-                    Part::Test => parts.test.push(member),
-                }
-            }
+            } => add_member(
+                &mut folders,
+                folder,
+                part,
+                file,
+                MemberLayout::Whole(format),
+            ),
             Role::FastaClass {
                 folder,
                 part,
                 class,
-            } => {
-                let parts = folders.entry(folder).or_default();
-                let member = Member {
-                    file,
-                    layout: MemberLayout::Class(class),
-                };
-                match part {
-                    Part::Train => parts.train.push(member),
-                    Part::Test => parts.test.push(member),
-                }
-            }
+            } => add_member(&mut folders, folder, part, file, MemberLayout::Class(class)),
             Role::SequenceFile {
                 folder,
                 part,
                 class,
-            } => {
-                let parts = folders.entry(folder).or_default();
-                let member = Member {
-                    file,
-                    layout: MemberLayout::Sequence(class),
-                };
-                match part {
-                    Part::Train => parts.train.push(member),
-                    Part::Test => parts.test.push(member),
-                }
-            }
+            } => add_member(
+                &mut folders,
+                folder,
+                part,
+                file,
+                MemberLayout::Sequence(class),
+            ),
         }
     }
     // A FASTA file beside a BED file is that BED task's reference genome, not a task.
