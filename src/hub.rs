@@ -12,8 +12,8 @@
 //!   `ETag` (git blob sha1) for small files; a download must hash to it before it is renamed
 //!   into the cache, and a cached file is re-hashed each time it is used.
 //! - A revision that is a commit hash never changes, so a verified cached file is used without
-//!   asking the network. For a branch name the hub is asked first and the cache is the fallback
-//!   when the network fails.
+//!   asking the network. For a branch name the hub is asked first (HEAD): the cached copy is kept
+//!   while its checksum matches, and it is the fallback when the network fails.
 
 use crate::{Error, Result};
 use sha1::Digest as _;
@@ -314,14 +314,18 @@ impl Hub {
         file.cache_path(&self.cache_dir)
     }
 
+    fn recorded_checksum(&self, path: &Path) -> Option<Checksum> {
+        let record = fs::read_to_string(checksum_record_path(path)).ok()?;
+        Checksum::from_record(&record)
+    }
+
     /// Whether `file` is cached, re-hashing it against its recorded checksum.
     pub fn cache_state(&self, file: &HubFile) -> CacheState {
         let path = self.cache_path(file);
         let Ok(size) = fs::metadata(&path).map(|m| m.len()) else {
             return CacheState::Missing;
         };
-        let record = fs::read_to_string(checksum_record_path(&path)).ok();
-        match record.as_deref().and_then(Checksum::from_record) {
+        match self.recorded_checksum(&path) {
             Some(checksum) if checksum.matches_file(&path).unwrap_or(false) => {
                 CacheState::Verified { path, size }
             }
@@ -523,7 +527,15 @@ impl Hub {
             });
         }
         match self.remote(file) {
-            Ok(remote) => Ok(Located::Remote(remote)),
+            Ok(remote) => match cached {
+                // The branch still points at the bytes we have.
+                CacheState::Verified { path, size }
+                    if self.recorded_checksum(&path).as_ref() == Some(&remote.checksum) =>
+                {
+                    Ok(Located::Cached { path, size })
+                }
+                _ => Ok(Located::Remote(remote)),
+            },
             Err(err) => match cached {
                 CacheState::Verified { path, size } => Ok(Located::Cached { path, size }),
                 CacheState::Corrupted { path } => Err(Error::in_file(

@@ -153,3 +153,27 @@ fn a_missing_file_says_so() {
         "{err}"
     );
 }
+
+#[test]
+fn a_branch_revision_asks_the_hub_first_and_falls_back_to_the_cache() {
+    let server = serve(None);
+    let cache = scratch("hub-branch");
+    let hub = Hub::new(&server.endpoint, cache.clone(), false);
+    let file = HubFile::dataset(REPO, "main", "tasks/deep4mc_E.coli_4mC/test.csv");
+    hub.fetch(&file, &mut |_| {}).unwrap();
+    // A branch can move: even with a verified copy, the hub is asked again (HEAD), but the
+    // same checksum means no second download.
+    let before = server.requests.lock().unwrap().len();
+    hub.fetch(&file, &mut |_| {}).unwrap();
+    let asked: Vec<String> = server.requests.lock().unwrap()[before..].to_vec();
+    assert!(
+        !asked.is_empty() && asked.iter().all(|r| r.starts_with("HEAD ")),
+        "{asked:?}"
+    );
+    // The network down (not --offline): the cached copy is used.
+    let gone = Hub::new(&dead_endpoint(), cache, false);
+    assert_eq!(
+        gone.fetch(&file, &mut |_| {}).unwrap(),
+        hub.cache_path(&file)
+    );
+}

@@ -92,7 +92,12 @@ fn handle(
     let method = parts.next().unwrap_or("").to_string();
     let target = parts.next().unwrap_or("").to_string();
     log.lock().unwrap().push(format!("{method} {target}"));
-    let prefix = format!("/datasets/{REPO}/resolve/{REVISION}/");
+    // Any revision serves the same files: a branch name behaves like the pinned commit.
+    let prefix = target
+        .strip_prefix(&format!("/datasets/{REPO}/resolve/"))
+        .and_then(|rest| rest.split_once('/'))
+        .map(|(revision, _)| format!("/datasets/{REPO}/resolve/{revision}/"))
+        .unwrap_or_default();
     let (status, headers, body): (&str, Vec<(String, String)>, Vec<u8>) =
         if let Some(sha) = target.strip_prefix("/cdn/") {
             match files.values().find(|e| e.sha256 == sha) {
@@ -106,7 +111,11 @@ fn handle(
                 }
                 None => ("404 Not Found", vec![], b"not found".to_vec()),
             }
-        } else if let Some(entry) = target.strip_prefix(&prefix).and_then(|p| files.get(p)) {
+        } else if let Some(entry) = target
+            .strip_prefix(prefix.as_str())
+            .filter(|_| !prefix.is_empty())
+            .and_then(|p| files.get(p))
+        {
             let bytes = std::fs::read(&entry.path).unwrap();
             if entry.path.file_name().unwrap() == "train.csv" {
                 let headers = vec![
@@ -118,7 +127,7 @@ fn handle(
                 ("302 Found", headers, Vec::new())
             } else {
                 let mut bytes = bytes;
-                if tamper == target.strip_prefix(&prefix) {
+                if tamper == target.strip_prefix(prefix.as_str()) {
                     bytes[0] ^= 1;
                 }
                 let headers = vec![("ETag".into(), format!("\"{}\"", entry.git_sha1))];
