@@ -410,6 +410,8 @@ fn official_tasks_by_id_are_announced_downloaded_cached_and_listed() {
             "--task",
             "geneb:iDHS-EL_DNase_I",
         ]);
+        // The Chromatin Acc. suite is iDHS-EL_DNase_I again: evaluated once, not an error.
+        args.extend(["--suite", "geneb:chromatin-acc"]);
         args.extend(extra);
         geneb_with_hub(&args, endpoint, &cache)
     };
@@ -436,6 +438,13 @@ fn official_tasks_by_id_are_announced_downloaded_cached_and_listed() {
         stderr.contains("tasks/iDHS-EL_DNase_I/train.csv"),
         "{stderr}"
     );
+    // Cached under the catalogue's pinned revision.
+    let cached = cache
+        .join("hub/datasets")
+        .join(hub_server::REPO)
+        .join(hub_server::REVISION)
+        .join("tasks/iDHS-EL_DNase_I/test.csv");
+    assert!(cached.is_file(), "{}", cached.display());
     for (id, category) in ids.iter().zip(["DNA Methyl.", "Chromatin Acc."]) {
         assert_eq!(
             result["tasks"][id]["category"], category,

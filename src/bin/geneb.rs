@@ -199,6 +199,9 @@ fn run_eval(args: EvalArgs) -> Result<()> {
             }
         }
     }
+    // A task named by two suites (or a suite and --task) is evaluated once.
+    let mut seen = std::collections::HashSet::new();
+    official_tasks.retain(|(task, _)| seen.insert(task.id.as_str()));
     if !official_tasks.is_empty() {
         let hub = Hub::from_env(args.offline)?;
         let wanted: Vec<&catalogue::CatalogueTask> =
