@@ -305,10 +305,6 @@ impl Hub {
         &self.cache_dir
     }
 
-    pub fn is_offline(&self) -> bool {
-        self.offline
-    }
-
     /// Where `file` lives (or would live) in the cache.
     pub fn cache_path(&self, file: &HubFile) -> PathBuf {
         file.cache_path(&self.cache_dir)
