@@ -7,6 +7,8 @@ pub mod encoder;
 pub mod error;
 pub mod eval;
 pub mod hf;
+#[cfg(all(feature = "hub", not(target_arch = "wasm32")))]
+pub mod hub;
 pub mod metrics;
 #[cfg(feature = "cli")]
 pub mod npz;
