@@ -4,6 +4,10 @@
 
 #[cfg(feature = "burn")]
 pub mod backend;
+#[cfg(feature = "burn")]
+pub mod caduceus;
+#[cfg(feature = "burn")]
+pub mod hyena;
 pub mod kmer;
 #[cfg(feature = "burn")]
 pub mod random_cnn;

@@ -13,7 +13,7 @@ Writes tests/fixtures/models/caduceus/{ph,ps}/: a tiny randomly initialised chec
 real tensor names (CaduceusForMaskedLM, as the hub repos hold it) as config.json +
 model.safetensors, and expected.json/expected.safetensors as make_hyena_fixtures.py does: token
 ids from the Caduceus tokenizer, `last_hidden_state` = `hidden_states[-1]` of each sequence run
-alone (as GENEB's extractor runs it) and `pooled` = its mean over all tokens.
+alone (as GENEB's extractor runs it), in float64, and `pooled` = its mean over all tokens.
 
 Run: python3 tests/oracle/make_caduceus_fixtures.py
 """
@@ -163,12 +163,15 @@ def write_fixture(model, config, tokenizer, sequences, out_dir, drop):
     save_file(state, out_dir / "model.safetensors", metadata={"format": "pt"})
     ids = [tokenizer(s)["input_ids"] for s in sequences]
     states, pooled = [], []
+    # In float64 (the model's exact values), as make_hyena_fixtures.py does.
+    model = model.double()
     with torch.no_grad():
         for row in ids:
             out = model(torch.tensor([row]), output_hidden_states=True, return_dict=True)
             last = out.hidden_states[-1][0]
-            states.append(last)
-            pooled.append(last.mean(dim=0))
+            states.append(last.float())
+            pooled.append(last.mean(dim=0).float())
+    model.float()
     save_file({"last_hidden_state": torch.cat(states).contiguous(), "pooled": torch.stack(pooled)},
               out_dir / "expected.safetensors")
     meta = {"sequences": sequences, "input_ids": ids, "pad_token_id": tokenizer.pad_token_id}
