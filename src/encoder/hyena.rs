@@ -10,9 +10,11 @@
 //! The original computes that long convolution by FFT (`rfft` with n = 2L). Here it is the same
 //! causal convolution computed directly, as a depthwise `conv1d` whose kernel is the flipped
 //! filter: exact, and on both Burn backends, at O(L²) per channel — for HyenaDNA-tiny
-//! (d_model 128, L ≤ 1,026) about 0.13 G multiply-adds per layer and sequence. The longer-context
-//! checkpoints (32k–1M) would want an FFT; `max_tokens` is the checkpoint's `max_seq_len`, and the
-//! caller truncates to it.
+//! (d_model 128, L ≤ 1,026) about 0.13 G multiply-adds per layer and sequence; the real
+//! HyenaDNA-tiny weights at 1,000 tokens took 0.09 s at batch 1 and 0.49 s at batch 8 on
+//! burn-flex, 2.3 s and 5.4 s on wgpu over lavapipe (shared 2-core machine, test build). The
+//! longer-context checkpoints (32k–1M) would want an FFT; `max_tokens` is the checkpoint's
+//! `max_seq_len`, and the caller truncates to it.
 //!
 //! Padding: every operation is per position or causal, so with padding on the right the states
 //! of real tokens do not depend on the padding (the attention mask is not needed and not read).
