@@ -278,6 +278,44 @@ fn hyena_names_a_missing_or_misshaped_tensor() {
 }
 
 #[test]
+fn caduceus_refuses_configs_it_cannot_honour() {
+    let dir = fixtures().join("caduceus/ps");
+    let config = read_json(&dir.join("config.json"));
+    let device = backend::cpu().device;
+    let load = |config: &serde_json::Value| {
+        let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
+        match Caduceus::load(config, &mut ckpt, &device) {
+            Ok(_) => panic!("loading must fail"),
+            Err(e) => e.to_string(),
+        }
+    };
+
+    let mut plain = config.clone();
+    plain["rcps"] = false.into();
+    let err = load(&plain);
+    assert!(
+        err.contains("caduceus.backbone.embeddings.word_embeddings.weight"),
+        "{err}"
+    );
+
+    let mut no_map = config.clone();
+    no_map.as_object_mut().unwrap().remove("complement_map");
+    assert!(load(&no_map).contains("complement_map"));
+
+    let mut unfused = config.clone();
+    unfused["fused_add_norm"] = false.into();
+    let err = load(&unfused);
+    assert!(
+        err.starts_with("config.json: 'fused_add_norm' must be true"),
+        "{err}"
+    );
+
+    let mut strategy = config;
+    strategy["bidirectional_strategy"] = "concat".into();
+    assert!(load(&strategy).contains("bidirectional_strategy 'concat'"));
+}
+
+#[test]
 fn architectures_are_detected_from_config() {
     let hyena_config = read_json(&fixtures().join("hyena/tiny/config.json"));
     assert!(hyena::matches(&hyena_config));
