@@ -50,8 +50,8 @@ use serde_json::Value;
 
 /// PyTorch's `F.softplus` returns its input above this (beta 1).
 const SOFTPLUS_THRESHOLD: f64 = 20.0;
-/// The published checkpoints' tokenizer `model_max_length` (pretraining context, 2^17); the
-/// architecture itself has no limit.
+/// The context the published `*_seqlen-131k_*` checkpoints were trained at (2^17). The
+/// architecture itself has no limit; a tokenizer's own `model_max_length` should take precedence.
 const MAX_TOKENS: usize = 131_072;
 /// Elements of the bulk-discretised scan inputs per chunk (two such buffers live at once).
 const SCAN_CHUNK_ELEMENTS: usize = 1 << 22;
