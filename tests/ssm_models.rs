@@ -1,0 +1,381 @@
+//! The long-convolution and state-space architectures against their PyTorch oracles
+//! (tests/oracle/make_hyena_fixtures.py, make_caduceus_fixtures.py): committed tiny random
+//! checkpoints (HyenaDNA, Caduceus-PH, Caduceus-PS), and the real
+//! HyenaDNA-tiny weights when `scripts/fetch-real-models.sh` has put them in place. Sequences
+//! run as one right-padded batch and must match the reference (each sequence run alone, as the
+//! GENEB extractor runs it) to 1e-4 at every token and after pooling, on the CPU backend and on
+//! wgpu (Mesa lavapipe in CI).
+#![cfg(feature = "burn")]
+
+use burn::tensor::{Int, Tensor, TensorData};
+use geneb::encoder::backend::{self, Compute};
+use geneb::encoder::caduceus::{self, Caduceus};
+use geneb::encoder::hyena::{self, Hyena};
+use geneb::hf::{Checkpoint, safetensors};
+use std::path::{Path, PathBuf};
+
+const TOLERANCE: f32 = 1e-4;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models")
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The checkpoint in a model folder: model.safetensors, else pytorch_model.bin (the real
+/// anticapt checkpoints come as the latter, read by geneb's own PyTorch-zip reader).
+fn read_checkpoint(path: &Path) -> Checkpoint {
+    let (path, read): (PathBuf, fn(&str, Vec<u8>) -> geneb::Result<Checkpoint>) = if path.exists() {
+        (path.to_path_buf(), safetensors::read)
+    } else {
+        (
+            path.with_file_name("pytorch_model.bin"),
+            geneb::hf::pytorch::read,
+        )
+    };
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    read(&path.display().to_string(), bytes).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// What the oracle computed: token ids per sequence, each sequence's token states one after
+/// another, and the pooled (mean over tokens) embeddings.
+struct Expected {
+    ids: Vec<Vec<i64>>,
+    pad_id: i64,
+    states: Vec<f32>,
+    pooled: Vec<f32>,
+}
+
+fn expected(dir: &Path) -> Expected {
+    let meta = read_json(&dir.join("expected.json"));
+    let ids = meta["input_ids"]
+        .as_array()
+        .expect("input_ids")
+        .iter()
+        .map(|row| {
+            row.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect()
+        })
+        .collect();
+    let mut arrays = read_checkpoint(&dir.join("expected.safetensors"));
+    Expected {
+        ids,
+        pad_id: meta["pad_token_id"].as_i64().expect("pad_token_id"),
+        states: arrays.take_any("last_hidden_state").unwrap().1,
+        pooled: arrays.take_any("pooled").unwrap().1,
+    }
+}
+
+/// The batch as the lead's encoder builds it: ids right-padded with the pad id, mask 1/0.
+fn batch(expected: &Expected, compute: &Compute) -> (Tensor<2, Int>, Tensor<2>) {
+    let longest = expected.ids.iter().map(Vec::len).max().unwrap();
+    let n = expected.ids.len();
+    let mut ids = vec![expected.pad_id; n * longest];
+    let mut mask = vec![0f32; n * longest];
+    for (i, row) in expected.ids.iter().enumerate() {
+        ids[i * longest..i * longest + row.len()].copy_from_slice(row);
+        mask[i * longest..i * longest + row.len()].fill(1.0);
+    }
+    (
+        Tensor::from_data(TensorData::new(ids, [n, longest]), &compute.device),
+        Tensor::from_data(TensorData::new(mask, [n, longest]), &compute.device),
+    )
+}
+
+/// Max |difference| of the real tokens' states and of their masked means.
+fn compare(expected: &Expected, states: Tensor<3>) -> (f32, f32) {
+    let [_, longest, hidden] = states.dims();
+    let got: Vec<f32> = states.into_data().try_to_vec::<f32>().unwrap();
+    let (mut worst_state, mut worst_pooled) = (0f32, 0f32);
+    let mut flat = expected.states.chunks_exact(hidden);
+    for (i, row) in expected.ids.iter().enumerate() {
+        let mut sum = vec![0f64; hidden];
+        for t in 0..row.len() {
+            let at = (i * longest + t) * hidden;
+            let want = flat.next().expect("fixture has fewer states than tokens");
+            for (c, (&g, &w)) in got[at..at + hidden].iter().zip(want).enumerate() {
+                worst_state = worst_state.max((g - w).abs());
+                sum[c] += g as f64;
+            }
+        }
+        for (c, s) in sum.iter().enumerate() {
+            let pooled = (*s / row.len() as f64) as f32;
+            worst_pooled = worst_pooled.max((pooled - expected.pooled[i * hidden + c]).abs());
+        }
+    }
+    assert!(flat.next().is_none(), "fixture has more states than tokens");
+    (worst_state, worst_pooled)
+}
+
+/// The two architectures behind one interface, as the HF encoder drives them.
+trait Architecture: Sized {
+    fn matches(config: &serde_json::Value) -> bool;
+    fn load(
+        config: &serde_json::Value,
+        ckpt: &mut Checkpoint,
+        compute: &Compute,
+    ) -> geneb::Result<Self>;
+    fn forward(&self, ids: Tensor<2, Int>, mask: Tensor<2>) -> Tensor<3>;
+    fn hidden_size(&self) -> usize;
+}
+
+impl Architecture for Hyena {
+    fn matches(config: &serde_json::Value) -> bool {
+        hyena::matches(config)
+    }
+    fn load(
+        config: &serde_json::Value,
+        ckpt: &mut Checkpoint,
+        compute: &Compute,
+    ) -> geneb::Result<Self> {
+        Hyena::load(config, ckpt, &compute.device)
+    }
+    fn forward(&self, ids: Tensor<2, Int>, mask: Tensor<2>) -> Tensor<3> {
+        Hyena::forward(self, ids, mask)
+    }
+    fn hidden_size(&self) -> usize {
+        Hyena::hidden_size(self)
+    }
+}
+
+impl Architecture for Caduceus {
+    fn matches(config: &serde_json::Value) -> bool {
+        caduceus::matches(config)
+    }
+    fn load(
+        config: &serde_json::Value,
+        ckpt: &mut Checkpoint,
+        compute: &Compute,
+    ) -> geneb::Result<Self> {
+        Caduceus::load(config, ckpt, &compute.device)
+    }
+    fn forward(&self, ids: Tensor<2, Int>, mask: Tensor<2>) -> Tensor<3> {
+        Caduceus::forward(self, ids, mask)
+    }
+    fn hidden_size(&self) -> usize {
+        Caduceus::hidden_size(self)
+    }
+}
+
+fn check<A: Architecture>(model_dir: &Path, expected_dir: &Path, compute: &Compute) {
+    let config = read_json(&model_dir.join("config.json"));
+    assert!(
+        A::matches(&config),
+        "{}: architecture not detected",
+        model_dir.display()
+    );
+    let mut ckpt = read_checkpoint(&model_dir.join("model.safetensors"));
+    let model = A::load(&config, &mut ckpt, compute).unwrap_or_else(|e| panic!("{e}"));
+    ckpt.finish().unwrap_or_else(|e| panic!("{e}"));
+    let expected = expected(expected_dir);
+    let (ids, mask) = batch(&expected, compute);
+    let started = std::time::Instant::now();
+    let states = model.forward(ids, mask);
+    assert_eq!(states.dims()[2], model.hidden_size());
+    let (state, pooled) = compare(&expected, states);
+    let seconds = started.elapsed().as_secs_f64(); // forward and read-back
+    eprintln!(
+        "{} on {}: max |Δ| token states {state:.2e}, pooled {pooled:.2e} ({seconds:.2} s)",
+        expected_dir.display(),
+        compute.adapter,
+    );
+    assert!(state <= TOLERANCE, "token states differ by {state}");
+    assert!(pooled <= TOLERANCE, "pooled embeddings differ by {pooled}");
+}
+
+fn wgpu() -> Compute {
+    pollster::block_on(backend::wgpu()).unwrap_or_else(|e| {
+        panic!("{e}\n(the wgpu tests need a Vulkan driver: apt-get install mesa-vulkan-drivers)")
+    })
+}
+
+#[test]
+fn hyena_tiny_matches_the_reference_on_cpu() {
+    let dir = fixtures().join("hyena/tiny");
+    check::<Hyena>(&dir, &dir, &backend::cpu());
+}
+
+#[test]
+fn hyena_tiny_matches_the_reference_on_wgpu() {
+    let dir = fixtures().join("hyena/tiny");
+    check::<Hyena>(&dir, &dir, &wgpu());
+}
+
+/// The real HyenaDNA-tiny weights (anticapt's first checkpoint) against the package's own
+/// modeling code; skipped, saying so, when scripts/fetch-real-models.sh has not been run.
+#[test]
+fn hyena_real_tiny_matches_the_reference() {
+    let root = std::env::var_os("GENEB_REAL_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/real-models"));
+    let model_dir = root.join("hyenadna-tiny-anticapt-dataset1");
+    if !model_dir.join("pytorch_model.bin").exists() {
+        // `npm test` fetches them first and sets GENEB_REQUIRE_REAL_MODELS, so CI never skips.
+        assert!(
+            std::env::var_os("GENEB_REQUIRE_REAL_MODELS").is_none(),
+            "no real HyenaDNA-tiny weights in {}: run bash scripts/fetch-real-models.sh",
+            model_dir.display()
+        );
+        eprintln!(
+            "SKIPPED: no real HyenaDNA-tiny weights in {} (run bash scripts/fetch-real-models.sh)",
+            model_dir.display()
+        );
+        return;
+    }
+    let expected_dir = fixtures().join("hyena/anticapt-dataset1");
+    check::<Hyena>(&model_dir, &expected_dir, &backend::cpu());
+    check::<Hyena>(&model_dir, &expected_dir, &wgpu());
+
+    // The whole chain from the folder: its tokenizer_config.json, the .bin weights, the
+    // encoder's batching and pooling — the sequences the oracle tokenized with anticapt's code.
+    let expected: serde_json::Value = read_json(&expected_dir.join("expected.json"));
+    let sequences: Vec<String> = expected["sequences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    let spec = format!("hf:{}", model_dir.display());
+    let encoder = pollster::block_on(geneb::encoder::Encoder::from_spec(
+        &spec,
+        geneb::encoder::BackendKind::Cpu,
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let pooled = pollster::block_on(encoder.embed(&sequences)).unwrap();
+    let want = read_checkpoint(&expected_dir.join("expected.safetensors"))
+        .take_any("pooled")
+        .unwrap()
+        .1;
+    let worst = pooled
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    eprintln!("real HyenaDNA-tiny, hf: folder end to end: max |Δ| pooled {worst:.2e}");
+    assert!(worst <= TOLERANCE, "pooled embeddings differ by {worst}");
+}
+
+#[test]
+fn caduceus_ph_matches_the_reference_on_cpu() {
+    let dir = fixtures().join("caduceus/ph");
+    check::<Caduceus>(&dir, &dir, &backend::cpu());
+}
+
+#[test]
+fn caduceus_ps_matches_the_reference_on_cpu() {
+    let dir = fixtures().join("caduceus/ps");
+    check::<Caduceus>(&dir, &dir, &backend::cpu());
+}
+
+#[test]
+fn caduceus_matches_the_reference_on_wgpu() {
+    let compute = wgpu();
+    for variant in ["ph", "ps"] {
+        let dir = fixtures().join("caduceus").join(variant);
+        check::<Caduceus>(&dir, &dir, &compute);
+    }
+}
+
+#[test]
+fn hyena_names_a_missing_or_misshaped_tensor() {
+    let dir = fixtures().join("hyena/tiny");
+    let config = read_json(&dir.join("config.json"));
+    let device = backend::cpu().device;
+
+    let mut shrunk = config.clone();
+    shrunk["d_model"] = 16.into();
+    let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
+    let err = Hyena::load(&shrunk, &mut ckpt, &device)
+        .err()
+        .expect("d_model 16 must fail");
+    assert!(
+        err.to_string()
+            .contains("backbone.embeddings.word_embeddings.weight")
+            && err.to_string().contains("shape"),
+        "{err}"
+    );
+
+    let mut deeper = config.clone();
+    deeper["n_layer"] = 3.into();
+    let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
+    let err = Hyena::load(&deeper, &mut ckpt, &device)
+        .err()
+        .expect("3 layers must fail");
+    assert!(err.to_string().contains("backbone.layers.2."), "{err}");
+
+    let mut no_width = config;
+    no_width.as_object_mut().unwrap().remove("d_model");
+    let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
+    let err = Hyena::load(&no_width, &mut ckpt, &device)
+        .err()
+        .expect("no d_model must fail");
+    assert!(
+        err.to_string().starts_with("config.json: 'd_model'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn caduceus_refuses_configs_it_cannot_honour() {
+    let dir = fixtures().join("caduceus/ps");
+    let config = read_json(&dir.join("config.json"));
+    let device = backend::cpu().device;
+    let load = |config: &serde_json::Value| {
+        let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
+        match Caduceus::load(config, &mut ckpt, &device) {
+            Ok(_) => panic!("loading must fail"),
+            Err(e) => e.to_string(),
+        }
+    };
+
+    let mut plain = config.clone();
+    plain["rcps"] = false.into();
+    let err = load(&plain);
+    assert!(
+        err.contains("caduceus.backbone.embeddings.word_embeddings.weight"),
+        "{err}"
+    );
+
+    let mut no_map = config.clone();
+    no_map.as_object_mut().unwrap().remove("complement_map");
+    assert!(load(&no_map).contains("complement_map"));
+
+    let mut unfused = config.clone();
+    unfused["fused_add_norm"] = false.into();
+    let err = load(&unfused);
+    assert!(
+        err.starts_with("config.json: 'fused_add_norm' must be true"),
+        "{err}"
+    );
+
+    let mut strategy = config;
+    strategy["bidirectional_strategy"] = "concat".into();
+    assert!(load(&strategy).contains("bidirectional_strategy 'concat'"));
+}
+
+#[test]
+fn architectures_are_detected_from_config() {
+    let hyena_config = read_json(&fixtures().join("hyena/tiny/config.json"));
+    assert!(hyena::matches(&hyena_config));
+    let bert = serde_json::json!({"model_type": "bert", "architectures": ["BertForMaskedLM"]});
+    assert!(!hyena::matches(&bert));
+    let by_class = serde_json::json!({"architectures": ["HyenaDNAForCausalLM"]});
+    assert!(hyena::matches(&by_class));
+    for variant in ["ph", "ps"] {
+        let config = read_json(
+            &fixtures()
+                .join("caduceus")
+                .join(variant)
+                .join("config.json"),
+        );
+        assert!(caduceus::matches(&config) && !hyena::matches(&config));
+        assert!(!caduceus::matches(&hyena_config));
+    }
+    assert!(!caduceus::matches(&bert));
+}
