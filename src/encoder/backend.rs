@@ -15,6 +15,23 @@ pub struct Compute {
     pub adapter: String,
 }
 
+impl Compute {
+    /// A tensor's values on the host, read asynchronously (a synchronous read panics in wasm).
+    pub async fn read<const D: usize>(&self, tensor: burn::tensor::Tensor<D>) -> Result<Vec<f32>> {
+        let data = tensor.into_data_async().await.map_err(|e| {
+            Error::new(format!(
+                "reading embeddings from the {:?} backend failed: {e:?}",
+                self.kind
+            ))
+        })?;
+        data.try_to_vec::<f32>().map_err(|e| {
+            Error::new(format!(
+                "unexpected embedding data type from the backend: {e:?}"
+            ))
+        })
+    }
+}
+
 pub const CPU_ADAPTER: &str = "burn-flex (pure-Rust CPU)";
 
 pub fn cpu() -> Compute {

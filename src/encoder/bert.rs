@@ -8,11 +8,11 @@
 //! (special tokens included); the pooling itself lives in `hf.rs`.
 
 use super::layers::{
-    Activation, LayerNorm, Linear, attention, config_activation, config_f64, config_usize,
-    padding_bias, split_heads, upload,
+    Activation, LayerNorm, Linear, attention, checkpoint_prefix, config_activation, config_f64,
+    config_usize, head_dim, padding_bias, split_heads, upload,
 };
 use crate::hf::Checkpoint;
-use crate::{Error, Result};
+use crate::Result;
 use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 
@@ -88,19 +88,10 @@ impl Bert {
         let vocab = config_usize(config, "vocab_size")?;
         let eps = config_f64(config, "layer_norm_eps", 1e-12);
         let activation = config_activation(config, "gelu")?;
-        if hidden % heads != 0 {
-            return Err(Error::in_file(
-                "config.json",
-                format!("hidden_size {hidden} is not divisible by num_attention_heads {heads}"),
-            ));
-        }
+        // Validates the head split; forward() derives the width again.
+        head_dim(hidden, heads)?;
         let probe = "embeddings.word_embeddings.weight";
-        let prefix = ckpt.find_prefix(&PREFIXES, probe).ok_or_else(|| {
-            Error::in_file(
-                ckpt.source(),
-                format!("no BERT embeddings ('bert.{probe}' or '{probe}') in the checkpoint"),
-            )
-        })?;
+        let prefix = checkpoint_prefix(ckpt, &PREFIXES, probe, "BERT")?;
         let p = |name: &str| format!("{prefix}{name}");
         let fused = ckpt.contains(&p("encoder.layer.0.attention.self.Wqkv.weight"));
 

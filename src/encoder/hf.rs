@@ -345,17 +345,7 @@ impl HfModel {
             .sum_dim(1)
             .reshape([rows, self.dim()])
             * inverse_count;
-        let data = pooled.into_data_async().await.map_err(|e| {
-            Error::new(format!(
-                "reading embeddings from the {:?} backend failed: {e:?}",
-                self.compute.kind
-            ))
-        })?;
-        data.try_to_vec::<f32>().map_err(|e| {
-            Error::new(format!(
-                "unexpected embedding data type from the backend: {e:?}"
-            ))
-        })
+        self.compute.read(pooled).await
     }
 }
 

@@ -148,6 +148,36 @@ pub fn attention(
         .reshape([batch, tokens, heads * head_dim])
 }
 
+/// The width of one attention head, or the error when the heads do not divide the width.
+pub fn head_dim(hidden: usize, heads: usize) -> Result<usize> {
+    if heads == 0 || hidden % heads != 0 {
+        return Err(config_error(&format!(
+            "hidden_size {hidden} is not divisible by num_attention_heads {heads}"
+        )));
+    }
+    Ok(hidden / heads)
+}
+
+/// The prefix (`bert.`, `esm.`, none…) under which the checkpoint holds `probe`: task-head
+/// checkpoints nest the encoder, bare ones do not.
+pub fn checkpoint_prefix<'p>(
+    ckpt: &Checkpoint,
+    prefixes: &[&'p str],
+    probe: &str,
+    family: &str,
+) -> Result<&'p str> {
+    ckpt.find_prefix(prefixes, probe).ok_or_else(|| {
+        let tried: Vec<String> = prefixes.iter().map(|p| format!("'{p}{probe}'")).collect();
+        crate::Error::in_file(
+            ckpt.source(),
+            format!(
+                "no {family} embeddings ({}) in the checkpoint",
+                tried.join(" or ")
+            ),
+        )
+    })
+}
+
 /// An error about config.json, with the question that usually resolves it.
 pub fn config_error(what: &str) -> crate::Error {
     crate::Error::in_file(

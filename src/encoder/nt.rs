@@ -7,7 +7,8 @@
 //! mean over the attention mask, `<cls>` included.
 
 use super::layers::{
-    LayerNorm, Linear, attention, config_f64, config_usize, padding_bias, split_heads, upload,
+    LayerNorm, Linear, attention, checkpoint_prefix, config_f64, config_usize, head_dim,
+    padding_bias, split_heads, upload,
 };
 use crate::hf::Checkpoint;
 use crate::{Error, Result};
@@ -108,20 +109,9 @@ impl NucleotideTransformer {
             .get("add_bias_fnn")
             .and_then(|v| v.as_bool())
             .unwrap_or(true);
-        if hidden % heads != 0 {
-            return Err(Error::in_file(
-                "config.json",
-                format!("hidden_size {hidden} is not divisible by num_attention_heads {heads}"),
-            ));
-        }
-        let head_dim = hidden / heads;
+        let head_dim = head_dim(hidden, heads)?;
         let probe = "embeddings.word_embeddings.weight";
-        let prefix = ckpt.find_prefix(&PREFIXES, probe).ok_or_else(|| {
-            Error::in_file(
-                ckpt.source(),
-                format!("no ESM embeddings ('esm.{probe}' or '{probe}') in the checkpoint"),
-            )
-        })?;
+        let prefix = checkpoint_prefix(ckpt, &PREFIXES, probe, "ESM")?;
         let p = |name: &str| format!("{prefix}{name}");
         let word = ckpt.take(&p(probe), &[vocab, hidden])?;
         ckpt.skip(&p("embeddings.position_ids"));

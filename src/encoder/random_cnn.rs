@@ -7,7 +7,7 @@
 //! the same network on the CPU backend, on wgpu and in the browser.
 
 use super::backend::Compute;
-use crate::{Error, Result};
+use crate::Result;
 use burn::tensor::activation::relu;
 use burn::tensor::module::conv1d;
 use burn::tensor::ops::ConvOptions;
@@ -148,17 +148,7 @@ impl RandomCnn {
         let inverse_len: Tensor<3> =
             Tensor::from_data(TensorData::new(inverse_len, [n, 1, 1]), device);
         let pooled = x.sum_dim(2) * inverse_len;
-        let data = pooled.into_data_async().await.map_err(|e| {
-            Error::new(format!(
-                "reading embeddings from the {:?} backend failed: {e:?}",
-                self.compute.kind
-            ))
-        })?;
-        data.try_to_vec::<f32>().map_err(|e| {
-            Error::new(format!(
-                "unexpected embedding data type from the backend: {e:?}"
-            ))
-        })
+        self.compute.read(pooled).await
     }
 }
 
