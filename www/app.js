@@ -701,7 +701,7 @@ async function onAddDemoSuite() {
 const offline = { worker: 'checking…' };
 
 function renderOffline() {
-  const now = navigator.onLine === false ? ' (you are offline: running from this copy)' : '';
+  const now = navigator.onLine === false ? ' (you are offline: running from the copy in this browser)' : '';
   el.offline.textContent = `${offline.worker}${offline.worker.startsWith('ready') ? now : ''}`;
 }
 
@@ -724,7 +724,7 @@ async function setUpOffline() {
       }
     });
     await navigator.serviceWorker.ready;
-    offline.worker = 'ready: the page, the core and the demo suite are kept in this browser';
+    offline.worker = 'ready: works without a network';
   } catch (err) {
     offline.worker = `unavailable (${messageOf(err)})`;
   }

@@ -39,6 +39,9 @@ function tasksText(tasks) {
   return tasks.length > 3 ? `${shown}, … (${tasks.length - 3} more)` : shown;
 }
 
+/** How a result came here ("import: <file>" is shown as it is). */
+const SOURCE_TEXT = { run: 'run here', demo: 'demo run here' };
+
 function recordLabel(r) {
   return `${r.model}, ${plural(r.tasks.length, 'task')}, ${dateText(r.date)}`;
 }
@@ -62,7 +65,7 @@ function renderList() {
       h('td', {}, r.regimes.join(', ')),
       h('td', { class: 'when' }, h('time', { datetime: r.date }, dateText(r.date))),
       h('td', {}, computeText(r.backend)),
-      h('td', {}, r.source)));
+      h('td', {}, SOURCE_TEXT[r.source] ?? r.source)));
   }
   el.table.hidden = lib.records.length === 0;
   updateLibraryControls();
