@@ -648,8 +648,11 @@ function onResult(msg) {
 // ---------------------------------------------------------------------------------------------
 // Comparisons of saved results: the worker's wasm core builds the report
 
-/** Ask the core for the report on `submissions`: {html, csv: {name: text}, svg: {name: text}, profile}. */
-function requestReport(submissions) {
+/**
+ * Ask the core for the report on `submissions`: {html, csv: {name: text}, svg: {name: text},
+ * profile (with the statistics)}; `maxParams` limits the recommended models' size.
+ */
+function requestReport(submissions, { maxParams = null } = {}) {
   if (state.phase !== 'ready') return Promise.reject(new Error('wait for the current run to finish'));
   clearError();
   showNotice('');
@@ -657,7 +660,7 @@ function requestReport(submissions) {
     state.report = { id: state.nextRunId++, resolve, reject };
     setPhase('running');
     setProgress({}, `comparing ${plural(submissions.length, 'result')}`);
-    state.worker.postMessage({ type: 'report', id: state.report.id, request: { submissions } });
+    state.worker.postMessage({ type: 'report', id: state.report.id, request: { submissions, max_params: maxParams } });
   });
 }
 

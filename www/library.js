@@ -5,18 +5,20 @@
 // part of it for download. Nothing leaves the tab.
 
 import { downloadBlob, downloadText, h, messageOf, plural } from './dom.js';
+import { analysisSections } from './analysis-view.js';
 import { renderProfile } from './profile-view.js';
 import { deleteResults, listResults, saveSubmissions } from './store.js';
 
 const $ = (sel) => document.querySelector(sel);
 
 let el = null;
-let hooks = null; // {requestReport(submissions) → Promise<report>, modelName(spec) → string}
+let hooks = null; // {requestReport(submissions, {maxParams}) → Promise<report>, modelName(spec) → string}
 const lib = {
   records: [], // newest first
   selected: new Set(), // record ids
   busy: false, // a run or a comparison is in progress
   comparison: null, // {records, report}
+  maxParams: null, // the recommendations' parameter budget, when the user set one
   error: '',
 };
 
@@ -212,22 +214,39 @@ async function onConfirmClose() {
 // ---------------------------------------------------------------------------------------------
 // The comparison
 
-async function onCompare() {
-  const records = selectedRecords();
-  if (!records.length || lib.busy) return;
+/** Ask the core for the report on `records` and show it; false when it failed. */
+async function compare(records) {
+  if (!records.length || lib.busy) return false;
   showLibraryError('');
   let report;
   try {
-    report = await hooks.requestReport(records.map((r) => r.submission));
+    report = await hooks.requestReport(records.map((r) => r.submission), { maxParams: lib.maxParams });
   } catch (err) {
-    if (err?.cancelled) return;
-    showLibraryError(`The comparison failed: ${messageOf(err)}`);
-    return;
+    if (!err?.cancelled) showLibraryError(`The comparison failed: ${messageOf(err)}`);
+    return false;
   }
   lib.comparison = { records, report };
   renderComparison();
   el.compareSection.hidden = false;
-  el.compareHeading.focus();
+  return true;
+}
+
+async function onCompare() {
+  if (await compare(selectedRecords())) el.compareHeading.focus();
+}
+
+/** The recommendations under a new parameter budget (millions; empty = no limit). */
+async function onBudgetSubmit(event) {
+  event.preventDefault();
+  const text = el.budget.value.trim();
+  const millions = Number(text);
+  if (text && !(Number.isFinite(millions) && millions > 0)) {
+    showLibraryError(`Parameter budget: "${text}" is not a positive number of millions; leave it empty for no limit`);
+    return;
+  }
+  lib.maxParams = text ? Math.round(millions * 1e6) : null;
+  if (lib.comparison) await compare(lib.comparison.records);
+  el.budget.focus();
 }
 
 function closeComparison() {
@@ -312,8 +331,8 @@ function renderComparison() {
   }
 
   const tables = h('div', { class: 'profile', 'data-testid': 'compare-profile' });
-  renderProfile(tables, report.profile, submissions, { prefix: 'compare', modelName: hooks.modelName });
-  el.compareBody.append(tables);
+  renderProfile(tables, report.profile, submissions, { prefix: 'compare', modelName: hooks.modelName, analysis: report.profile });
+  el.compareBody.append(tables, ...analysisSections(report.profile, { maxParams: lib.maxParams }));
 
   const svgNames = Object.keys(report.svg ?? {});
   if (svgNames.length) {
@@ -374,6 +393,8 @@ export function initLibrary(options) {
     compareSummary: $('#compare-summary'),
     compareBody: $('#compare-body'),
     compareClose: $('#compare-close'),
+    budgetForm: $('#budget-form'),
+    budget: $('#param-budget'),
   };
   el.selectAll.addEventListener('change', () => {
     lib.selected = el.selectAll.checked ? new Set(lib.records.map((r) => r.id)) : new Set();
@@ -388,5 +409,6 @@ export function initLibrary(options) {
     button.addEventListener('click', () => el.confirm.close(button.value));
   }
   el.compareClose.addEventListener('click', () => { closeComparison(); el.compare.focus(); });
+  el.budgetForm.addEventListener('submit', onBudgetSubmit);
   return refresh();
 }

@@ -28,9 +28,10 @@ const FULL_GENEB = { tasks: 100, categories: CATEGORIES.length };
 /**
  * Fill `container` with the profile's tables. `prefix` keeps ids and test ids unique when two
  * profiles are on the page ("profile" for the latest run, "compare" for the comparison);
- * `modelName(spec)` gives an encoder's readable name, or ''.
+ * `modelName(spec)` gives an encoder's readable name, or ''. With the core's `analysis` (a
+ * report), cells also show their 95 % bootstrap interval and the model's rank in the column.
  */
-export function renderProfile(container, profile, submissions, { prefix, modelName = () => '' }) {
+export function renderProfile(container, profile, submissions, { prefix, modelName = () => '', analysis = null }) {
   container.textContent = '';
   if (!profile || !Array.isArray(profile.regimes)) {
     container.append(h('p', { class: 'hint' }, 'There is no profile to show.'));
@@ -40,13 +41,14 @@ export function renderProfile(container, profile, submissions, { prefix, modelNa
   const metric = profile.metric || 'MCC';
   let bolded = false;
   for (const reg of profile.regimes) {
-    const { section, bold } = regimeTable(reg, cats, metric, { prefix, modelName });
+    const { section, bold } = regimeTable(reg, cats, metric, { prefix, modelName, analysis });
     container.append(section);
     bolded ||= bold;
   }
   container.append(h('p', { class: 'hint legend' },
     `${metric} from −1 to 1 (0 = chance). Category = mean over its tasks; macro = mean of the categories; micro = mean over all tasks.`,
-    bolded ? ' Bold: the best encoder in that column.' : ''));
+    bolded ? ' Bold: the best encoder in that column.' : '',
+    analysis ? ' [low, high]: 95 % bootstrap interval over the test examples; #n: rank in the column (1 = best).' : ''));
   const partial = profile.regimes.flatMap((r) => (Array.isArray(r.rows) ? r.rows : []))
     .find((r) => Number.isInteger(r.n_tasks) && Number.isInteger(r.n_categories)
       && (r.n_tasks !== FULL_GENEB.tasks || r.n_categories !== FULL_GENEB.categories));
@@ -61,7 +63,19 @@ export function renderProfile(container, profile, submissions, { prefix, modelNa
   }
 }
 
-function scoreCell(entry, best) {
+/**
+ * The interval and rank of one cell, from the report's `uncertainty` and `ranks` (which name
+ * the macro column "macro"; micro has neither).
+ */
+function cellEvidence(analysis, regime, model, column) {
+  const macro = column.agg === 'macro';
+  const u = analysis.uncertainty?.find?.((x) => x.regime === regime && x.model === model);
+  const estimate = macro ? u?.macro : u?.categories?.[column.key];
+  const rank = analysis.ranks?.find?.((x) => x.regime === regime)?.ranks?.[model]?.[macro ? 'macro' : column.key];
+  return { estimate: estimate ?? null, rank: Number.isFinite(rank) ? rank : null };
+}
+
+function scoreCell(entry, best, { estimate, rank } = {}) {
   const mean = typeof entry === 'number' ? entry : entry?.mean;
   const std = typeof entry === 'object' && entry ? entry.std : null;
   const td = h('td', { class: `num${best ? ' best' : ''}` }, fmt(mean));
@@ -69,16 +83,21 @@ function scoreCell(entry, best) {
     td.append(h('span', { class: 'std' }, ` ± ${std.toFixed(3)}`));
     td.title = `mean ${fmt(mean)}, standard deviation ${std.toFixed(3)} over the 5 seeds`;
   }
+  if (estimate) {
+    td.append(h('span', { class: 'ci', title: '95 % bootstrap interval over the test examples' },
+      ` [${fmt(estimate.lo)}, ${fmt(estimate.hi)}]`));
+  }
+  if (rank != null) td.append(h('span', { class: 'rank', title: 'rank in this column (1 = best)' }, ` #${rank}`));
   if (mean == null || !Number.isFinite(mean)) td.classList.add('missing');
   return td;
 }
 
-function regimeTable(reg, cats, metric, { prefix, modelName }) {
+function regimeTable(reg, cats, metric, { prefix, modelName, analysis }) {
   const id = `${prefix}-${reg.regime}`;
   const rows = Array.isArray(reg.rows) ? reg.rows : [];
   const cols = [...cats.map((c) => ({ key: c, label: c, get: (r) => r.categories?.[c] })),
-    { key: '__macro', label: 'Macro', get: (r) => r.macro, agg: true },
-    { key: '__micro', label: 'Micro', get: (r) => r.micro, agg: true }];
+    { key: 'macro', label: 'Macro', get: (r) => r.macro, agg: 'macro' },
+    { key: 'micro', label: 'Micro', get: (r) => r.micro, agg: 'micro' }];
   // The best row per column: only meaningful with two or more encoders scored on one task set.
   const comparable = rows.length >= 2 && new Set(rows.map((r) => r.n_tasks)).size === 1;
   const bestIdx = cols.map((c) => {
@@ -99,7 +118,8 @@ function regimeTable(reg, cats, metric, { prefix, modelName }) {
       h('th', { scope: 'row' }, h('code', {}, r.model),
         modelName(r.model) ? h('span', { class: 'model-sub' }, modelName(r.model)) : null),
       cols.map((c, j) => {
-        const td = scoreCell(c.get(r), bestIdx[j] === i);
+        const evidence = analysis && c.agg !== 'micro' ? cellEvidence(analysis, reg.regime, r.model, c) : {};
+        const td = scoreCell(c.get(r), bestIdx[j] === i, evidence);
         if (c.agg) td.classList.add('agg');
         return td;
       })))),

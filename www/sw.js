@@ -15,8 +15,8 @@ const CACHE = `geneb-v${CACHE_VERSION}`;
 
 /** The app shell and the core, relative to this file. A missing one fails the install. */
 const SHELL = [
-  './', 'index.html', 'app.js', 'dom.js', 'store.js', 'library.js', 'profile-view.js', 'worker.js',
-  'style.css', 'favicon.svg', 'pkg/geneb.js', 'pkg/geneb_bg.wasm',
+  './', 'index.html', 'app.js', 'dom.js', 'store.js', 'library.js', 'profile-view.js', 'analysis-view.js',
+  'worker.js', 'style.css', 'favicon.svg', 'pkg/geneb.js', 'pkg/geneb_bg.wasm',
 ];
 
 /** The demo suite: its manifest lists the task files. Optional (a server may not ship it). */
