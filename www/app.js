@@ -45,6 +45,7 @@ const el = {
   runHint: $('#run-hint'),
   progressBar: $('#progress-bar'),
   progressText: $('#progress-text'),
+  progressLive: $('#progress-live'),
   notice: $('#notice'),
   error: $('#error'),
   download: $('#download'),
@@ -135,12 +136,19 @@ function setProgress({ stage = '', model = '', task = '', done = 0, total = 0 } 
   }
   el.progressText.textContent = text
     ?? [stage, model, task, total > 0 ? `${done}/${total}` : ''].filter(Boolean).join(' · ');
+  // Screen readers hear each new stage and model, not every count.
+  announce(text ?? [stage, model].filter(Boolean).join(' · '));
 }
 
 function resetProgress(text) {
   el.progressBar.max = 1;
   el.progressBar.value = 0;
   el.progressText.textContent = text;
+  announce(text);
+}
+
+function announce(text) {
+  if (text && el.progressLive.textContent !== text) el.progressLive.textContent = text;
 }
 
 // ---------------------------------------------------------------------------------------------
