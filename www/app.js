@@ -7,6 +7,7 @@
 import { downloadText, formatBytes, h, messageOf, plural } from './dom.js';
 import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.js';
 import { CATEGORIES, renderProfile } from './profile-view.js';
+import { keepTaskFiles, keptTaskFiles } from './store.js';
 
 /** The baselines the demo runs. */
 const DEMO_MODELS = ['kmer:4', 'random-cnn'];
@@ -35,6 +36,7 @@ const el = {
   filesSummary: $('#files-summary'),
   fileList: $('#file-list'),
   clearFiles: $('#clear-files'),
+  keepFiles: $('#keep-files'),
   category: $('#category'),
   models: $('#model'),
   modelsLoading: $('#models-loading'),
@@ -259,9 +261,32 @@ function renderFiles() {
   }
   const n = state.files.length;
   const total = state.files.reduce((s, f) => s + f.file.size, 0);
-  el.filesSummary.textContent = n ? `${n} file${n === 1 ? '' : 's'} chosen (${formatBytes(total)}), read only in this tab.` : 'No files chosen.';
+  const where = el.keepFiles.checked ? 'kept in this browser' : 'read only in this tab';
+  el.filesSummary.textContent = n ? `${plural(n, 'file')} chosen (${formatBytes(total)}), ${where}.` : 'No files chosen.';
   el.clearFiles.hidden = n === 0;
+  if (el.keepFiles.checked) syncKeptFiles();
   updateControls();
+}
+
+/** Mirror the file list into the browser's storage while "keep" is on. */
+function syncKeptFiles() {
+  keepTaskFiles(el.keepFiles.checked ? state.files : [])
+    .catch((err) => showError(`The task files could not be kept in this browser: ${messageOf(err)}`));
+}
+
+/** Bring back the files kept by an earlier visit. */
+async function restoreKeptFiles() {
+  let kept = [];
+  try {
+    kept = await keptTaskFiles();
+  } catch (err) {
+    showError(`The task files kept in this browser could not be read: ${messageOf(err)}`);
+    return;
+  }
+  if (!kept.length) return;
+  el.keepFiles.checked = true;
+  addFiles(kept);
+  showNotice(`Restored ${plural(kept.length, 'task file')} kept in this browser.`);
 }
 
 /** Remove one file; focus moves to the next Remove button, else to the files summary. */
@@ -447,6 +472,7 @@ function updateControls() {
   el.filesInput.disabled = running;
   el.folderInput.disabled = running;
   el.clearFiles.disabled = running;
+  el.keepFiles.disabled = running;
   el.compute.disabled = running;
   el.addDemoSuite.disabled = running;
   el.runHint.textContent = running ? '' : why;
@@ -797,7 +823,12 @@ function init() {
   window.addEventListener('dragover', (e) => e.preventDefault());
   window.addEventListener('drop', (e) => { if (!el.drop.contains(e.target)) e.preventDefault(); });
   el.addDemoSuite.addEventListener('click', onAddDemoSuite);
+  el.keepFiles.addEventListener('change', () => {
+    if (!el.keepFiles.checked) syncKeptFiles(); // forget them; renderFiles keeps them when checked
+    renderFiles();
+  });
   renderFiles();
+  restoreKeptFiles();
   startWorker();
   initLibrary({ requestReport, modelName });
   setUpOffline();

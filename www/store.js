@@ -3,11 +3,13 @@
 //   {id, digest, model, tasks: [task ids], regimes: [..], date: ISO text, backend: {kind, adapter},
 //    source: "run" | "demo" | "import: <file>", submission}
 // `digest` (SHA-256 of the submission's JSON) keeps the same result from being stored twice.
-// Nothing here talks to a server.
+// The task files the user chose to keep are stored too ({path, file}), so they can be run
+// offline later. Nothing here talks to a server.
 
 const DB_NAME = 'geneb';
-const DB_VERSION = 1;
+const DB_VERSION = 2;
 const STORE = 'results';
+const TASK_FILES = 'taskFiles';
 
 /** The regimes in protocol order; others (none today) follow in the file's order. */
 const REGIME_ORDER = ['full', '10shot', '1shot'];
@@ -36,9 +38,13 @@ function openDb() {
       return;
     }
     const req = indexedDB.open(DB_NAME, DB_VERSION);
-    req.onupgradeneeded = () => {
-      const store = req.result.createObjectStore(STORE, { keyPath: 'id', autoIncrement: true });
-      store.createIndex('digest', 'digest', { unique: true });
+    req.onupgradeneeded = (event) => {
+      const db = req.result;
+      if (event.oldVersion < 1) {
+        const store = db.createObjectStore(STORE, { keyPath: 'id', autoIncrement: true });
+        store.createIndex('digest', 'digest', { unique: true });
+      }
+      if (event.oldVersion < 2) db.createObjectStore(TASK_FILES, { keyPath: 'path' });
     };
     req.onsuccess = () => resolve(req.result);
     req.onerror = () => reject(req.error);
@@ -110,7 +116,8 @@ export async function saveSubmissions(submissions, { source, date = new Date(), 
 export async function listResults() {
   const db = await openDb();
   const all = await requestDone(db.transaction(STORE).objectStore(STORE).getAll());
-  return all.sort((a, b) => b.date.localeCompare(a.date) || b.id - a.id);
+  // Within one run (one date), the run's own order.
+  return all.sort((a, b) => b.date.localeCompare(a.date) || a.id - b.id);
 }
 
 export async function deleteResults(ids) {
@@ -118,4 +125,20 @@ export async function deleteResults(ids) {
   const tx = db.transaction(STORE, 'readwrite');
   for (const id of ids) tx.objectStore(STORE).delete(id);
   await transactionDone(tx);
+}
+
+/** Keep exactly these task files ({path, file}) in the browser, replacing those kept before. */
+export async function keepTaskFiles(entries) {
+  const db = await openDb();
+  const tx = db.transaction(TASK_FILES, 'readwrite');
+  const store = tx.objectStore(TASK_FILES);
+  store.clear();
+  for (const { path, file } of entries) store.put({ path, file });
+  await transactionDone(tx);
+}
+
+/** The kept task files, as {path, file}. */
+export async function keptTaskFiles() {
+  const db = await openDb();
+  return requestDone(db.transaction(TASK_FILES).objectStore(TASK_FILES).getAll());
 }

@@ -3,8 +3,9 @@
 //  (a) runs are kept in IndexedDB across reloads; the comparison shows the core's numbers, its
 //      plots and downloads, and the HTML report opens with the network cut; export, import and
 //      delete work;
-//  (b) after one visit the page works with the network off: it runs kmer:3 on the stored demo
-//      suite, with the same scores as the native CLI.
+//  (b) after one visit the page works with the network off: it runs kmer:3 on the task files
+//      kept in the browser (the demo suite and a file of the user's), with the same scores as
+//      the native CLI.
 // Every test fails if any request leaves http://127.0.0.1:<port>/.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
-  ARTIFACTS, LOAD_TIMEOUT, NO_WASM, REPO, RUN_TIMEOUT,
+  ARTIFACTS, FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, RUN_TIMEOUT,
   byTestId, cellMean, ensureArtifacts, launchBrowser, openApp, pkgMounts, runAndWait,
   startTestServer, waitReady, wasmBuilt,
 } from './helpers.mjs';
@@ -263,7 +264,7 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
     }
   });
 
-  it('works offline after one visit: kmer:3 on the stored demo suite, as the native CLI scores it', { timeout: TEST_TIMEOUT }, async () => {
+  it('works offline after one visit: kmer:3 on the kept task files, as the native CLI scores them', { timeout: TEST_TIMEOUT }, async () => {
     assert.ok(existsSync(GENEB_CLI), `no ${GENEB_CLI}: run \`cargo build\` first (offline scores are checked against the CLI)`);
     const scratch = await mkdtemp(join(tmpdir(), 'geneb-offline-'));
     // Its own server, stopped below: the network is really gone, not only emulated.
@@ -293,6 +294,13 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
         ...readdirSync(SMOKE).filter((f) => f.endsWith('.csv')).map((f) => `/tasks/smoke/${f}`)];
       for (const p of wanted) assert.ok(cached.includes(p), `${p} is cached (have ${cached.join(', ')})`);
 
+      // The user keeps their task files in the browser: the demo suite and one of their own.
+      await byTestId(page, 'add-demo-suite').click();
+      await byTestId(page, 'task-files').setInputFiles(join(FIXTURES, 'e2e_gc_vs_at.csv'));
+      await byTestId(page, 'keep-files').check();
+      await byTestId(page, 'file-list').locator('li').nth(6).waitFor();
+      assert.match(await byTestId(page, 'files-summary').textContent(), /^7 files chosen .*kept in this browser\.$/);
+
       // A new build on the server replaces the cached copy on the next online load.
       const newIcon = (await readFile(favicon, 'utf8')).replace('</svg>', '<!-- new build --></svg>');
       await writeFile(favicon, newIcon);
@@ -311,10 +319,14 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
       await waitReady(page);
       assert.equal(await page.evaluate(() => Boolean(navigator.serviceWorker.controller)), true, 'served by the service worker');
       assert.match(await byTestId(page, 'offline').textContent(), /you are offline/);
+      await byTestId(page, 'file-list').locator('li').nth(6).waitFor();
+      assert.equal(await byTestId(page, 'notice').textContent(), 'Restored 7 task files kept in this browser.');
+      assert.equal(await byTestId(page, 'keep-files').isChecked(), true);
       await runKmerOnDemoSuite(page, 3, ['full']);
       await waitSavedCount(page, 1);
       const [record] = await storedRecords(page);
       assert.equal(record.model, 'kmer:3');
+      assert.ok(record.tasks.includes('e2e_gc_vs_at'), `the user's own task ran: ${record.tasks.join(', ')}`);
 
       // The same scores as the native CLI on the same files.
       const out = join(scratch, 'kmer3.json');
@@ -323,7 +335,7 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
       const native = JSON.parse(await readFile(out, 'utf8'));
       const tasks = Object.keys(native.results.full);
       assert.equal(tasks.length, 5);
-      assert.deepEqual(Object.keys(record.submission.results.full).sort(), [...tasks].sort());
+      assert.deepEqual(record.tasks, [...tasks, 'e2e_gc_vs_at'].sort());
       for (const task of tasks) {
         for (const metric of ['MCC', 'Acc', 'F1']) {
           const browserValue = record.submission.results.full[task][metric];
