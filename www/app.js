@@ -683,18 +683,19 @@ function onResult(msg) {
 // Comparisons of saved results: the worker's wasm core builds the report
 
 /**
- * Ask the core for the report on `submissions`: {html, csv: {name: text}, svg: {name: text},
- * profile (with the statistics)}; `maxParams` limits the recommended models' size.
+ * Ask the core for the report on result files [{name, text}]: {html, csv, svg, official (each
+ * {file name: text}), analysis (the profile with its statistics)}; `maxParams` limits the size
+ * of the recommended models.
  */
-function requestReport(submissions, { maxParams = null } = {}) {
+function requestReport(files, { maxParams = null } = {}) {
   if (state.phase !== 'ready') return Promise.reject(new Error('wait for the current run to finish'));
   clearError();
   showNotice('');
   return new Promise((resolve, reject) => {
     state.report = { id: state.nextRunId++, resolve, reject };
     setPhase('running');
-    setProgress({}, `comparing ${plural(submissions.length, 'result')}`);
-    state.worker.postMessage({ type: 'report', id: state.report.id, request: { submissions, max_params: maxParams } });
+    setProgress({}, `comparing ${plural(files.length, 'result')}`);
+    state.worker.postMessage({ type: 'report', id: state.report.id, request: { files, maxParams } });
   });
 }
 

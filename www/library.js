@@ -12,7 +12,7 @@ import { deleteResults, listResults, saveSubmissions } from './store.js';
 const $ = (sel) => document.querySelector(sel);
 
 let el = null;
-let hooks = null; // {requestReport(submissions, {maxParams}) → Promise<report>, modelName(spec) → string}
+let hooks = null; // {requestReport(files, {maxParams}) → Promise<report>, modelName(spec) → string}
 const lib = {
   records: [], // newest first
   selected: new Set(), // record ids
@@ -220,7 +220,8 @@ async function compare(records) {
   showLibraryError('');
   let report;
   try {
-    report = await hooks.requestReport(records.map((r) => r.submission), { maxParams: lib.maxParams });
+    const files = records.map((r) => ({ name: `${r.model} (${r.source}, ${r.date})`, text: JSON.stringify(r.submission) }));
+    report = await hooks.requestReport(files, { maxParams: lib.maxParams });
   } catch (err) {
     if (!err?.cancelled) showLibraryError(`The comparison failed: ${messageOf(err)}`);
     return false;
@@ -286,12 +287,6 @@ async function downloadPng(svgText, name) {
   }
 }
 
-/** The reference schema only: what the GENEB leaderboard accepts. */
-function officialSubmission(sub) {
-  const { schema_version, model_id, harness_version, meta, results } = sub;
-  return { schema_version, model_id, harness_version, meta, results };
-}
-
 function fileStem(text) {
   return String(text).replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^_+|_+$/g, '') || 'result';
 }
@@ -307,32 +302,28 @@ function renderComparison() {
   const models = records.map((r) => r.model);
   el.compareSummary.textContent = `${plural(records.length, 'result')}: ${models.join(', ')}.`;
 
-  const downloads = h('div', { class: 'downloads', role: 'group', 'aria-label': 'Downloads of the comparison' },
+  el.compareBody.append(h('div', { class: 'downloads' },
     h('button', {
       type: 'button', class: 'primary', 'data-testid': 'download-report',
       onclick: () => downloadText(report.html, 'geneb-report.html', 'text/html'),
-    }, 'HTML report'),
-    h('button', {
-      type: 'button', 'data-testid': 'download-official',
-      onclick: () => {
-        for (const sub of submissions) {
-          downloadText(`${JSON.stringify(officialSubmission(sub), null, 2)}\n`, `${fileStem(sub.model_id)}.submission.json`, 'application/json');
-        }
-      },
-    }, `Submission JSON${submissions.length === 1 ? '' : 's'} (one per model, leaderboard schema)`));
-  el.compareBody.append(downloads);
-
-  const csvNames = Object.keys(report.csv ?? {});
-  if (csvNames.length) {
-    el.compareBody.append(h('div', { class: 'downloads', role: 'group', 'aria-labelledby': 'csv-h' },
-      h('span', { id: 'csv-h', class: 'downloads-label' }, 'Tables as CSV:'),
-      csvNames.map((name) => downloadButton(name, `download-csv-${name}`,
-        () => downloadText(report.csv[name], name, 'text/csv')))));
-  }
+    }, 'HTML report (one file, opens offline)')));
+  // One button per file: browsers hold back several downloads started by one click.
+  const fileGroup = (key, label, type) => {
+    const names = Object.keys(report[key] ?? {});
+    if (!names.length) return null;
+    return h('div', { class: 'downloads', role: 'group', 'aria-labelledby': `${key}-h` },
+      h('span', { id: `${key}-h`, class: 'downloads-label' }, label),
+      names.map((name) => downloadButton(name, `download-${key}-${name}`,
+        () => downloadText(report[key][name], name, type))));
+  };
+  el.compareBody.append(...[
+    fileGroup('official', 'Submissions for the GENEB leaderboard:', 'application/json'),
+    fileGroup('csv', 'Tables as CSV:', 'text/csv'),
+  ].filter(Boolean));
 
   const tables = h('div', { class: 'profile', 'data-testid': 'compare-profile' });
-  renderProfile(tables, report.profile, submissions, { prefix: 'compare', modelName: hooks.modelName, analysis: report.profile });
-  el.compareBody.append(tables, ...analysisSections(report.profile, { maxParams: lib.maxParams }));
+  renderProfile(tables, report.analysis, submissions, { prefix: 'compare', modelName: hooks.modelName, analysis: report.analysis });
+  el.compareBody.append(tables, ...analysisSections(report.analysis, { maxParams: lib.maxParams }));
 
   const svgNames = Object.keys(report.svg ?? {});
   if (svgNames.length) {

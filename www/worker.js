@@ -1,11 +1,11 @@
 // The worker owns the WebAssembly core and the GPU check, so the page never blocks.
 //
 // Page → worker:  {type: "run", id, request, forceBackend?: "cpu"}
-//                 {type: "report", id, request: {submissions}}
+//                 {type: "report", id, request: {files: [{name, text}], maxParams?}}
 // Worker → page:  {type: "ready", version, models, backend}
 //                 {type: "progress", id, stage, model, task, done, total}
 //                 {type: "result", id, backend, submissions, profile}
-//                 {type: "report", id, report: {html, csv: {name: text}, svg: {name: text}, profile}}
+//                 {type: "report", id, report: {html, csv, svg, official: {name: text}, analysis}}
 //                 {type: "error", id?, message, gpuFailure?, poisoned?}
 // `poisoned`: the wasm trapped (a Rust panic is a WebAssembly.RuntimeError); the instance may be
 // left in a broken state, so the page must replace this worker before the next run.

@@ -17,7 +17,7 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
   ARTIFACTS, FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, RUN_TIMEOUT,
-  byTestId, cellMean, ensureArtifacts, launchBrowser, openApp, pkgMounts, runAndWait,
+  byTestId, ensureArtifacts, launchBrowser, openApp, pkgMounts, runAndWait,
   startTestServer, waitReady, wasmBuilt,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
@@ -114,12 +114,13 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
       await runAndWait(page, 'compare-selected');
       assert.equal(await byTestId(page, 'library-error').isHidden(), true, await byTestId(page, 'library-error').textContent());
       assert.equal(await byTestId(page, 'compare').isVisible(), true);
-      const core = await page.evaluate(async (subs) => {
+      // The core's own report on the same files, called here directly.
+      const core = await page.evaluate(async (files) => {
         const wasm = await import('/pkg/geneb.js');
         await wasm.default();
-        return wasm.report({ submissions: subs });
-      }, records.map((r) => r.submission));
-      const profile = core.profile;
+        return wasm.report({ files });
+      }, records.map((r) => ({ name: r.model, text: JSON.stringify(r.submission) })));
+      const profile = core.analysis;
       const cats = profile.categories;
       assert.equal(cats.length, 5);
       for (const reg of profile.regimes) {
@@ -129,7 +130,14 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
         reg.rows.forEach((row, i) => {
           const want = [...cats.map((c) => row.categories[c]), row.macro, row.micro]
             .map((e) => (typeof e === 'number' ? e : e.mean));
-          const got = shown[i].cells.map(cellMean);
+          const got = shown[i].cells.map((text) => Number(/^-?\d+\.\d{3}/.exec(text)?.[0]));
+          // Each category and the macro cell carry the core's 95 % interval and rank.
+          const u = profile.uncertainty.find((x) => x.regime === reg.regime && x.model === row.model);
+          cats.forEach((c, j) => {
+            const e = u.categories[c];
+            assert.ok(shown[i].cells[j].includes(`[${e.lo.toFixed(3)}, ${e.hi.toFixed(3)}]`), `${reg.regime} ${row.model} ${c}: ${shown[i].cells[j]}`);
+            assert.match(shown[i].cells[j], / #[12](\.5)?$/);
+          });
           want.forEach((w, j) => assert.ok(Math.abs(got[j] - w) <= 0.0005, `${reg.regime} ${row.model} column ${j}: shown ${got[j]}, core ${w}`));
           if (reg.regime === 'full') {
             const sub = records.find((r) => r.model === row.model).submission;
@@ -166,9 +174,16 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
       const csvName = Object.keys(core.csv)[0];
       const csvFile = await download(page, () => byTestId(page, `download-csv-${csvName}`).click());
       assert.equal(await readFile(csvFile.path, 'utf8'), core.csv[csvName]);
-      const official = await download(page, () => byTestId(page, 'download-official').click());
-      const sub = JSON.parse(await readFile(official.path, 'utf8'));
-      assert.deepEqual(Object.keys(sub), ['schema_version', 'model_id', 'harness_version', 'meta', 'results']);
+      const officialName = Object.keys(core.official)[0];
+      const official = await download(page, () => byTestId(page, `download-official-${officialName}`).click());
+      assert.equal(await readFile(official.path, 'utf8'), core.official[officialName]);
+      const sub = JSON.parse(core.official[officialName]);
+      assert.deepEqual(Object.keys(sub).sort(), ['harness_version', 'meta', 'model_id', 'results', 'schema_version']);
+
+      // The statistics: a paired test per category and regime between the two models.
+      const paired = await byTestId(page, 'paired').locator('tbody tr').count();
+      assert.equal(paired, profile.paired.length);
+      assert.ok(paired >= cats.length, `paired rows: ${paired}`);
 
       // The HTML report: one file that opens with the network cut and shows the same numbers.
       const report = await download(page, () => byTestId(page, 'download-report').click());
