@@ -287,6 +287,15 @@ async function downloadPng(svgText, name) {
   }
 }
 
+/** Plots in reading order: the profile, how it reorders, how it degrades, size against score. */
+const PLOT_ORDER = [/^heatmap_full/, /^heatmap_10/, /^heatmap_1/, /^heatmap/, /^rank/, /degradation/,
+  /^params.*full/, /^params.*_10/, /^params/];
+
+function plotOrder(name) {
+  const i = PLOT_ORDER.findIndex((re) => re.test(name));
+  return i < 0 ? PLOT_ORDER.length : i;
+}
+
 function fileStem(text) {
   return String(text).replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^_+|_+$/g, '') || 'result';
 }
@@ -308,38 +317,42 @@ function renderComparison() {
       onclick: () => downloadText(report.html, 'geneb-report.html', 'text/html'),
     }, 'HTML report (one file, opens offline)')));
   // One button per file: browsers hold back several downloads started by one click.
-  const fileGroup = (key, label, type) => {
-    const names = Object.keys(report[key] ?? {});
-    if (!names.length) return null;
-    return h('div', { class: 'downloads', role: 'group', 'aria-labelledby': `${key}-h` },
-      h('span', { id: `${key}-h`, class: 'downloads-label' }, label),
-      names.map((name) => downloadButton(name, `download-${key}-${name}`,
-        () => downloadText(report[key][name], name, type))));
-  };
-  el.compareBody.append(...[
-    fileGroup('official', 'Submissions for the GENEB leaderboard:', 'application/json'),
-    fileGroup('csv', 'Tables as CSV:', 'text/csv'),
-  ].filter(Boolean));
+  const fileButtons = (key, type) => Object.keys(report[key] ?? {}).map((name) =>
+    downloadButton(name, `download-${key}-${name}`, () => downloadText(report[key][name], name, type)));
+  const official = fileButtons('official', 'application/json');
+  if (official.length) {
+    el.compareBody.append(h('div', { class: 'downloads', role: 'group', 'aria-labelledby': 'official-h' },
+      h('span', { id: 'official-h', class: 'downloads-label' }, 'Submissions for the GENEB leaderboard:'), official));
+  }
+  const csv = fileButtons('csv', 'text/csv');
+  if (csv.length) {
+    el.compareBody.append(h('details', { class: 'csv-files', 'data-testid': 'csv-files' },
+      h('summary', {}, `Every table as CSV (${plural(csv.length, 'file')})`),
+      h('div', { class: 'downloads' }, csv)));
+  }
 
   const tables = h('div', { class: 'profile', 'data-testid': 'compare-profile' });
   renderProfile(tables, report.analysis, submissions, { prefix: 'compare', modelName: hooks.modelName, analysis: report.analysis });
   el.compareBody.append(tables, ...analysisSections(report.analysis, { maxParams: lib.maxParams }));
 
-  const svgNames = Object.keys(report.svg ?? {});
+  const svgNames = Object.keys(report.svg ?? {}).sort((a, b) => plotOrder(a) - plotOrder(b) || a.localeCompare(b));
   if (svgNames.length) {
     const plots = h('div', { class: 'plots', 'data-testid': 'plots' });
     for (const name of svgNames) {
       const id = `plot-${fileStem(name)}`;
       const stem = name.replace(/\.svg$/i, '');
       let figureBody;
+      let title = stem;
       try {
-        figureBody = h('div', { class: 'plot', 'data-testid': `plot-${stem}` }, svgNode(report.svg[name]));
+        const svg = svgNode(report.svg[name]);
+        title = svg.querySelector(':scope > title')?.textContent || stem;
+        figureBody = h('div', { class: 'plot', 'data-testid': `plot-${stem}` }, svg);
       } catch (err) {
         figureBody = h('p', { class: 'error-message' }, `${name}: ${messageOf(err)}`);
       }
       plots.append(h('figure', { class: 'plot-figure', 'aria-labelledby': `${id}-cap` },
         figureBody,
-        h('figcaption', { id: `${id}-cap` }, h('span', {}, stem.replace(/[-_]+/g, ' ')),
+        h('figcaption', { id: `${id}-cap` }, h('span', {}, title, ' ', h('code', {}, name)),
           downloadButton('SVG', `download-svg-${stem}`, () => downloadText(report.svg[name], name, 'image/svg+xml'), `${id}-cap`),
           downloadButton('PNG', `download-png-${stem}`, () => downloadPng(report.svg[name], `${stem}.png`)
             .catch((err) => showLibraryError(`${stem}.png: ${messageOf(err)}`)), `${id}-cap`))));

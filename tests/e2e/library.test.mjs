@@ -172,6 +172,7 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
       assert.deepEqual([...png.subarray(1, 4)], [...Buffer.from('PNG')]);
       assert.ok(png.readUInt32BE(16) > 100 && png.readUInt32BE(20) > 100, `PNG size ${png.readUInt32BE(16)}×${png.readUInt32BE(20)}`);
       const csvName = Object.keys(core.csv)[0];
+      await byTestId(page, 'csv-files').locator('summary').click();
       const csvFile = await download(page, () => byTestId(page, `download-csv-${csvName}`).click());
       assert.equal(await readFile(csvFile.path, 'utf8'), core.csv[csvName]);
       const officialName = Object.keys(core.official)[0];
@@ -259,7 +260,7 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
         assert.match(await byTestId(other.page, 'library-notice').textContent(), /^Imported 2 results\.$/);
         assert.match(await savedRows(other.page).first().textContent(), /import: exported\.json/);
         await byTestId(other.page, 'import-results').setInputFiles([
-          exported.path,
+          { name: 'exported.json', mimeType: 'application/json', buffer: await readFile(exported.path) },
           { name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{"results": ') },
           { name: 'other.json', mimeType: 'application/json', buffer: Buffer.from('{"hello": 1}') },
         ]);
