@@ -107,6 +107,35 @@ function paramsCorrelation(list) {
     }));
 }
 
+/**
+ * Your models among the published leaderboard, one folded table per regime. A score of yours
+ * on other tasks than GENEB's for that category is marked, as it is not directly comparable.
+ */
+function publishedContext(list, categories) {
+  if (!list.length) return null;
+  const folds = list.map((ctx) => {
+    const cats = [...new Set([...categories, ...ctx.rows.flatMap((r) => Object.keys(r.categories ?? {}))])];
+    const rows = [...ctx.rows].sort((a, b) => b.macro - a.macro);
+    const cell = (r, c) => {
+      const v = r.categories?.[c];
+      if (!Number.isFinite(v)) return '—';
+      return r.published || r.comparable?.includes(c) ? fmt(v) : `${fmt(v)} *`;
+    };
+    return h('details', { class: 'published-context', 'data-testid': `published-${ctx.regime}` },
+      h('summary', {}, `${regimeText(ctx.regime)}: your models among ${rows.filter((r) => r.published).length} published`),
+      table({
+        caption: `MCC per category, ${regimeText(ctx.regime)}; * = scored on other tasks than GENEB's, not directly comparable`,
+        testId: `published-table-${ctx.regime}`,
+        head: ['Model', 'Parameters', ...cats, 'Macro'],
+        numeric: [1, ...cats.map((_, i) => i + 2), cats.length + 2],
+        rows: rows.map((r) => [modelCell(r.model, r.published), paramsText(r.params), ...cats.map((c) => cell(r, c)), fmt(r.macro)]),
+      }));
+  });
+  return section('an-published', 'Next to the published leaderboard',
+    'Published rows: the GENEB paper’s figures (credit: the GENEB authors, arXiv 2606.04525, Apache-2.0).',
+    ...folds);
+}
+
 /** The analysis sections of a report, in reading order; absent parts are left out. */
 export function analysisSections(analysis, { maxParams = null } = {}) {
   const list = (key) => (Array.isArray(analysis?.[key]) ? analysis[key] : []);
@@ -115,6 +144,7 @@ export function analysisSections(analysis, { maxParams = null } = {}) {
     paired(list('paired')),
     reordering(list('reordering')),
     paramsCorrelation(list('params_vs_macro')),
+    publishedContext(list('published'), Array.isArray(analysis?.categories) ? analysis.categories : []),
   ];
   const notes = list('notes');
   if (notes.length) {

@@ -186,6 +186,29 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
       assert.equal(paired, profile.paired.length);
       assert.ok(paired >= cats.length, `paired rows: ${paired}`);
 
+      // Your models next to the published leaderboard, marked as such.
+      await byTestId(page, 'published-full').locator('summary').click();
+      const context = profile.published.find((c) => c.regime === 'full');
+      const contextRows = byTestId(page, 'published-table-full').locator('tbody tr');
+      assert.equal(await contextRows.count(), context.rows.length);
+      assert.equal(await contextRows.filter({ hasText: 'published' }).count(), context.rows.filter((r) => r.published).length);
+      assert.ok(context.rows.filter((r) => r.published).length >= 40);
+
+      // A parameter budget: the recommendations are the core's under that budget.
+      const files = records.map((r) => ({ name: r.model, text: JSON.stringify(r.submission) }));
+      const budgeted = await page.evaluate(async (request) => (await import('/pkg/geneb.js')).report(request),
+        { files, maxParams: 120_000_000 });
+      await byTestId(page, 'param-budget').fill('120');
+      await runAndWait(page, 'apply-budget');
+      const recommended = await byTestId(page, 'recommendations').locator('tbody tr td:nth-child(3) code').allTextContents();
+      assert.deepEqual(recommended, budgeted.analysis.recommendations.map((r) => r.model));
+      assert.ok(budgeted.analysis.recommendations.every((r) => r.params <= 120_000_000), 'within the budget');
+      assert.notDeepEqual(recommended, profile.recommendations.map((r) => r.model), 'the budget changed the picks');
+      assert.match(await page.locator('#an-recommend + p').textContent(), /with at most 120M parameters/);
+      await byTestId(page, 'param-budget').fill('lots');
+      await byTestId(page, 'apply-budget').click();
+      assert.match(await byTestId(page, 'library-error').textContent(), /^Parameter budget: "lots" is not a positive number/);
+
       // The HTML report: one file that opens with the network cut and shows the same numbers.
       const report = await download(page, () => byTestId(page, 'download-report').click());
       assert.equal(report.suggested, 'geneb-report.html');
