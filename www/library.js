@@ -19,7 +19,6 @@ const lib = {
   busy: false, // a run or a comparison is in progress
   comparison: null, // {records, report}
   maxParams: null, // the recommendations' parameter budget, when the user set one
-  error: '',
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -52,7 +51,7 @@ function renderList() {
   el.rows.textContent = '';
   for (const r of lib.records) {
     const box = h('input', {
-      type: 'checkbox', class: 'select-result', value: r.id, checked: lib.selected.has(r.id),
+      type: 'checkbox', class: 'select-result', checked: lib.selected.has(r.id),
       'aria-label': `Select ${recordLabel(r)}`,
       onchange: (e) => {
         if (e.target.checked) lib.selected.add(r.id); else lib.selected.delete(r.id);
