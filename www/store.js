@@ -46,7 +46,15 @@ function openDb() {
       }
       if (event.oldVersion < 2) db.createObjectStore(TASK_FILES, { keyPath: 'path' });
     };
-    req.onsuccess = () => resolve(req.result);
+    req.onsuccess = () => {
+      const db = req.result;
+      // A newer page in another tab upgrades the store: let it, and reopen on the next call.
+      db.onversionchange = () => {
+        db.close();
+        dbPromise = null;
+      };
+      resolve(db);
+    };
     req.onerror = () => reject(req.error);
     req.onblocked = () => reject(new Error('another tab holds an older version of the results store: close it and reload'));
   }).catch((err) => {
