@@ -387,7 +387,7 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
       await page.setViewportSize({ width: 390, height: 844 });
       await page.waitForFunction(() => document.documentElement.scrollWidth <= window.innerWidth, null, { timeout: 10_000 });
       await page.screenshot({ path: join(ARTIFACTS, 'offline-run-phone-390.png'), fullPage: true });
-      assert.deepEqual(app.consoleErrors.filter((e) => !/ERR_INTERNET_DISCONNECTED|Failed to load resource/.test(e)), [], 'no console errors');
+      assert.deepEqual(app.consoleErrors, [], 'no console errors');
       app.assertLocalOnly();
     } finally {
       await app.close();
