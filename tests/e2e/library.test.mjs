@@ -238,6 +238,24 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
         await offlineContext.close();
       }
 
+      // Every visible control has a name for screen readers, and keyboard focus is visible.
+      const unnamed = await page.evaluate(() => {
+        const nameOf = (node) => node.getAttribute('aria-label')
+          || (node.getAttribute('aria-labelledby') ?? '').split(' ').map((id) => document.getElementById(id)?.textContent ?? '').join(' ').trim()
+          || [...(node.labels ?? [])].map((l) => l.textContent).join(' ').trim()
+          || (node.type === 'file' ? '' : node.textContent.trim())
+          || node.getAttribute('title');
+        return [...document.querySelectorAll('button, input, select, summary, [tabindex="0"]')]
+          .filter((node) => node.getClientRects().length && !nameOf(node))
+          .map((node) => node.outerHTML.slice(0, 120));
+      });
+      assert.deepEqual(unnamed, [], 'controls without a name');
+      await byTestId(page, 'download-report').focus();
+      await page.keyboard.press('Shift+Tab');
+      await page.keyboard.press('Tab');
+      assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'download-report');
+      assert.notEqual(await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle), 'none', 'visible focus');
+
       // Screenshots of the comparison at desktop and phone width.
       await page.screenshot({ path: join(ARTIFACTS, 'compare-desktop-1280.png'), fullPage: true });
       await page.setViewportSize({ width: 390, height: 844 });
