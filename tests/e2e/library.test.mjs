@@ -312,6 +312,19 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
         assert.match(problems[0], /^broken\.json: not valid JSON/);
         assert.match(problems[1], /^other\.json: not a GENEB result file .*expected schema_version, model_id, meta and results/);
         assert.equal(await savedRows(other.page).count(), 2);
+
+        // A file that only looks like a result is stored, but the core refuses to compare it,
+        // naming it; the page stays usable.
+        const shallow = { schema_version: '1.0', model_id: 'lookalike', meta: {}, results: { full: { t: { MCC: 'high' } } } };
+        await byTestId(other.page, 'import-results').setInputFiles(
+          { name: 'lookalike.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(shallow)) });
+        await waitSavedCount(other.page, 3);
+        await other.page.getByRole('checkbox', { name: /^Select lookalike,/ }).check();
+        await runAndWait(other.page, 'compare-selected');
+        assert.match(await byTestId(other.page, 'library-error').textContent(),
+          /^The comparison failed: lookalike \(import: lookalike\.json, [^)]*\): not a GENEB result file/);
+        assert.equal(await byTestId(other.page, 'compare').isHidden(), true);
+        assert.equal(await byTestId(other.page, 'status').textContent(), 'ready');
         other.assertLocalOnly();
       } finally {
         await other.close();
