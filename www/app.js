@@ -736,11 +736,11 @@ async function onAddDemoSuite() {
   }
 }
 
-const offline = { worker: 'checking…' };
+let offlineStatus = 'checking…'; // what the service worker's registration reached
 
 function renderOffline() {
   const now = navigator.onLine === false ? ' (you are offline: running from the copy in this browser)' : '';
-  el.offline.textContent = `${offline.worker}${offline.worker.startsWith('ready') ? now : ''}`;
+  el.offline.textContent = `${offlineStatus}${offlineStatus.startsWith('ready') ? now : ''}`;
 }
 
 /** Register sw.js, which keeps the page, the core and the demo suite for use without a network. */
@@ -748,7 +748,7 @@ async function setUpOffline() {
   addEventListener('online', renderOffline);
   addEventListener('offline', renderOffline);
   if (!('serviceWorker' in navigator)) {
-    offline.worker = 'not available in this browser';
+    offlineStatus = 'not available in this browser';
     renderOffline();
     return;
   }
@@ -757,14 +757,14 @@ async function setUpOffline() {
     const installing = registration.installing;
     installing?.addEventListener('statechange', () => {
       if (installing.state === 'redundant' && !registration.active) {
-        offline.worker = 'unavailable (the page could not be kept in this browser)';
+        offlineStatus = 'unavailable (the page could not be kept in this browser)';
         renderOffline();
       }
     });
     await navigator.serviceWorker.ready;
-    offline.worker = 'ready: works without a network';
+    offlineStatus = 'ready: works without a network';
   } catch (err) {
-    offline.worker = `unavailable (${messageOf(err)})`;
+    offlineStatus = `unavailable (${messageOf(err)})`;
   }
   renderOffline();
 }
