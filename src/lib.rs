@@ -1,9 +1,12 @@
 //! geneb: the GENEB probing protocol — frozen encoder → pooled embedding → logistic-regression
 //! probe → per-category profile — as one core for the native CLI and the browser (wasm32).
 
+#[cfg(feature = "cli")]
+pub mod embedding_cache;
 pub mod encoder;
 pub mod error;
 pub mod eval;
+pub mod hf;
 pub mod metrics;
 #[cfg(feature = "cli")]
 pub mod npz;
@@ -13,6 +16,7 @@ pub mod protocol;
 pub mod report;
 pub mod seq;
 pub mod task;
+pub mod tokenize;
 #[cfg(target_arch = "wasm32")]
 pub mod web;
 

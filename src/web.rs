@@ -40,6 +40,10 @@ struct Request {
     adapter: String,
     #[serde(default)]
     category: Option<String>,
+    /// The files of each `hf:NAME` model in `models`, keyed by that spec: dropped by the user
+    /// or read from the page's hub cache. The weights are moved into the model, not copied.
+    #[serde(default, rename = "modelFiles")]
+    model_files: std::collections::BTreeMap<String, Vec<DroppedFile>>,
 }
 
 #[derive(Deserialize)]
@@ -103,9 +107,10 @@ async fn run(request: Request, on_progress: &js_sys::Function) -> Result<Outcome
     };
     let mut submissions = Vec::with_capacity(request.models.len());
     let mut backends = Vec::with_capacity(request.models.len());
+    let mut model_files = request.model_files;
     for spec in &request.models {
-        let encoder = Encoder::from_spec(spec, backend).await?;
-        submissions.push(eval::evaluate(&encoder, &tasks, &regimes, &mut report).await?);
+        let encoder = load_encoder(spec, model_files.remove(spec), backend).await?;
+        submissions.push(eval::evaluate(&encoder, &tasks, &regimes, None, &mut report).await?);
         backends.push(encoder.backend_info());
     }
     let profile = profile::build(&submissions)?;
@@ -123,6 +128,22 @@ async fn run(request: Request, on_progress: &js_sys::Function) -> Result<Outcome
     })
 }
 
+/// A built-in encoder from its spec, or an `hf:` model from the files the page passed for it.
+async fn load_encoder(
+    spec: &str,
+    files: Option<Vec<DroppedFile>>,
+    backend: BackendKind,
+) -> Result<Encoder> {
+    let Some(files) = files else {
+        return Encoder::from_spec(spec, backend).await;
+    };
+    let mut model = crate::hf::ModelFiles::new(spec.trim_start_matches("hf:"));
+    for file in files {
+        model.insert(&file.name, file.bytes);
+    }
+    Encoder::from_model_files(spec.to_string(), model, backend).await
+}
+
 fn to_js(value: &impl Serialize) -> std::result::Result<JsValue, JsError> {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
@@ -134,6 +155,9 @@ struct EmbedRequest {
     model: String,
     backend: String,
     sequences: Vec<String>,
+    /// The model's files when `model` is an `hf:` model.
+    #[serde(default, rename = "modelFiles")]
+    model_files: Option<Vec<DroppedFile>>,
 }
 
 #[derive(Serialize)]
@@ -150,7 +174,7 @@ struct Embedded {
 pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
     let request: EmbedRequest = serde_wasm_bindgen::from_value(request)
         .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
-    let run = async {
+    let run = async move {
         let sequences = request
             .sequences
             .iter()
@@ -160,8 +184,8 @@ pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
                     .map_err(|e| Error::new(format!("sequence {}: {}", i + 1, e.message)))
             })
             .collect::<Result<Vec<_>>>()?;
-        let encoder =
-            Encoder::from_spec(&request.model, BackendKind::parse(&request.backend)?).await?;
+        let backend = BackendKind::parse(&request.backend)?;
+        let encoder = load_encoder(&request.model, request.model_files, backend).await?;
         let x = encoder.embed(&sequences).await?;
         Ok::<_, Error>(Embedded {
             dim: encoder.dim(),
@@ -170,4 +194,60 @@ pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
         })
     };
     to_js(&run.await.map_err(|e| JsError::new(&e.to_string()))?)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReportRequest {
+    /// Result files as text (what `evaluate` returned, stored by the page, or a downloaded
+    /// `geneb eval` file); `name` labels errors.
+    files: Vec<ResultText>,
+    #[serde(default)]
+    max_params: Option<u64>,
+    #[serde(default)]
+    bootstrap: Option<usize>,
+    #[serde(default)]
+    seed: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct ResultText {
+    name: String,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Report {
+    #[serde(flatten)]
+    outputs: crate::report::html::Outputs,
+    /// The profile with intervals, paired tests, ranks and recommendations (as `geneb profile
+    /// --json` prints it).
+    analysis: profile::analysis::Analysis,
+}
+
+/// The comparison report of stored results, exactly as `geneb profile` makes it:
+/// `{files: [{name, text}], maxParams?, bootstrap? (1000), seed? (0)}` →
+/// `{html, csv: {name: text}, svg: {name: text}, official: {name: text}, analysis}`.
+#[wasm_bindgen]
+pub fn report(request: JsValue) -> std::result::Result<JsValue, JsError> {
+    let request: ReportRequest = serde_wasm_bindgen::from_value(request)
+        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
+    let build = || {
+        let mut submissions = Vec::new();
+        for file in &request.files {
+            submissions.extend(crate::report::read_results(
+                &file.name,
+                file.text.as_bytes(),
+            )?);
+        }
+        let defaults = profile::bootstrap::Settings::default();
+        let settings = profile::bootstrap::Settings {
+            replicates: request.bootstrap.unwrap_or(defaults.replicates),
+            seed: request.seed.unwrap_or(defaults.seed),
+        };
+        let analysis = profile::analysis::analyse(&submissions, settings, request.max_params)?;
+        let outputs = crate::report::html::render(&analysis, &submissions)?;
+        Ok::<_, Error>(Report { outputs, analysis })
+    };
+    to_js(&build().map_err(|e| JsError::new(&e.to_string()))?)
 }

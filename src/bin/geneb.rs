@@ -34,6 +34,24 @@ enum Command {
     Profile(ProfileArgs),
     /// List the built-in encoders.
     Models,
+    /// Pooled embeddings of a list of sequences as a float32 .npy (n × d, in input order).
+    Embed(EmbedArgs),
+}
+
+#[derive(Args)]
+struct EmbedArgs {
+    /// Encoder spec: kmer:K, random-cnn[:SEED], hf:FOLDER.
+    #[arg(long)]
+    model: String,
+    /// FASTA, a table with a text or sequence column, or one sequence per line (.gz allowed).
+    #[arg(long)]
+    input: PathBuf,
+    /// The .npy to write (written whole or not at all).
+    #[arg(long)]
+    out: PathBuf,
+    /// Where Burn encoders run: cpu or wgpu.
+    #[arg(long, default_value = "cpu")]
+    backend: String,
 }
 
 #[derive(Args)]
@@ -60,6 +78,10 @@ struct EvalArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Embed again instead of reusing (and storing) embeddings under the cache folder
+    /// ($GENEB_CACHE, else $XDG_CACHE_HOME/geneb or ~/.cache/geneb).
+    #[arg(long)]
+    no_cache: bool,
 }
 
 #[derive(Args)]
@@ -84,12 +106,33 @@ struct FewshotArgs {
 
 #[derive(Args)]
 struct ProfileArgs {
-    /// Result files written by `geneb eval` (or GENEB submission JSONs).
+    /// Result files written by `geneb eval` (or GENEB submission JSONs, or the page's download).
     #[arg(required = true)]
     results: Vec<PathBuf>,
-    /// Print the profile as JSON.
+    /// Print the whole analysis as JSON (profile, intervals, ranks, recommendations).
     #[arg(long)]
     json: bool,
+    /// Write the self-contained HTML report here.
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Write every table as CSV into this folder (one file per table).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write the plots as SVG into this folder.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Write each model's official submission JSON (reference schema only) into this folder.
+    #[arg(long)]
+    official: Option<PathBuf>,
+    /// Recommend only models with at most this many parameters (e.g. 120000000).
+    #[arg(long)]
+    max_params: Option<u64>,
+    /// Bootstrap replicates for the 95 % intervals and paired tests.
+    #[arg(long, default_value_t = 1000)]
+    bootstrap: usize,
+    /// Seed of the bootstrap resampling.
+    #[arg(long, default_value_t = 0)]
+    seed: u32,
 }
 
 fn main() -> ExitCode {
@@ -100,6 +143,7 @@ fn main() -> ExitCode {
         Command::Fewshot(args) => run_fewshot(args),
         Command::Profile(args) => run_profile(args),
         Command::Models => print_json(&geneb::encoder::builtin_models()),
+        Command::Embed(args) => run_embed(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -127,7 +171,7 @@ fn read_file(path: &Path) -> Result<InputFile> {
 }
 
 /// Write all of `text` or nothing: to a temporary file beside `path`, then renamed over it.
-fn write_whole(path: &Path, text: &str) -> Result<()> {
+fn write_whole(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
     let fail = |e: std::io::Error| {
         Error::in_file(path.display().to_string(), format!("cannot write: {e}"))
     };
@@ -169,8 +213,15 @@ fn run_eval(args: EvalArgs) -> Result<()> {
             let _ = std::io::stderr().flush();
         }
     };
-    let submission =
-        pollster::block_on(eval::evaluate(&encoder, &tasks, &regimes, &mut on_progress))?;
+    let store = geneb::embedding_cache::FolderStore::new(cache_root()?.join("embeddings"));
+    let store: Option<&dyn eval::EmbeddingStore> = (!args.no_cache).then_some(&store);
+    let submission = pollster::block_on(eval::evaluate(
+        &encoder,
+        &tasks,
+        &regimes,
+        store,
+        &mut on_progress,
+    ))?;
     if show {
         eprintln!();
     }
@@ -182,6 +233,39 @@ fn run_eval(args: EvalArgs) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The cache folder: $GENEB_CACHE, else $XDG_CACHE_HOME/geneb, else ~/.cache/geneb.
+fn cache_root() -> Result<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("GENEB_CACHE")
+        .or_else(|| var("XDG_CACHE_HOME").map(|p| p.join("geneb")))
+        .or_else(|| var("HOME").map(|p| p.join(".cache").join("geneb")))
+        .ok_or_else(|| Error::new("no cache folder: set GENEB_CACHE (or use --no-cache)"))
+}
+
+fn run_embed(args: EmbedArgs) -> Result<()> {
+    let backend = BackendKind::parse(&args.backend)?;
+    let sequences = seq::read_sequences(&read_file(&args.input)?)?;
+    let encoder = pollster::block_on(Encoder::from_spec(&args.model, backend))?;
+    let texts: Vec<String> = sequences.into_iter().map(|s| s.sequence).collect();
+    let embeddings = pollster::block_on(encoder.embed(&texts))?;
+    let mut npy = Vec::new();
+    ndarray_npy::WriteNpyExt::write_npy(&embeddings, &mut npy)
+        .map_err(|e| Error::new(format!("cannot encode the .npy: {e}")))?;
+    write_whole(&args.out, &npy)?;
+    eprintln!(
+        "geneb: {} embeddings of dimension {} from {} written to {}",
+        embeddings.nrows(),
+        embeddings.ncols(),
+        encoder.spec(),
+        args.out.display()
+    );
+    Ok(())
 }
 
 fn run_probe(args: ProbeArgs) -> Result<()> {
@@ -227,11 +311,33 @@ fn run_profile(args: ProfileArgs) -> Result<()> {
         let file = read_file(path)?;
         submissions.extend(geneb::report::read_results(&file.name, &file.bytes)?);
     }
-    let profile = profile::build(&submissions)?;
+    let settings = profile::bootstrap::Settings {
+        replicates: args.bootstrap,
+        seed: args.seed,
+    };
+    let analysis = profile::analysis::analyse(&submissions, settings, args.max_params)?;
+    let outputs = geneb::report::html::render(&analysis, &submissions)?;
+    if let Some(path) = &args.html {
+        write_whole(path, &outputs.html)?;
+    }
+    for (dir, files) in [
+        (&args.csv, &outputs.csv),
+        (&args.svg, &outputs.svg),
+        (&args.official, &outputs.official),
+    ] {
+        if let Some(dir) = dir {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::in_file(dir.display().to_string(), format!("cannot create: {e}"))
+            })?;
+            for (name, text) in files {
+                write_whole(&dir.join(name), text)?;
+            }
+        }
+    }
     if args.json {
-        print_json(&profile)
+        print_json(&analysis)
     } else {
-        print!("{}", profile::to_text(&profile));
+        print!("{}", profile::analysis::to_text(&analysis));
         Ok(())
     }
 }

@@ -4,7 +4,15 @@
 
 #[cfg(feature = "burn")]
 pub mod backend;
+#[cfg(feature = "burn")]
+pub mod bert;
+#[cfg(feature = "burn")]
+pub mod hf;
 pub mod kmer;
+#[cfg(feature = "burn")]
+pub mod layers;
+#[cfg(feature = "burn")]
+pub mod nt;
 #[cfg(feature = "burn")]
 pub mod random_cnn;
 
@@ -77,6 +85,9 @@ pub enum Encoder {
     Kmer(kmer::KmerSpectrum),
     #[cfg(feature = "burn")]
     RandomCnn(random_cnn::RandomCnn),
+    /// A pretrained Hugging Face model (boxed: it is large and built once per run).
+    #[cfg(feature = "burn")]
+    Hf(Box<hf::HfModel>),
 }
 
 /// How an encoder turns token states into one vector, recorded in the result's protocol block.
@@ -87,6 +98,11 @@ pub struct EncoderDescription {
     pub layer: &'static str,
     pub pooling: &'static str,
     pub truncation: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    /// Encoder parameters loaded from the checkpoint (heads excluded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<u64>,
 }
 
 impl Encoder {
@@ -105,16 +121,31 @@ impl Encoder {
                         .map_err(|_| bad_spec(spec, "the seed must be a non-negative integer"))?,
                     _ => return Err(bad_spec(spec, "expected random-cnn or random-cnn:SEED")),
                 };
-                let compute = match backend {
-                    BackendKind::Cpu => backend::cpu(),
-                    BackendKind::Wgpu => backend::wgpu().await?,
-                };
                 Ok(Encoder::RandomCnn(random_cnn::RandomCnn::new(
-                    seed, compute,
+                    seed,
+                    compute(backend).await?,
                 )))
+            }
+            "hf" => {
+                let spec = spec.trim();
+                let (base, _) = hf::Window::split_spec(spec)?;
+                let files = hf_files(spec, base["hf:".len()..].trim())?;
+                Encoder::from_model_files(spec.to_string(), files, backend).await
             }
             _ => Err(unknown_model(spec)),
         }
+    }
+
+    /// A Hugging Face model from its files (a folder read natively, or files dropped on the
+    /// page), on the requested backend.
+    #[cfg(feature = "burn")]
+    pub async fn from_model_files(
+        spec: String,
+        files: crate::hf::ModelFiles,
+        backend: BackendKind,
+    ) -> Result<Encoder> {
+        let model = hf::HfModel::from_files(spec, files, compute(backend).await?)?;
+        Ok(Encoder::Hf(Box::new(model)))
     }
 
     #[cfg(not(feature = "burn"))]
@@ -131,6 +162,8 @@ impl Encoder {
             Encoder::Kmer(e) => e.spec(),
             #[cfg(feature = "burn")]
             Encoder::RandomCnn(e) => e.spec(),
+            #[cfg(feature = "burn")]
+            Encoder::Hf(e) => e.spec().to_string(),
         }
     }
 
@@ -139,28 +172,78 @@ impl Encoder {
             Encoder::Kmer(e) => e.dim(),
             #[cfg(feature = "burn")]
             Encoder::RandomCnn(e) => e.dim(),
+            #[cfg(feature = "burn")]
+            Encoder::Hf(e) => e.dim(),
         }
     }
 
-    pub fn backend_info(&self) -> BackendInfo {
+    /// The Burn device an encoder runs on; None for the plain-Rust baselines.
+    #[cfg(feature = "burn")]
+    fn compute(&self) -> Option<&backend::Compute> {
         match self {
-            Encoder::Kmer(_) => BackendInfo {
+            Encoder::Kmer(_) => None,
+            Encoder::RandomCnn(e) => Some(e.compute()),
+            Encoder::Hf(e) => Some(e.compute()),
+        }
+    }
+
+    #[cfg(not(feature = "burn"))]
+    fn compute(&self) -> Option<&std::convert::Infallible> {
+        None
+    }
+
+    pub fn backend_info(&self) -> BackendInfo {
+        match self.compute() {
+            None => BackendInfo {
                 kind: "cpu".into(),
                 adapter: "plain Rust (no tensor backend)".into(),
             },
             #[cfg(feature = "burn")]
-            Encoder::RandomCnn(e) => {
-                let compute = e.compute();
-                let kind = match compute.kind {
+            Some(compute) => BackendInfo {
+                kind: match compute.kind {
                     BackendKind::Cpu => "cpu",
                     BackendKind::Wgpu => "wgpu",
-                };
-                BackendInfo {
-                    kind: kind.into(),
-                    adapter: compute.adapter.clone(),
                 }
-            }
+                .into(),
+                adapter: compute.adapter.clone(),
+            },
+            #[cfg(not(feature = "burn"))]
+            Some(never) => match *never {},
         }
+    }
+
+    /// What identifies this encoder's embeddings for the cache: the model files' hash, the
+    /// windows, the backend and geneb's version (a fixed encoder gives other numbers). None for
+    /// the baselines, which are cheaper to recompute than to store.
+    pub fn cache_identity(&self) -> Option<String> {
+        #[cfg(feature = "burn")]
+        if let Encoder::Hf(e) = self {
+            let window = e
+                .window()
+                .map_or(String::new(), |w| format!("-w{}-{}", w.size, w.stride));
+            let backend = self.backend_info().kind;
+            return Some(format!(
+                "{}{window}-{backend}-geneb{}",
+                e.fingerprint(),
+                crate::VERSION
+            ));
+        }
+        None
+    }
+
+    /// How this encoder's input departs from GENEB's protocol, for the result's deviations.
+    pub fn deviation(&self) -> Option<String> {
+        #[cfg(feature = "burn")]
+        if let Encoder::Hf(e) = self
+            && let Some(w) = e.window()
+        {
+            return Some(format!(
+                "sequences are embedded in sliding windows ({} nt, stride {}) and averaged, \
+                 where GENEB's baselines truncate to the model's maximum length",
+                w.size, w.stride
+            ));
+        }
+        None
     }
 
     pub fn describe(&self) -> EncoderDescription {
@@ -176,13 +259,37 @@ impl Encoder {
                 "masked mean over sequence positions",
                 format!("first {} nt", random_cnn::MAX_LENGTH),
             ),
+            #[cfg(feature = "burn")]
+            Encoder::Hf(e) => (
+                "final hidden layer (last_hidden_state)",
+                "mean over the attention mask, special tokens included",
+                match e.window() {
+                    None => format!("first {} tokens, special tokens included", e.max_length()),
+                    Some(w) => format!(
+                        "NON-STANDARD: windows of {} nt every {} nt (each truncated to {} tokens), \
+                         mean of the windows' embeddings; GENEB's baselines truncate",
+                        w.size,
+                        w.stride,
+                        e.max_length()
+                    ),
+                },
+            ),
         };
+        #[cfg(feature = "burn")]
+        let (architecture, parameters) = match self {
+            Encoder::Hf(e) => (Some(e.describe_architecture()), Some(e.parameters())),
+            _ => (None, None),
+        };
+        #[cfg(not(feature = "burn"))]
+        let (architecture, parameters) = (None, None);
         EncoderDescription {
             spec: self.spec(),
             dim: self.dim(),
             layer,
             pooling,
             truncation,
+            architecture,
+            parameters,
         }
     }
 
@@ -191,8 +298,38 @@ impl Encoder {
             Encoder::Kmer(e) => Ok(e.embed(sequences)),
             #[cfg(feature = "burn")]
             Encoder::RandomCnn(e) => e.embed(sequences).await,
+            #[cfg(feature = "burn")]
+            Encoder::Hf(e) => e.embed(sequences).await,
         }
     }
+}
+
+#[cfg(feature = "burn")]
+async fn compute(backend: BackendKind) -> Result<backend::Compute> {
+    match backend {
+        BackendKind::Cpu => Ok(backend::cpu()),
+        BackendKind::Wgpu => backend::wgpu().await,
+    }
+}
+
+/// `hf:PATH`: the files of a local model folder. (In the page, files arrive by drag and drop.)
+#[cfg(all(feature = "burn", not(target_arch = "wasm32")))]
+fn hf_files(spec: &str, source: &str) -> Result<crate::hf::ModelFiles> {
+    if source.is_empty() {
+        return Err(bad_spec(
+            spec,
+            "expected hf:FOLDER (a Hugging Face model folder)",
+        ));
+    }
+    hf::read_folder(std::path::Path::new(source))
+}
+
+#[cfg(all(feature = "burn", target_arch = "wasm32"))]
+fn hf_files(spec: &str, _source: &str) -> Result<crate::hf::ModelFiles> {
+    Err(bad_spec(
+        spec,
+        "in the page, give the model's files (drop the folder) instead",
+    ))
 }
 
 fn split_spec(spec: &str) -> (&str, Vec<&str>) {

@@ -33,6 +33,7 @@ mod fasta;
 mod layout;
 #[cfg(not(target_arch = "wasm32"))]
 mod path;
+mod sequences;
 mod table;
 mod text;
 
@@ -41,6 +42,7 @@ use crate::{Error, Result};
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use path::tasks_from_path;
+pub use sequences::{NamedSequence, read_sequences};
 
 /// A file as the user gave it: a path relative to what they chose (CLI) or a dropped file's
 /// name with its folder (page), and its raw bytes (maybe gzip).

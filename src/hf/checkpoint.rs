@@ -1,0 +1,295 @@
+//! A checkpoint as named tensors that an architecture takes one by one. Taking converts a single
+//! tensor to contiguous f32 (so a model is built tensor by tensor, never holding a second full
+//! copy of the weights), checks its shape, and records that it was consumed; `finish` then names
+//! every tensor nobody took, so a renamed or unsupported layer can never be silently ignored.
+
+use crate::{Error, Result};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Element types found in HF checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DType {
+    F64,
+    F32,
+    F16,
+    BF16,
+    I64,
+    I32,
+    I16,
+    I8,
+    U8,
+    Bool,
+}
+
+impl DType {
+    pub fn size(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 => 8,
+            DType::F32 | DType::I32 => 4,
+            DType::F16 | DType::BF16 | DType::I16 => 2,
+            DType::I8 | DType::U8 | DType::Bool => 1,
+        }
+    }
+
+    fn is_float(self) -> bool {
+        matches!(self, DType::F64 | DType::F32 | DType::F16 | DType::BF16)
+    }
+}
+
+/// Where one tensor's elements live: a buffer of the checkpoint, a start (in elements) and
+/// strides (in elements), as PyTorch storages describe views. Safetensors tensors are contiguous.
+#[derive(Debug, Clone)]
+pub struct TensorEntry {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub buffer: usize,
+    /// Byte offset of element 0 of the storage this tensor views (safetensors: of the tensor).
+    pub byte_offset: usize,
+    /// Offset of the tensor's first element within that storage, in elements.
+    pub element_offset: usize,
+    pub strides: Vec<usize>,
+}
+
+impl TensorEntry {
+    pub fn contiguous(
+        dtype: DType,
+        shape: Vec<usize>,
+        buffer: usize,
+        byte_offset: usize,
+    ) -> TensorEntry {
+        let strides = contiguous_strides(&shape);
+        TensorEntry {
+            dtype,
+            shape,
+            buffer,
+            byte_offset,
+            element_offset: 0,
+            strides,
+        }
+    }
+
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1];
+    }
+    strides
+}
+
+pub struct Checkpoint {
+    /// The file name the user gave, for messages.
+    source: String,
+    buffers: Vec<Vec<u8>>,
+    entries: BTreeMap<String, TensorEntry>,
+    consumed: BTreeSet<String>,
+    /// Elements of the tensors taken (not skipped): the encoder's parameter count.
+    taken_elements: u64,
+}
+
+impl Checkpoint {
+    /// Builds a checkpoint from raw buffers and tensor entries, checking that every entry lies
+    /// inside its buffer (a truncated download must fail here, not as garbage weights).
+    pub fn new(
+        source: impl Into<String>,
+        buffers: Vec<Vec<u8>>,
+        entries: BTreeMap<String, TensorEntry>,
+    ) -> Result<Checkpoint> {
+        let source = source.into();
+        for (name, entry) in &entries {
+            let buffer = buffers.get(entry.buffer).ok_or_else(|| {
+                Error::in_file(&source, format!("tensor '{name}' refers to missing data"))
+            })?;
+            let last_element = if entry.numel() == 0 {
+                0
+            } else {
+                entry.element_offset
+                    + entry
+                        .shape
+                        .iter()
+                        .zip(&entry.strides)
+                        .map(|(n, s)| (n - 1) * s)
+                        .sum::<usize>()
+                    + 1
+            };
+            let end = entry.byte_offset + last_element * entry.dtype.size();
+            if end > buffer.len() {
+                return Err(Error::in_file(
+                    &source,
+                    format!(
+                        "tensor '{name}' needs bytes up to {end} but its data has {} — the file is \
+                         truncated or corrupt; download it again",
+                        buffer.len()
+                    ),
+                ));
+            }
+        }
+        Ok(Checkpoint {
+            source,
+            buffers,
+            entries,
+            consumed: BTreeSet::new(),
+            taken_elements: 0,
+        })
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.entries.contains_key(name)
+    }
+
+    pub fn shape(&self, name: &str) -> Option<&[usize]> {
+        self.entries.get(name).map(|e| e.shape.as_slice())
+    }
+
+    /// The first of `prefixes` under which `probe` exists (e.g. "bert." vs ""), so one
+    /// architecture reads both bare encoders and task-head checkpoints.
+    pub fn find_prefix<'p>(&self, prefixes: &[&'p str], probe: &str) -> Option<&'p str> {
+        prefixes
+            .iter()
+            .copied()
+            .find(|p| self.contains(&format!("{p}{probe}")))
+    }
+
+    /// Takes a float tensor as contiguous row-major f32, checking its shape.
+    pub fn take(&mut self, name: &str, expected_shape: &[usize]) -> Result<Vec<f32>> {
+        let (shape, data) = self.take_any(name)?;
+        if shape != expected_shape {
+            return Err(Error::in_file(
+                &self.source,
+                format!(
+                    "tensor '{name}' has shape {shape:?}, but config.json implies {expected_shape:?}"
+                ),
+            ));
+        }
+        Ok(data)
+    }
+
+    /// Takes a float tensor of whatever shape it has.
+    pub fn take_any(&mut self, name: &str) -> Result<(Vec<usize>, Vec<f32>)> {
+        let entry = self.entries.get(name).ok_or_else(|| {
+            Error::in_file(
+                &self.source,
+                format!("the checkpoint has no tensor '{name}', which this architecture needs"),
+            )
+        })?;
+        if !entry.dtype.is_float() {
+            return Err(Error::in_file(
+                &self.source,
+                format!(
+                    "tensor '{name}' holds {:?}, expected floating-point weights",
+                    entry.dtype
+                ),
+            ));
+        }
+        let data = to_f32(&self.buffers[entry.buffer], entry);
+        let shape = entry.shape.clone();
+        if self.consumed.insert(name.to_string()) {
+            self.taken_elements += data.len() as u64;
+        }
+        Ok((shape, data))
+    }
+
+    /// Parameters in the tensors taken so far (skipped heads and buffers excluded).
+    pub fn taken_elements(&self) -> u64 {
+        self.taken_elements
+    }
+
+    /// Marks a tensor the architecture deliberately does not use (a language-model head, a
+    /// position-id buffer) — consumed, with the reason kept in the code that calls this.
+    pub fn skip(&mut self, name: &str) {
+        if self.entries.contains_key(name) {
+            self.consumed.insert(name.to_string());
+        }
+    }
+
+    /// Skips every tensor whose name starts with `prefix` (a whole unused head).
+    pub fn skip_prefix(&mut self, prefix: &str) {
+        let names: Vec<String> = self
+            .entries
+            .keys()
+            .filter(|n| n.starts_with(prefix))
+            .cloned()
+            .collect();
+        self.consumed.extend(names);
+    }
+
+    /// Ends loading: an error naming the tensors nobody consumed, so a checkpoint that does not
+    /// match the architecture is refused rather than half-loaded.
+    pub fn finish(self) -> Result<()> {
+        let unused: Vec<&String> = self
+            .entries
+            .keys()
+            .filter(|n| !self.consumed.contains(*n))
+            .collect();
+        if unused.is_empty() {
+            return Ok(());
+        }
+        let shown: Vec<&str> = unused.iter().take(8).map(|s| s.as_str()).collect();
+        let more = unused.len().saturating_sub(shown.len());
+        Err(Error::in_file(
+            &self.source,
+            format!(
+                "{} tensor(s) in the checkpoint are not used by this architecture: {}{} — is \
+                 config.json from the same model?",
+                unused.len(),
+                shown.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ),
+        ))
+    }
+}
+
+fn to_f32(buffer: &[u8], entry: &TensorEntry) -> Vec<f32> {
+    let n = entry.numel();
+    let size = entry.dtype.size();
+    let read = |element: usize| -> f32 {
+        let at = entry.byte_offset + element * size;
+        let b = &buffer[at..at + size];
+        match entry.dtype {
+            DType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            DType::F64 => f64::from_le_bytes(b.try_into().expect("8 bytes")) as f32,
+            DType::F16 => half::f16::from_le_bytes([b[0], b[1]]).to_f32(),
+            DType::BF16 => half::bf16::from_le_bytes([b[0], b[1]]).to_f32(),
+            _ => unreachable!("take_any admits floating-point tensors only"),
+        }
+    };
+    if entry.strides == contiguous_strides(&entry.shape) {
+        return (0..n).map(|i| read(entry.element_offset + i)).collect();
+    }
+    // A strided view (PyTorch saves transposed views as they are): walk it in row-major order.
+    let mut out = Vec::with_capacity(n);
+    let mut index = vec![0usize; entry.shape.len()];
+    for _ in 0..n {
+        let element = entry.element_offset
+            + index
+                .iter()
+                .zip(&entry.strides)
+                .map(|(i, s)| i * s)
+                .sum::<usize>();
+        out.push(read(element));
+        for d in (0..index.len()).rev() {
+            index[d] += 1;
+            if index[d] < entry.shape[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    out
+}

@@ -1,0 +1,84 @@
+//! Hugging Face model folders: `config.json`, the weights (`model.safetensors` or
+//! `pytorch_model.bin`) and the tokenizer files. Everything here reads bytes the caller already
+//! has (a local folder, dropped files, or the hub cache), so the same code serves the CLI and the
+//! page.
+
+pub mod checkpoint;
+pub mod pytorch;
+pub mod safetensors;
+
+pub use checkpoint::{Checkpoint, DType};
+
+use crate::{Error, Result};
+use std::collections::BTreeMap;
+
+/// The files of one model as bytes by file name (`config.json`, `model.safetensors`, …),
+/// however they arrived: a local folder, files dropped on the page, or the hub cache.
+#[derive(Default)]
+pub struct ModelFiles {
+    /// How the user named the model (a folder, `owner/name@rev`), for messages.
+    pub name: String,
+    files: BTreeMap<String, Vec<u8>>,
+}
+
+impl ModelFiles {
+    pub fn new(name: impl Into<String>) -> ModelFiles {
+        ModelFiles {
+            name: name.into(),
+            files: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a file under its base name (folders dropped on the page carry paths).
+    pub fn insert(&mut self, path: &str, bytes: Vec<u8>) {
+        let base = path.rsplit(['/', '\\']).next().unwrap_or(path);
+        self.files.insert(base.to_string(), bytes);
+    }
+
+    pub fn get(&self, file: &str) -> Option<&[u8]> {
+        self.files.get(file).map(Vec::as_slice)
+    }
+
+    pub fn contains(&self, file: &str) -> bool {
+        self.files.contains_key(file)
+    }
+
+    /// Removes a file, handing over its bytes (the weights are moved, never copied).
+    pub fn take(&mut self, file: &str) -> Option<Vec<u8>> {
+        self.files.remove(file)
+    }
+
+    pub fn file_names(&self) -> impl Iterator<Item = &str> {
+        self.files.keys().map(String::as_str)
+    }
+
+    /// SHA-256 over every file's name and bytes, in name order: what the model is, whatever
+    /// folder or cache it came from.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        for (name, bytes) in &self.files {
+            hasher.update((name.len() as u64).to_le_bytes());
+            hasher.update(name.as_bytes());
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        }
+        crate::eval::hex(&hasher.finalize())
+    }
+
+    /// `config.json` parsed, or an error saying the folder is not an HF model.
+    pub fn config(&self) -> Result<serde_json::Value> {
+        let bytes = self.get("config.json").ok_or_else(|| {
+            Error::in_file(
+                &self.name,
+                "no config.json: give a Hugging Face model folder (config.json, the weights, the tokenizer files)",
+            )
+        })?;
+        serde_json::from_slice(bytes).map_err(|e| {
+            Error::in_file(
+                format!("{}/config.json", self.name),
+                format!("not valid JSON ({e})"),
+            )
+        })
+    }
+}

@@ -1,0 +1,828 @@
+//! PyTorch's `torch.save` format (torch >= 1.6), as `pytorch_model.bin` holds it: a zip archive
+//! of uncompressed entries under one top folder (`archive/` or the saved file's stem): `data.pkl`,
+//! a pickle of the state dict whose tensors name their storages by key, and `data/<key>`, each
+//! storage's raw little-endian bytes. Read without Python: a small central-directory reader and a
+//! pickle machine that knows only the opcodes and globals `torch.save` emits for a state dict, so
+//! anything else is refused by name instead of being executed or guessed at.
+
+use super::checkpoint::{Checkpoint, DType, TensorEntry};
+use crate::{Error, Result};
+use std::collections::{BTreeMap, HashMap};
+
+/// Reads a whole `pytorch_model.bin`. The bytes are kept once (tensors point into the
+/// archive's stored entries) and converted when an architecture takes them.
+pub fn read(source: &str, bytes: Vec<u8>) -> Result<Checkpoint> {
+    let entries = tensor_entries(&bytes).map_err(|message| Error::in_file(source, message))?;
+    Checkpoint::new(source, vec![bytes], entries)
+}
+
+fn tensor_entries(bytes: &[u8]) -> std::result::Result<BTreeMap<String, TensorEntry>, String> {
+    let archive = Archive::read(bytes)?;
+    let pickle_name = archive.data_pickle_name()?;
+    let folder = &pickle_name[..pickle_name.len() - "data.pkl".len()];
+    if let Some(order) = archive.get(&format!("{folder}byteorder")) {
+        let order = archive.stored_bytes(bytes, order)?;
+        if order != b"little" {
+            return Err(format!(
+                "its tensors are stored {}-endian; geneb reads little-endian checkpoints only",
+                String::from_utf8_lossy(order)
+            ));
+        }
+    }
+    let pickle = archive.stored_bytes(bytes, archive.get(&pickle_name).expect("found above"))?;
+    let state = Unpickler::new(pickle).run()?;
+    let Value::Dict(items) = state else {
+        return Err(format!(
+            "{pickle_name} holds {}, not a state dict; save model.state_dict()",
+            state.kind()
+        ));
+    };
+    let mut entries = BTreeMap::new();
+    for (key, value) in items {
+        let Value::Str(name) = key else {
+            return Err(format!(
+                "{pickle_name}: a state dict key is {}, not a tensor name",
+                key.kind()
+            ));
+        };
+        let Value::Tensor(tensor) = value else {
+            return Err(format!(
+                "'{name}' is {}, not a tensor: give a state dict of tensors (model.state_dict()), \
+                 not a training checkpoint",
+                value.kind()
+            ));
+        };
+        let storage_name = format!("{folder}data/{}", tensor.storage.key);
+        let stored = archive.get(&storage_name).ok_or_else(|| {
+            format!("tensor '{name}' refers to storage {storage_name}, which the archive lacks")
+        })?;
+        let entry = tensor.entry(data_start(bytes, stored)?, stored.size)?;
+        entries.insert(name, entry);
+    }
+    Ok(entries)
+}
+
+/// One file in the zip archive.
+#[derive(Debug, Clone, Copy)]
+struct Stored {
+    /// 0 = STORED; torch.save never compresses.
+    method: u16,
+    /// Where the entry's local header starts.
+    header: usize,
+    size: usize,
+}
+
+struct Archive {
+    entries: BTreeMap<String, Stored>,
+}
+
+const EOCD: u32 = 0x0605_4b50;
+const EOCD64_LOCATOR: u32 = 0x0706_4b50;
+const EOCD64: u32 = 0x0606_4b50;
+const CENTRAL_HEADER: u32 = 0x0201_4b50;
+const LOCAL_HEADER: u32 = 0x0403_4b50;
+/// The magic number the legacy (pre-1.6) format pickles first, after the protocol opcode.
+const LEGACY_MAGIC: [u8; 12] = [
+    0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19,
+];
+
+fn le(bytes: &[u8], at: usize, len: usize) -> std::result::Result<u64, String> {
+    let slice = at
+        .checked_add(len)
+        .and_then(|end| bytes.get(at..end))
+        .ok_or_else(|| "the archive is truncated: download it again".to_string())?;
+    Ok(slice
+        .iter()
+        .rev()
+        .fold(0u64, |acc, byte| (acc << 8) | u64::from(*byte)))
+}
+
+fn le_usize(bytes: &[u8], at: usize, len: usize) -> std::result::Result<usize, String> {
+    usize::try_from(le(bytes, at, len)?).map_err(|_| "an offset does not fit in memory".into())
+}
+
+impl Archive {
+    fn read(bytes: &[u8]) -> std::result::Result<Archive, String> {
+        if bytes.starts_with(&[0x80, 0x02]) && bytes[2..].starts_with(&LEGACY_MAGIC) {
+            return Err(
+                "it is in PyTorch's legacy (pre-1.6) format, which geneb does not read: \
+                        re-save it with a current torch.save or convert it to model.safetensors"
+                    .into(),
+            );
+        }
+        if !bytes.starts_with(b"PK") {
+            return Err(
+                "not a PyTorch checkpoint (torch.save writes a zip archive, and this is \
+                        not one)"
+                    .into(),
+            );
+        }
+        // The end record (22 bytes) is last, followed only by a comment of up to 64 KiB.
+        let search_from = bytes.len().saturating_sub(22 + 0xffff);
+        let eocd = bytes[search_from..bytes.len().saturating_sub(18)]
+            .windows(4)
+            .rposition(|w| w == EOCD.to_le_bytes())
+            .map(|at| search_from + at)
+            .ok_or("the zip archive has no end record: the file is truncated, download it again")?;
+        let mut count = le_usize(bytes, eocd + 10, 2)?;
+        let mut directory = le_usize(bytes, eocd + 16, 4)?;
+        if count == 0xffff || directory == 0xffff_ffff {
+            // A zip64 archive: the real values sit in the zip64 end record its locator points to.
+            let locator = eocd
+                .checked_sub(20)
+                .filter(|&at| le(bytes, at, 4) == Ok(u64::from(EOCD64_LOCATOR)))
+                .ok_or("the zip64 end record locator is missing: the file is corrupt")?;
+            let record = le_usize(bytes, locator + 8, 8)?;
+            if le(bytes, record, 4)? != u64::from(EOCD64) {
+                return Err("the zip64 end record is missing: the file is corrupt".into());
+            }
+            count = le_usize(bytes, record + 32, 8)?;
+            directory = le_usize(bytes, record + 48, 8)?;
+        }
+        let mut entries = BTreeMap::new();
+        let mut at = directory;
+        for _ in 0..count {
+            if le(bytes, at, 4)? != u64::from(CENTRAL_HEADER) {
+                return Err("the zip central directory is corrupt: download the file again".into());
+            }
+            let method = le(bytes, at + 10, 2)? as u16;
+            let mut size = le(bytes, at + 24, 4)?;
+            let name_len = le_usize(bytes, at + 28, 2)?;
+            let extra_len = le_usize(bytes, at + 30, 2)?;
+            let comment_len = le_usize(bytes, at + 32, 2)?;
+            let mut header = le(bytes, at + 42, 4)?;
+            let name_at = at + 46;
+            let name = bytes
+                .get(name_at..name_at + name_len)
+                .ok_or("the zip central directory is truncated")?;
+            let name = String::from_utf8_lossy(name).into_owned();
+            let extra = bytes
+                .get(name_at + name_len..name_at + name_len + extra_len)
+                .ok_or("the zip central directory is truncated")?;
+            zip64_sizes(extra, &mut size, &mut header)?;
+            let too_big = || format!("zip entry {name} is larger than memory allows");
+            entries.insert(
+                name.clone(),
+                Stored {
+                    method,
+                    header: usize::try_from(header).map_err(|_| too_big())?,
+                    size: usize::try_from(size).map_err(|_| too_big())?,
+                },
+            );
+            at = name_at + name_len + extra_len + comment_len;
+        }
+        Ok(Archive { entries })
+    }
+
+    fn get(&self, name: &str) -> Option<Stored> {
+        self.entries.get(name).copied()
+    }
+
+    /// The pickle's path, `<folder>/data.pkl`: torch names the folder after the saved file.
+    fn data_pickle_name(&self) -> std::result::Result<String, String> {
+        let mut found = self.entries.keys().filter(|name| {
+            name.split_once('/')
+                .is_some_and(|(_, rest)| rest == "data.pkl")
+        });
+        match (found.next(), found.next()) {
+            (Some(name), None) => Ok(name.clone()),
+            (None, _) => Err("the zip archive has no <folder>/data.pkl, so it is not a \
+                              torch.save checkpoint"
+                .into()),
+            (Some(a), Some(b)) => Err(format!(
+                "the zip archive holds two checkpoints ({a} and {b}); give one"
+            )),
+        }
+    }
+
+    /// An entry's bytes, which must be stored uncompressed.
+    fn stored_bytes<'b>(
+        &self,
+        bytes: &'b [u8],
+        entry: Stored,
+    ) -> std::result::Result<&'b [u8], String> {
+        let start = data_start(bytes, entry)?;
+        Ok(&bytes[start..start + entry.size])
+    }
+}
+
+/// Replaces the 32-bit size and header offset by their zip64 extra-field values where the
+/// central directory marks them as such (0xffffffff).
+fn zip64_sizes(extra: &[u8], size: &mut u64, header: &mut u64) -> std::result::Result<(), String> {
+    if *size != 0xffff_ffff && *header != 0xffff_ffff {
+        return Ok(());
+    }
+    let mut at = 0;
+    while at + 4 <= extra.len() {
+        let id = le(extra, at, 2)?;
+        let len = le_usize(extra, at + 2, 2)?;
+        if id == 1 {
+            // Fields appear in a fixed order, each only if its 32-bit slot overflowed; the
+            // compressed size sits between them and equals the size for stored entries.
+            let mut field = at + 4;
+            if *size == 0xffff_ffff {
+                *size = le(extra, field, 8)?;
+                field += 16;
+            }
+            if *header == 0xffff_ffff {
+                *header = le(extra, field, 8)?;
+            }
+            return Ok(());
+        }
+        at += 4 + len;
+    }
+    Err("a zip64 entry lacks its zip64 sizes: the file is corrupt".into())
+}
+
+/// Where an entry's data begins: after its local header, whose extra field torch pads so that
+/// storages are aligned (so it differs from the central directory's).
+fn data_start(bytes: &[u8], entry: Stored) -> std::result::Result<usize, String> {
+    if entry.method != 0 {
+        return Err(format!(
+            "an entry is compressed (zip method {}); geneb reads torch.save's uncompressed \
+             archives only — re-save the weights with torch.save",
+            entry.method
+        ));
+    }
+    if le(bytes, entry.header, 4)? != u64::from(LOCAL_HEADER) {
+        return Err("a zip entry's header is corrupt: download the file again".into());
+    }
+    let start = entry.header
+        + 30
+        + le_usize(bytes, entry.header + 26, 2)?
+        + le_usize(bytes, entry.header + 28, 2)?;
+    if start
+        .checked_add(entry.size)
+        .is_none_or(|end| end > bytes.len())
+    {
+        return Err("the archive is truncated: download it again".into());
+    }
+    Ok(start)
+}
+
+/// A storage as `torch.save` names it: element type, archive key, element count.
+#[derive(Debug, Clone)]
+struct Storage {
+    dtype: DType,
+    key: String,
+    numel: usize,
+}
+
+/// `torch._utils._rebuild_tensor_v2(storage, offset, size, stride, ...)`: a strided view.
+#[derive(Debug, Clone)]
+struct TensorView {
+    storage: Storage,
+    offset: usize,
+    shape: Vec<usize>,
+    strides: Vec<usize>,
+}
+
+impl TensorView {
+    /// The checkpoint entry, after checking that the view lies inside its storage and the
+    /// storage inside its archive entry (with overflow-checked arithmetic: the numbers come
+    /// from the file).
+    fn entry(
+        self,
+        data_start: usize,
+        stored_size: usize,
+    ) -> std::result::Result<TensorEntry, String> {
+        let size = self.storage.dtype.size();
+        let outside = || {
+            format!(
+                "a tensor viewing storage data/{} reaches outside it: the file is corrupt",
+                self.storage.key
+            )
+        };
+        if self.shape.len() != self.strides.len() {
+            return Err(outside());
+        }
+        if self.shape.iter().all(|&n| n > 0) {
+            let mut last = self.offset;
+            for (n, stride) in self.shape.iter().zip(&self.strides) {
+                last = (n - 1)
+                    .checked_mul(*stride)
+                    .and_then(|step| last.checked_add(step))
+                    .ok_or_else(outside)?;
+            }
+            if last >= self.storage.numel {
+                return Err(outside());
+            }
+        }
+        if self
+            .storage
+            .numel
+            .checked_mul(size)
+            .is_none_or(|bytes| bytes > stored_size)
+        {
+            return Err(format!(
+                "storage data/{} is shorter than its {} elements: the file is truncated or corrupt",
+                self.storage.key, self.storage.numel
+            ));
+        }
+        Ok(TensorEntry {
+            dtype: self.storage.dtype,
+            shape: self.shape,
+            buffer: 0,
+            byte_offset: data_start,
+            element_offset: self.offset,
+            strides: self.strides,
+        })
+    }
+}
+
+/// The globals a state dict pickle may name; any other is refused (a pickle can call anything).
+#[derive(Debug, Clone, Copy)]
+enum Global {
+    OrderedDict,
+    RebuildTensor,
+    RebuildParameter,
+    StorageType(DType),
+}
+
+fn global(module: &str, name: &str) -> std::result::Result<Global, String> {
+    Ok(match (module, name) {
+        ("collections", "OrderedDict") => Global::OrderedDict,
+        ("torch._utils", "_rebuild_tensor_v2") => Global::RebuildTensor,
+        ("torch._utils", "_rebuild_parameter") => Global::RebuildParameter,
+        ("torch", storage) => Global::StorageType(match storage {
+            "FloatStorage" => DType::F32,
+            "DoubleStorage" => DType::F64,
+            "HalfStorage" => DType::F16,
+            "BFloat16Storage" => DType::BF16,
+            "LongStorage" => DType::I64,
+            "IntStorage" => DType::I32,
+            "ShortStorage" => DType::I16,
+            "CharStorage" => DType::I8,
+            "ByteStorage" => DType::U8,
+            "BoolStorage" => DType::Bool,
+            _ => return Err(unknown_global(module, name)),
+        }),
+        _ => return Err(unknown_global(module, name)),
+    })
+}
+
+fn unknown_global(module: &str, name: &str) -> String {
+    format!(
+        "data.pkl uses {module}.{name}, which a plain state dict does not contain; geneb reads \
+         state dicts of tensors only — save model.state_dict() or use model.safetensors"
+    )
+}
+
+#[derive(Debug, Clone)]
+enum Value {
+    None,
+    Bool,
+    Int(i64),
+    Float,
+    Str(String),
+    Tuple(Vec<Value>),
+    List(Vec<Value>),
+    Dict(Vec<(Value, Value)>),
+    Global(Global),
+    Storage(Storage),
+    Tensor(TensorView),
+}
+
+impl Value {
+    fn kind(&self) -> &'static str {
+        match self {
+            Value::None => "None",
+            Value::Bool => "a bool",
+            Value::Int(_) => "an int",
+            Value::Float => "a float",
+            Value::Str(_) => "a string",
+            Value::Tuple(_) => "a tuple",
+            Value::List(_) => "a list",
+            Value::Dict(_) => "a dict",
+            Value::Global(_) => "a class",
+            Value::Storage(_) => "a storage",
+            Value::Tensor(_) => "a tensor",
+        }
+    }
+}
+
+struct Unpickler<'p> {
+    pickle: &'p [u8],
+    at: usize,
+    stack: Vec<Value>,
+    /// Stack heights at each MARK.
+    marks: Vec<usize>,
+    memo: HashMap<u32, Value>,
+}
+
+impl<'p> Unpickler<'p> {
+    fn new(pickle: &'p [u8]) -> Unpickler<'p> {
+        Unpickler {
+            pickle,
+            at: 0,
+            stack: Vec::new(),
+            marks: Vec::new(),
+            memo: HashMap::new(),
+        }
+    }
+
+    fn take(&mut self, n: usize) -> std::result::Result<&'p [u8], String> {
+        let bytes = self
+            .at
+            .checked_add(n)
+            .and_then(|end| self.pickle.get(self.at..end))
+            .ok_or("data.pkl is truncated: download the file again")?;
+        self.at += n;
+        Ok(bytes)
+    }
+
+    fn uint(&mut self, n: usize) -> std::result::Result<u64, String> {
+        let bytes = self.take(n)?;
+        le(bytes, 0, n)
+    }
+
+    fn line(&mut self) -> std::result::Result<String, String> {
+        let rest = &self.pickle[self.at..];
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or("data.pkl is truncated: download the file again")?;
+        self.at += end + 1;
+        Ok(String::from_utf8_lossy(&rest[..end]).into_owned())
+    }
+
+    fn text(&mut self, len: usize) -> std::result::Result<Value, String> {
+        let bytes = self.take(len)?;
+        let text = std::str::from_utf8(bytes).map_err(|_| "data.pkl holds invalid UTF-8")?;
+        Ok(Value::Str(text.to_string()))
+    }
+
+    fn pop(&mut self) -> std::result::Result<Value, String> {
+        if self
+            .marks
+            .last()
+            .is_some_and(|&mark| mark >= self.stack.len())
+        {
+            return Err(corrupt());
+        }
+        self.stack.pop().ok_or_else(corrupt)
+    }
+
+    fn pop_mark(&mut self) -> std::result::Result<Vec<Value>, String> {
+        let mark = self.marks.pop().ok_or_else(corrupt)?;
+        if mark > self.stack.len() {
+            return Err(corrupt());
+        }
+        Ok(self.stack.split_off(mark))
+    }
+
+    fn top(&mut self) -> std::result::Result<&mut Value, String> {
+        self.stack.last_mut().ok_or_else(corrupt)
+    }
+
+    fn memoize(&mut self, index: u32) -> std::result::Result<(), String> {
+        let top = self.stack.last().ok_or_else(corrupt)?.clone();
+        self.memo.insert(index, top);
+        Ok(())
+    }
+
+    fn recall(&mut self, index: u32) -> std::result::Result<(), String> {
+        let value = self.memo.get(&index).ok_or_else(corrupt)?.clone();
+        self.stack.push(value);
+        Ok(())
+    }
+
+    /// Runs the pickle to its STOP and returns the object it built.
+    fn run(mut self) -> std::result::Result<Value, String> {
+        loop {
+            let opcode = self.take(1)?[0];
+            match opcode {
+                0x80 => {
+                    let protocol = self.uint(1)?;
+                    if protocol > 5 {
+                        return Err(format!("data.pkl uses pickle protocol {protocol}"));
+                    }
+                }
+                0x95 => drop(self.uint(8)?), // FRAME: a length hint
+                b'.' => return self.pop(),
+                b'c' => {
+                    let module = self.line()?;
+                    let name = self.line()?;
+                    self.stack.push(Value::Global(global(&module, &name)?));
+                }
+                0x93 => {
+                    let (Value::Str(name), Value::Str(module)) = (self.pop()?, self.pop()?) else {
+                        return Err(corrupt());
+                    };
+                    self.stack.push(Value::Global(global(&module, &name)?));
+                }
+                b'(' => self.marks.push(self.stack.len()),
+                b')' => self.stack.push(Value::Tuple(Vec::new())),
+                b']' => self.stack.push(Value::List(Vec::new())),
+                b'}' => self.stack.push(Value::Dict(Vec::new())),
+                b't' => {
+                    let items = self.pop_mark()?;
+                    self.stack.push(Value::Tuple(items));
+                }
+                b'l' => {
+                    let items = self.pop_mark()?;
+                    self.stack.push(Value::List(items));
+                }
+                0x85..=0x87 => {
+                    let n = usize::from(opcode - 0x84);
+                    if self.stack.len() < n {
+                        return Err(corrupt());
+                    }
+                    let items = self.stack.split_off(self.stack.len() - n);
+                    self.stack.push(Value::Tuple(items));
+                }
+                b'a' => {
+                    let item = self.pop()?;
+                    let Value::List(list) = self.top()? else {
+                        return Err(corrupt());
+                    };
+                    list.push(item);
+                }
+                b'e' => {
+                    let items = self.pop_mark()?;
+                    let Value::List(list) = self.top()? else {
+                        return Err(corrupt());
+                    };
+                    list.extend(items);
+                }
+                b's' => {
+                    let value = self.pop()?;
+                    let key = self.pop()?;
+                    let Value::Dict(dict) = self.top()? else {
+                        return Err(corrupt());
+                    };
+                    dict.push((key, value));
+                }
+                b'u' => {
+                    let items = self.pop_mark()?;
+                    if items.len() % 2 != 0 {
+                        return Err(corrupt());
+                    }
+                    let Value::Dict(dict) = self.top()? else {
+                        return Err(corrupt());
+                    };
+                    let mut items = items.into_iter();
+                    while let (Some(key), Some(value)) = (items.next(), items.next()) {
+                        dict.push((key, value));
+                    }
+                }
+                b'N' => self.stack.push(Value::None),
+                0x88 => self.stack.push(Value::Bool),
+                0x89 => self.stack.push(Value::Bool),
+                // BININT1, BININT2 (unsigned), BININT (signed 32-bit)
+                b'K' | b'M' => {
+                    let v = self.uint(if opcode == b'K' { 1 } else { 2 })?;
+                    self.stack.push(Value::Int(v as i64));
+                }
+                b'J' => {
+                    let v = self.uint(4)? as u32 as i32;
+                    self.stack.push(Value::Int(i64::from(v)));
+                }
+                0x8a => {
+                    let n = self.uint(1)? as usize;
+                    if n > 8 {
+                        return Err("data.pkl holds an integer wider than 64 bits".into());
+                    }
+                    let v = self.uint(n)?;
+                    // Two's complement of n bytes, sign-extended.
+                    let shift = 64 - 8 * n as u32;
+                    let v = if n == 0 {
+                        0
+                    } else {
+                        ((v << shift) as i64) >> shift
+                    };
+                    self.stack.push(Value::Int(v));
+                }
+                b'G' => {
+                    self.take(8)?;
+                    self.stack.push(Value::Float);
+                }
+                // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8: UTF-8 after its length
+                b'X' | 0x8c | 0x8d => {
+                    let width = match opcode {
+                        b'X' => 4,
+                        0x8c => 1,
+                        _ => 8,
+                    };
+                    let len = usize::try_from(self.uint(width)?).map_err(|_| corrupt())?;
+                    let value = self.text(len)?;
+                    self.stack.push(value);
+                }
+                // BINPUT, LONG_BINPUT, MEMOIZE
+                b'q' | b'r' => {
+                    let index = self.uint(if opcode == b'q' { 1 } else { 4 })? as u32;
+                    self.memoize(index)?;
+                }
+                0x94 => self.memoize(self.memo.len() as u32)?,
+                // BINGET, LONG_BINGET
+                b'h' | b'j' => {
+                    let index = self.uint(if opcode == b'h' { 1 } else { 4 })? as u32;
+                    self.recall(index)?;
+                }
+                b'Q' => {
+                    let id = self.pop()?;
+                    self.stack.push(persistent_storage(id)?);
+                }
+                b'R' => {
+                    let args = self.pop()?;
+                    let callable = self.pop()?;
+                    self.stack.push(reduce(callable, args)?);
+                }
+                b'b' => {
+                    // BUILD sets object state: for a state dict that is its `_metadata`
+                    // (module versions), which loading does not need.
+                    self.pop()?;
+                    if !matches!(self.top()?, Value::Dict(_)) {
+                        return Err(corrupt());
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "data.pkl uses pickle opcode 0x{other:02x} at byte {}, which torch.save \
+                         does not write for a state dict; re-save with torch.save or use \
+                         model.safetensors",
+                        self.at - 1
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn corrupt() -> String {
+    "data.pkl is corrupt (its pickle does not build a state dict): download the file again".into()
+}
+
+/// BINPERSID's id for a storage: `('storage', <StorageType>, key, location, numel)`.
+fn persistent_storage(id: Value) -> std::result::Result<Value, String> {
+    let Value::Tuple(fields) = id else {
+        return Err(corrupt());
+    };
+    match fields.as_slice() {
+        [
+            Value::Str(tag),
+            Value::Global(Global::StorageType(dtype)),
+            Value::Str(key),
+            Value::Str(_location),
+            Value::Int(numel),
+        ] if tag == "storage" => Ok(Value::Storage(Storage {
+            dtype: *dtype,
+            key: key.clone(),
+            numel: usize::try_from(*numel).map_err(|_| corrupt())?,
+        })),
+        _ => Err(corrupt()),
+    }
+}
+
+fn ints(value: &Value) -> std::result::Result<Vec<usize>, String> {
+    let Value::Tuple(items) = value else {
+        return Err(corrupt());
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            Value::Int(v) => usize::try_from(*v).map_err(|_| corrupt()),
+            _ => Err(corrupt()),
+        })
+        .collect()
+}
+
+fn reduce(callable: Value, args: Value) -> std::result::Result<Value, String> {
+    let (Value::Global(global), Value::Tuple(args)) = (callable, args) else {
+        return Err(corrupt());
+    };
+    match (global, args.as_slice()) {
+        (Global::OrderedDict, []) => Ok(Value::Dict(Vec::new())),
+        // (storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
+        (
+            Global::RebuildTensor,
+            [
+                Value::Storage(storage),
+                Value::Int(offset),
+                size,
+                stride,
+                ..,
+            ],
+        ) => Ok(Value::Tensor(TensorView {
+            storage: storage.clone(),
+            offset: usize::try_from(*offset).map_err(|_| corrupt())?,
+            shape: ints(size)?,
+            strides: ints(stride)?,
+        })),
+        // (data, requires_grad, backward_hooks): a parameter is its tensor.
+        (Global::RebuildParameter, [tensor @ Value::Tensor(_), ..]) => Ok(tensor.clone()),
+        _ => Err(corrupt()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pytorch/");
+
+    fn fixture() -> Vec<u8> {
+        std::fs::read(format!("{FIXTURE}small_state.bin")).unwrap()
+    }
+
+    /// Every tensor torch.save wrote, read back as torch.load reads it (the oracle's values).
+    #[test]
+    fn reads_what_torch_load_reads() {
+        let expected: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(format!("{FIXTURE}small_state.json")).unwrap())
+                .unwrap();
+        let tensors = expected["tensors"].as_object().unwrap();
+        let mut ckpt = read("small_state.bin", fixture()).unwrap();
+        let names: Vec<&str> = ckpt.names().collect();
+        let mut expected_names: Vec<&str> = tensors.keys().map(String::as_str).collect();
+        expected_names.sort();
+        assert_eq!(names, expected_names);
+        for (name, tensor) in tensors {
+            let shape: Vec<usize> = serde_json::from_value(tensor["shape"].clone()).unwrap();
+            let values: Vec<f64> = serde_json::from_value(tensor["values"].clone()).unwrap();
+            assert_eq!(ckpt.shape(name).unwrap(), shape.as_slice(), "{name}");
+            if tensor["dtype"] == "int64" {
+                let err = ckpt.take_any(name).unwrap_err().to_string();
+                assert!(err.contains("holds I64"), "{err}");
+                ckpt.skip(name);
+                continue;
+            }
+            let got = ckpt.take(name, &shape).unwrap();
+            let want: Vec<f32> = values.iter().map(|v| *v as f32).collect();
+            assert_eq!(got, want, "{name}");
+        }
+        ckpt.finish().unwrap();
+    }
+
+    /// Truncations and single-byte corruptions of a real file are errors or (where the byte
+    /// does not matter) the same load — never a panic.
+    #[test]
+    fn truncated_and_corrupted_files_never_panic() {
+        let bytes = fixture();
+        for len in 0..bytes.len() {
+            let err = read("t.bin", bytes[..len].to_vec()).err().unwrap();
+            assert!(err.to_string().starts_with("t.bin: "), "{err}");
+        }
+        for at in 0..bytes.len() {
+            let mut corrupt = bytes.clone();
+            corrupt[at] ^= 0xff;
+            if let Ok(mut ckpt) = read("c.bin", corrupt) {
+                let names: Vec<String> = ckpt.names().map(str::to_string).collect();
+                for name in names {
+                    let _ = ckpt.take_any(&name);
+                }
+            }
+        }
+    }
+
+    fn find(bytes: &[u8], signature: u32) -> usize {
+        bytes
+            .windows(4)
+            .rposition(|w| w == signature.to_le_bytes())
+            .unwrap()
+    }
+
+    /// torch.save always writes the zip64 end record too; an archive whose plain end record
+    /// is saturated (as over 4 GiB) is read through it.
+    #[test]
+    fn reads_through_the_zip64_end_record() {
+        let mut bytes = fixture();
+        let eocd = find(&bytes, EOCD);
+        bytes[eocd + 10..eocd + 12].copy_from_slice(&[0xff; 2]);
+        bytes[eocd + 16..eocd + 20].copy_from_slice(&[0xff; 4]);
+        let ckpt = read("z.bin", bytes.clone()).unwrap();
+        assert_eq!(ckpt.names().count(), 10);
+        let locator = find(&bytes, EOCD64_LOCATOR);
+        bytes[locator] = b'X';
+        let err = read("z.bin", bytes).err().unwrap().to_string();
+        assert!(err.contains("zip64 end record locator is missing"), "{err}");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_read_by_name() {
+        let mut compressed = fixture();
+        let first_entry = compressed
+            .windows(4)
+            .position(|w| w == CENTRAL_HEADER.to_le_bytes())
+            .unwrap();
+        compressed[first_entry + 10] = 8; // deflate
+        let err = read("m.bin", compressed).err().unwrap().to_string();
+        assert!(err.contains("compressed (zip method 8)"), "{err}");
+        let err = |bytes: Vec<u8>| read("m.bin", bytes).err().unwrap().to_string();
+        let mut legacy = vec![0x80, 0x02];
+        legacy.extend_from_slice(&LEGACY_MAGIC);
+        assert!(err(legacy).contains("legacy (pre-1.6) format"));
+        assert!(err(b"{\"not\": \"zip\"}".to_vec()).contains("not a PyTorch checkpoint"));
+        // A pickle calling something other than torch's tensor rebuilders.
+        let mut unpickler = Unpickler::new(b"\x80\x02cos\nsystem\nq\x00.");
+        assert!(unpickler.run().unwrap_err().contains("uses os.system"));
+        unpickler = Unpickler::new(b"\x80\x02}q\x00(K\x01K\x02u\x28.");
+        let message = unpickler.run().unwrap_err();
+        assert!(
+            message.contains("corrupt") || message.contains("truncated"),
+            "{message}"
+        );
+        unpickler = Unpickler::new(b"\x80\x02S'x'\n.");
+        assert!(unpickler.run().unwrap_err().contains("opcode 0x53"));
+    }
+}

@@ -1,0 +1,230 @@
+//! Tokenizers that give the same token ids as the Hugging Face tokenizers of the supported DNA
+//! models, called as the GENEB reference extractors call them: `tokenizer(seq, truncation=True,
+//! max_length=M)`, i.e. with the special tokens the tokenizer adds by default, and truncation that
+//! shortens the sequence's tokens and keeps the special tokens.
+//!
+//! Four kinds, chosen from the tokenizer files and `config.json`:
+//! - characters (HyenaDNA's `CharacterTokenizer`, Caduceus's `CaduceusTokenizer`, which
+//!   upper-cases first): one token per character, `[SEP]` appended;
+//! - longest match over `vocab.txt` (Nucleotide Transformer's `EsmTokenizer`): 6-mers (or
+//!   3-mers) left to right, single nucleotides where no k-mer fits, `<cls>` prepended;
+//! - WordPiece over `vocab.txt` (BERT: SpliceBERT, DNABERT), fed as these models are fed:
+//!   single nucleotides or overlapping k-mers separated by spaces;
+//! - a `tokenizer.json` pipeline (DNABERT-2, GROVER): normalizer, pre-tokenizer, BPE or
+//!   WordPiece model and post-processor, implementing the components those files use and
+//!   refusing others by name.
+//!
+//! The ids are exact for ASCII input (geneb's sequence readers admit nothing else); text
+//! normalisations that only change non-ASCII characters (Unicode NFD accent stripping, Unicode
+//! punctuation) are not implemented. Nor is the splitting-out of special-token names written
+//! in the text itself (`[SEP]` inside a sequence), which DNA never contains.
+
+mod bpe;
+mod chars;
+mod kmer;
+mod pipeline;
+
+use crate::hf::ModelFiles;
+use crate::{Error, Result};
+use serde_json::Value;
+
+pub struct Tokenizer {
+    kind: Kind,
+    /// The special-token ids the HF tokenizer puts before and after every sequence.
+    prefix: Vec<u32>,
+    suffix: Vec<u32>,
+    pad_id: u32,
+    vocab_size: usize,
+    model_max_length: Option<usize>,
+    description: String,
+}
+
+enum Kind {
+    Chars(chars::Chars),
+    LongestMatch(kmer::LongestMatch),
+    Pipeline(pipeline::Pipeline),
+}
+
+impl Tokenizer {
+    /// The model's tokenizer, detected from its files (`tokenizer.json`, `vocab.txt`,
+    /// `tokenizer_config.json`, `special_tokens_map.json`) and `config.json`.
+    pub fn from_files(files: &ModelFiles, config: &Value) -> Result<Tokenizer> {
+        let settings = Settings::read(files)?;
+        let model_type = config["model_type"].as_str().unwrap_or("");
+        let class = settings.tokenizer_class().unwrap_or("");
+        let model_max_length = settings.model_max_length();
+        let mut tokenizer = if class.starts_with("Caduceus") || model_type == "caduceus" {
+            chars::character_tokenizer(&settings, true)
+        } else if matches!(class, "CharacterTokenizer" | "HyenaDNATokenizer")
+            || model_type == "hyenadna"
+        {
+            chars::character_tokenizer(&settings, false)
+        } else if class == "EsmTokenizer" || (model_type == "esm" && files.contains("vocab.txt")) {
+            kmer::esm_tokenizer(files, &settings)?
+        } else if files.contains("tokenizer.json") {
+            pipeline::from_tokenizer_json(files, &settings)?
+        } else if files.contains("vocab.txt") {
+            pipeline::bert_from_vocab(files, &settings)?
+        } else {
+            return Err(Error::in_file(
+                &files.name,
+                format!(
+                    "no tokenizer geneb knows (tokenizer class '{class}', model type \
+                     '{model_type}'): supported are HyenaDNA and Caduceus character tokenizers, \
+                     EsmTokenizer (vocab.txt), BERT WordPiece (vocab.txt) and tokenizer.json \
+                     (BPE or WordPiece)"
+                ),
+            ));
+        };
+        tokenizer.model_max_length = model_max_length;
+        Ok(tokenizer)
+    }
+
+    /// The ids for one sequence, special tokens included. With `max_length`, the sequence's own
+    /// tokens are cut so that the whole, special tokens kept, is at most that long.
+    pub fn encode(&self, sequence: &str, max_length: Option<usize>) -> Vec<u32> {
+        let mut tokens = match &self.kind {
+            Kind::Chars(chars) => chars.tokens(sequence),
+            Kind::LongestMatch(kmers) => kmers.tokens(sequence),
+            Kind::Pipeline(pipeline) => pipeline.tokens(sequence),
+        };
+        if let Some(max) = max_length {
+            tokens.truncate(max.saturating_sub(self.prefix.len() + self.suffix.len()));
+        }
+        let mut ids = Vec::with_capacity(self.prefix.len() + tokens.len() + self.suffix.len());
+        ids.extend_from_slice(&self.prefix);
+        ids.extend(tokens);
+        ids.extend_from_slice(&self.suffix);
+        ids
+    }
+
+    pub fn pad_id(&self) -> u32 {
+        self.pad_id
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+
+    /// `model_max_length` from `tokenizer_config.json`, where it sets a real limit.
+    pub fn model_max_length(&self) -> Option<usize> {
+        self.model_max_length
+    }
+
+    /// What the tokenizer is, for the user: e.g. "BPE (tokenizer.json), 4096 tokens".
+    pub fn describe(&self) -> String {
+        format!("{}, {} tokens", self.description, self.vocab_size)
+    }
+}
+
+/// `tokenizer_config.json` and `special_tokens_map.json`, either of which may be absent.
+struct Settings {
+    /// The model as the user named it, for messages.
+    model: String,
+    tokenizer_config: Value,
+    special_tokens_map: Value,
+}
+
+/// A special token as the configuration sets it.
+enum TokenSetting {
+    Absent,
+    /// Explicitly `null`: the tokenizer has none (NT-v2's eos token).
+    Disabled,
+    Named(String),
+}
+
+impl Settings {
+    fn read(files: &ModelFiles) -> Result<Settings> {
+        let json = |file: &str| -> Result<Value> {
+            match files.get(file) {
+                None => Ok(Value::Null),
+                Some(bytes) => serde_json::from_slice(bytes).map_err(|e| {
+                    Error::in_file(
+                        format!("{}/{file}", files.name),
+                        format!("not valid JSON ({e})"),
+                    )
+                }),
+            }
+        };
+        Ok(Settings {
+            model: files.name.clone(),
+            tokenizer_config: json("tokenizer_config.json")?,
+            special_tokens_map: json("special_tokens_map.json")?,
+        })
+    }
+
+    fn tokenizer_class(&self) -> Option<&str> {
+        self.tokenizer_config["tokenizer_class"].as_str()
+    }
+
+    fn model_max_length(&self) -> Option<usize> {
+        // Without a limit, transformers writes a huge float (1e30), which as_u64 rejects.
+        self.tokenizer_config["model_max_length"]
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+    }
+
+    /// `tokenizer_config.json` wins over `special_tokens_map.json`; a token is a string or an
+    /// AddedToken object with `content`.
+    fn token(&self, key: &str) -> TokenSetting {
+        for source in [&self.tokenizer_config, &self.special_tokens_map] {
+            match source.get(key) {
+                None => continue,
+                Some(Value::Null) => return TokenSetting::Disabled,
+                Some(Value::String(s)) => return TokenSetting::Named(s.clone()),
+                Some(other) => {
+                    if let Some(s) = other["content"].as_str() {
+                        return TokenSetting::Named(s.to_string());
+                    }
+                }
+            }
+        }
+        TokenSetting::Absent
+    }
+
+    /// The token's name, or `default` where the configuration does not set it.
+    fn token_or(&self, key: &str, default: &str) -> Option<String> {
+        match self.token(key) {
+            TokenSetting::Absent => Some(default.to_string()),
+            TokenSetting::Disabled => None,
+            TokenSetting::Named(name) => Some(name),
+        }
+    }
+
+    fn bool_or(&self, key: &str, default: bool) -> bool {
+        self.tokenizer_config[key].as_bool().unwrap_or(default)
+    }
+
+    fn error(&self, file: &str, message: impl Into<String>) -> Error {
+        Error::in_file(format!("{}/{file}", self.model), message)
+    }
+}
+
+/// `vocab.txt`: one token per line, its id the line number (a repeated token keeps the last).
+fn read_vocab_txt(files: &ModelFiles) -> Result<Vec<String>> {
+    let bytes = files
+        .get("vocab.txt")
+        .ok_or_else(|| Error::in_file(&files.name, "vocab.txt is missing"))?;
+    let text = std::str::from_utf8(bytes).map_err(|_| {
+        Error::in_file(
+            format!("{}/vocab.txt", files.name),
+            "not UTF-8 text: is it the model's vocab.txt?",
+        )
+    })?;
+    Ok(text.lines().map(|line| line.trim().to_string()).collect())
+}
+
+fn lookup(
+    vocab: &std::collections::HashMap<String, u32>,
+    settings: &Settings,
+    file: &str,
+    what: &str,
+    token: &str,
+) -> Result<u32> {
+    vocab.get(token).copied().ok_or_else(|| {
+        settings.error(
+            file,
+            format!("the {what} token '{token}' is not in the vocabulary"),
+        )
+    })
+}

@@ -1,0 +1,513 @@
+//! The `tokenizers` pipeline — normalizer, pre-tokenizer, model (BPE or WordPiece), post-processor
+//! — read from a `tokenizer.json` (DNABERT-2, GROVER), or built for a BERT `vocab.txt` the way
+//! transformers' `BertTokenizer` builds it (SpliceBERT, DNABERT). Only the components DNA
+//! tokenizers use are implemented; any other is refused by name.
+
+use super::bpe::Bpe;
+use super::{Kind, Settings, TokenSetting, Tokenizer, lookup, read_vocab_txt};
+use crate::Result;
+use crate::hf::ModelFiles;
+use serde_json::Value;
+use std::collections::HashMap;
+
+pub(super) struct Pipeline {
+    input: InputFormat,
+    normalizers: Vec<Normalizer>,
+    pre_tokenizers: Vec<PreTokenizer>,
+    model: Model,
+}
+
+/// How a BERT model over `vocab.txt` is fed a sequence: its vocabulary says whether it reads
+/// single nucleotides (SpliceBERT) or overlapping k-mers (DNABERT), as words separated by spaces.
+#[derive(Clone, Copy, PartialEq)]
+enum InputFormat {
+    AsIs,
+    Kmers(usize),
+}
+
+enum Normalizer {
+    /// `clean_text` drops control characters and makes whitespace a space; CJK ideographs get
+    /// spaces around them. Accent stripping changes only non-ASCII text (see the module doc).
+    Bert {
+        clean_text: bool,
+        chinese_chars: bool,
+        lowercase: bool,
+    },
+    Lowercase,
+}
+
+enum PreTokenizer {
+    /// `\w+|[^\w\s]+`
+    Whitespace,
+    WhitespaceSplit,
+    /// Splits on whitespace and makes each punctuation character a word.
+    Bert,
+}
+
+enum Model {
+    WordPiece(WordPiece),
+    Bpe(Bpe),
+}
+
+struct WordPiece {
+    vocab: HashMap<String, u32>,
+    unk: u32,
+    continuing_subword_prefix: String,
+    max_input_chars_per_word: usize,
+}
+
+impl Pipeline {
+    pub(super) fn tokens(&self, sequence: &str) -> Vec<u32> {
+        let mut text = match self.input {
+            InputFormat::AsIs => sequence.to_string(),
+            InputFormat::Kmers(k) => spaced_kmers(sequence, k),
+        };
+        for normalizer in &self.normalizers {
+            text = normalizer.apply(&text);
+        }
+        let mut words = vec![text];
+        for pre_tokenizer in &self.pre_tokenizers {
+            words = words.iter().flat_map(|w| pre_tokenizer.split(w)).collect();
+        }
+        let mut ids = Vec::new();
+        for word in &words {
+            match &self.model {
+                Model::WordPiece(model) => model.tokenize_word(word, &mut ids),
+                Model::Bpe(model) => model.tokenize_word(word, &mut ids),
+            }
+        }
+        ids
+    }
+}
+
+/// Overlapping k-mers joined by spaces, as DNABERT's `seq2kmer` writes them (k = 1: the
+/// characters spaced, as SpliceBERT is fed); a sequence shorter than k has none.
+fn spaced_kmers(sequence: &str, k: usize) -> String {
+    let chars: Vec<char> = sequence.chars().collect();
+    chars
+        .windows(k)
+        .map(|w| w.iter().collect::<String>())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn is_chinese_char(c: char) -> bool {
+    matches!(c as u32,
+        0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x2A700..=0x2B73F
+        | 0x2B740..=0x2B81F | 0x2B820..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
+}
+
+impl Normalizer {
+    fn apply(&self, text: &str) -> String {
+        match self {
+            Normalizer::Lowercase => text.to_lowercase(),
+            Normalizer::Bert {
+                clean_text,
+                chinese_chars,
+                lowercase,
+            } => {
+                let mut out = String::with_capacity(text.len());
+                for c in text.chars() {
+                    if *clean_text {
+                        if c == '\0' || c == '\u{fffd}' || (c.is_control() && !"\t\n\r".contains(c))
+                        {
+                            continue;
+                        }
+                        if c.is_whitespace() {
+                            out.push(' ');
+                            continue;
+                        }
+                    }
+                    if *chinese_chars && is_chinese_char(c) {
+                        out.extend([' ', c, ' ']);
+                    } else {
+                        out.push(c);
+                    }
+                }
+                if *lowercase { out.to_lowercase() } else { out }
+            }
+        }
+    }
+}
+
+impl PreTokenizer {
+    fn split(&self, text: &str) -> Vec<String> {
+        match self {
+            PreTokenizer::WhitespaceSplit => text.split_whitespace().map(String::from).collect(),
+            PreTokenizer::Whitespace => {
+                // Runs of word characters, runs of other non-space characters.
+                let is_word = |c: char| c.is_alphanumeric() || c == '_';
+                let mut words: Vec<String> = Vec::new();
+                let mut current_is_word = None;
+                for c in text.chars() {
+                    if c.is_whitespace() {
+                        current_is_word = None;
+                        continue;
+                    }
+                    let word_char = is_word(c);
+                    match words.last_mut() {
+                        Some(last) if current_is_word == Some(word_char) => last.push(c),
+                        _ => words.push(c.to_string()),
+                    }
+                    current_is_word = Some(word_char);
+                }
+                words
+            }
+            PreTokenizer::Bert => {
+                let mut words = Vec::new();
+                for chunk in text.split_whitespace() {
+                    let mut word = String::new();
+                    for c in chunk.chars() {
+                        if c.is_ascii_punctuation() {
+                            if !word.is_empty() {
+                                words.push(std::mem::take(&mut word));
+                            }
+                            words.push(c.to_string());
+                        } else {
+                            word.push(c);
+                        }
+                    }
+                    if !word.is_empty() {
+                        words.push(word);
+                    }
+                }
+                words
+            }
+        }
+    }
+}
+
+impl WordPiece {
+    /// Greedy longest-match-first: the longest vocabulary prefix, then the longest
+    /// `##`-continuation, and so on; a word that cannot be covered is one `[UNK]`.
+    fn tokenize_word(&self, word: &str, out: &mut Vec<u32>) {
+        let chars: Vec<char> = word.chars().collect();
+        if chars.len() > self.max_input_chars_per_word {
+            out.push(self.unk);
+            return;
+        }
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        let mut candidate = String::new();
+        while start < chars.len() {
+            let found = (start + 1..=chars.len()).rev().find_map(|end| {
+                candidate.clear();
+                if start > 0 {
+                    candidate.push_str(&self.continuing_subword_prefix);
+                }
+                candidate.extend(&chars[start..end]);
+                self.vocab.get(&candidate).map(|&id| (id, end))
+            });
+            let Some((id, end)) = found else {
+                out.push(self.unk);
+                return;
+            };
+            pieces.push(id);
+            start = end;
+        }
+        out.extend(pieces);
+    }
+}
+
+/// transformers' `BertTokenizer` over `vocab.txt`: BertNormalizer (lower-casing unless
+/// `do_lower_case` is false), BertPreTokenizer, WordPiece with `##`, then [CLS] … [SEP].
+pub(super) fn bert_from_vocab(files: &ModelFiles, settings: &Settings) -> Result<Tokenizer> {
+    const FILE: &str = "vocab.txt";
+    let tokens = read_vocab_txt(files)?;
+    let vocab: HashMap<String, u32> = tokens
+        .iter()
+        .enumerate()
+        .map(|(id, token)| (token.clone(), id as u32))
+        .collect();
+    let special = |key: &str, default: &str| -> Result<u32> {
+        let name = settings.token_or(key, default).unwrap_or(default.into());
+        lookup(&vocab, settings, FILE, key, &name)
+    };
+    let (cls, sep, unk, pad) = (
+        special("cls_token", "[CLS]")?,
+        special("sep_token", "[SEP]")?,
+        special("unk_token", "[UNK]")?,
+        special("pad_token", "[PAD]")?,
+    );
+    let (input, description) = input_format(tokens.iter().map(String::as_str));
+    let vocab_size = tokens.len();
+    Ok(Tokenizer {
+        kind: Kind::Pipeline(Pipeline {
+            input,
+            normalizers: vec![Normalizer::Bert {
+                clean_text: true,
+                chinese_chars: settings.bool_or("tokenize_chinese_chars", true),
+                lowercase: settings.bool_or("do_lower_case", true),
+            }],
+            pre_tokenizers: vec![PreTokenizer::Bert],
+            model: Model::WordPiece(WordPiece {
+                vocab,
+                unk,
+                continuing_subword_prefix: "##".into(),
+                max_input_chars_per_word: 100,
+            }),
+        }),
+        prefix: vec![cls],
+        suffix: vec![sep],
+        pad_id: pad,
+        vocab_size,
+        model_max_length: None,
+        description: format!("WordPiece (vocab.txt{description})"),
+    })
+}
+
+/// How a WordPiece model over nucleotide words is fed, from its vocabulary: if every entry
+/// that is not a bracketed special token has one length k, the model reads overlapping k-mers
+/// (k = 1: single nucleotides); otherwise the sequence goes in as it is. Also gives the
+/// description's detail.
+fn input_format<'t>(tokens: impl Iterator<Item = &'t str>) -> (InputFormat, String) {
+    let mut lengths = tokens
+        .filter(|t| !t.is_empty() && !is_bracketed(t))
+        .map(|t| t.chars().count());
+    let k = lengths.next().filter(|&k| lengths.all(|n| n == k));
+    match k {
+        Some(1) => (InputFormat::Kmers(1), ", single nucleotides".to_string()),
+        Some(k) => (InputFormat::Kmers(k), format!(", overlapping {k}-mers")),
+        None => (InputFormat::AsIs, String::new()),
+    }
+}
+
+/// `[CLS]`, `[UNK]`, …: BERT vocabularies' special tokens.
+fn is_bracketed(token: &str) -> bool {
+    token.starts_with('[') && token.ends_with(']')
+}
+
+/// A `tokenizer.json` as the `tokenizers` library writes it.
+pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Result<Tokenizer> {
+    const FILE: &str = "tokenizer.json";
+    let bad = |message: String| settings.error(FILE, message);
+    let json: Value = serde_json::from_slice(files.get(FILE).expect("checked by the caller"))
+        .map_err(|e| bad(format!("not valid JSON ({e})")))?;
+    let model_json = &json["model"];
+    let model_type = model_json["type"].as_str().unwrap_or("(none)");
+    let vocab: HashMap<String, u32> = serde_json::from_value(model_json["vocab"].clone())
+        .map_err(|e| bad(format!("model.vocab is not a token → id map ({e})")))?;
+    let mut token_ids = vocab.clone();
+    for added in json["added_tokens"].as_array().into_iter().flatten() {
+        let (Some(content), Some(id)) = (added["content"].as_str(), added["id"].as_u64()) else {
+            return Err(bad("an added token lacks its content or id".into()));
+        };
+        if added["special"] != Value::Bool(true) {
+            return Err(bad(format!(
+                "added token '{content}' is not a special token; geneb does not split \
+                 sequences on added tokens"
+            )));
+        }
+        token_ids.insert(content.to_string(), id as u32);
+    }
+    let mut input = (InputFormat::AsIs, String::new());
+    let model = match model_type {
+        "BPE" => Model::Bpe(bpe_model(model_json, vocab, &bad)?),
+        "WordPiece" => {
+            let unk_name = model_json["unk_token"].as_str().unwrap_or("[UNK]");
+            let unk = *vocab
+                .get(unk_name)
+                .ok_or_else(|| bad(format!("the unk token '{unk_name}' is not in model.vocab")))?;
+            input = input_format(vocab.keys().map(String::as_str));
+            Model::WordPiece(WordPiece {
+                vocab,
+                unk,
+                continuing_subword_prefix: model_json["continuing_subword_prefix"]
+                    .as_str()
+                    .unwrap_or("##")
+                    .to_string(),
+                max_input_chars_per_word: model_json["max_input_chars_per_word"]
+                    .as_u64()
+                    .unwrap_or(100) as usize,
+            })
+        }
+        other => {
+            return Err(bad(format!(
+                "model type {other} is not supported (geneb reads BPE and WordPiece)"
+            )));
+        }
+    };
+    let normalizers = parse_normalizer(&json["normalizer"], &bad)?;
+    let pre_tokenizers = parse_pre_tokenizer(&json["pre_tokenizer"], &bad)?;
+    let (prefix, suffix) = parse_post_processor(&json["post_processor"], &bad)?;
+    let pad_name = match settings.token("pad_token") {
+        TokenSetting::Named(name) => name,
+        _ => json["padding"]["pad_token"]
+            .as_str()
+            .unwrap_or("[PAD]")
+            .to_string(),
+    };
+    let pad_id = lookup(&token_ids, settings, FILE, "pad_token", &pad_name)?;
+    let vocab_size = token_ids.values().max().map_or(0, |&id| id as usize + 1);
+    Ok(Tokenizer {
+        kind: Kind::Pipeline(Pipeline {
+            input: input.0,
+            normalizers,
+            pre_tokenizers,
+            model,
+        }),
+        prefix,
+        suffix,
+        pad_id,
+        vocab_size,
+        model_max_length: None,
+        description: format!("{model_type} (tokenizer.json{})", input.1),
+    })
+}
+
+fn bpe_model(model: &Value, vocab: HashMap<String, u32>, bad: Bad) -> Result<Bpe> {
+    if model["byte_fallback"] == Value::Bool(true) {
+        return Err(bad("BPE with byte_fallback is not supported".into()));
+    }
+    if model["dropout"].as_f64().is_some_and(|p| p > 0.0) {
+        return Err(bad(
+            "BPE dropout makes tokens random; geneb needs a deterministic tokenizer".into(),
+        ));
+    }
+    let text = |key: &str| model[key].as_str().map(String::from);
+    let continuing_subword_prefix = text("continuing_subword_prefix");
+    let unk = match model["unk_token"].as_str() {
+        None => None,
+        Some(name) => Some(
+            *vocab
+                .get(name)
+                .ok_or_else(|| bad(format!("the unk token '{name}' is not in model.vocab")))?,
+        ),
+    };
+    let mut merges = HashMap::new();
+    for (rank, merge) in model["merges"].as_array().into_iter().flatten().enumerate() {
+        // Written as "a b" by older versions of the library, as ["a", "b"] by newer ones.
+        let pair = match merge {
+            Value::String(s) => s.split_once(' '),
+            Value::Array(pair) => match pair.as_slice() {
+                [Value::String(a), Value::String(b)] => Some((a.as_str(), b.as_str())),
+                _ => None,
+            },
+            _ => None,
+        };
+        let (a, b) = pair.ok_or_else(|| bad(format!("merge {rank} is malformed: {merge}")))?;
+        let id = |token: &str| {
+            vocab.get(token).copied().ok_or_else(|| {
+                bad(format!(
+                    "merge {rank} uses '{token}', which is not in model.vocab"
+                ))
+            })
+        };
+        let right = continuing_subword_prefix
+            .as_deref()
+            .and_then(|p| b.strip_prefix(p))
+            .unwrap_or(b);
+        let pair = (id(a)?, id(b)?);
+        merges.insert(pair, (rank as u32, id(&format!("{a}{right}"))?));
+    }
+    Ok(Bpe {
+        merges,
+        unk,
+        continuing_subword_prefix,
+        end_of_word_suffix: text("end_of_word_suffix"),
+        fuse_unk: model["fuse_unk"] == Value::Bool(true),
+        ignore_merges: model["ignore_merges"] == Value::Bool(true),
+        vocab,
+    })
+}
+
+type Bad<'a> = &'a dyn Fn(String) -> crate::Error;
+
+/// A `Sequence` component: its parts in order, each parsed by `parse`.
+fn flatten<T>(parts: &Value, bad: Bad, parse: fn(&Value, Bad) -> Result<Vec<T>>) -> Result<Vec<T>> {
+    let mut all = Vec::new();
+    for part in parts.as_array().into_iter().flatten() {
+        all.extend(parse(part, bad)?);
+    }
+    Ok(all)
+}
+
+fn parse_normalizer(json: &Value, bad: Bad) -> Result<Vec<Normalizer>> {
+    let flag = |key: &str, default: bool| json[key].as_bool().unwrap_or(default);
+    Ok(match json["type"].as_str() {
+        None if json.is_null() => Vec::new(),
+        Some("Sequence") => flatten(&json["normalizers"], bad, parse_normalizer)?,
+        Some("BertNormalizer") => vec![Normalizer::Bert {
+            clean_text: flag("clean_text", true),
+            chinese_chars: flag("handle_chinese_chars", true),
+            lowercase: flag("lowercase", true),
+        }],
+        Some("Lowercase") => vec![Normalizer::Lowercase],
+        // Unicode normal forms leave ASCII text unchanged.
+        Some("NFC" | "NFD" | "NFKC" | "NFKD") => Vec::new(),
+        other => {
+            return Err(bad(format!(
+                "normalizer {} is not supported (geneb reads BertNormalizer, Lowercase, the \
+                 Unicode normal forms and Sequence)",
+                other.unwrap_or("without a type")
+            )));
+        }
+    })
+}
+
+fn parse_pre_tokenizer(json: &Value, bad: Bad) -> Result<Vec<PreTokenizer>> {
+    Ok(match json["type"].as_str() {
+        None if json.is_null() => Vec::new(),
+        Some("Sequence") => flatten(&json["pretokenizers"], bad, parse_pre_tokenizer)?,
+        Some("Whitespace") => vec![PreTokenizer::Whitespace],
+        Some("WhitespaceSplit") => vec![PreTokenizer::WhitespaceSplit],
+        Some("BertPreTokenizer") => vec![PreTokenizer::Bert],
+        other => {
+            return Err(bad(format!(
+                "pre-tokenizer {} is not supported (geneb reads Whitespace, WhitespaceSplit, \
+                 BertPreTokenizer and Sequence)",
+                other.unwrap_or("without a type")
+            )));
+        }
+    })
+}
+
+/// The special-token ids before and after a single sequence.
+fn parse_post_processor(json: &Value, bad: Bad) -> Result<(Vec<u32>, Vec<u32>)> {
+    let pair_id = |key: &str| {
+        json[key][1]
+            .as_u64()
+            .map(|id| id as u32)
+            .ok_or_else(|| bad(format!("post_processor.{key} is not a [token, id] pair")))
+    };
+    match json["type"].as_str() {
+        None if json.is_null() => Ok((Vec::new(), Vec::new())),
+        Some("BertProcessing" | "RobertaProcessing") => {
+            Ok((vec![pair_id("cls")?], vec![pair_id("sep")?]))
+        }
+        Some("TemplateProcessing") => {
+            let (mut prefix, mut suffix) = (Vec::new(), Vec::new());
+            let mut seen_sequence = false;
+            for piece in json["single"].as_array().into_iter().flatten() {
+                if piece["Sequence"]["id"] == "A" && !seen_sequence {
+                    seen_sequence = true;
+                } else if let Some(name) = piece["SpecialToken"]["id"].as_str() {
+                    let ids: Vec<u32> =
+                        serde_json::from_value(json["special_tokens"][name]["ids"].clone())
+                            .map_err(|_| {
+                                bad(format!("post_processor: special token {name} has no ids"))
+                            })?;
+                    if seen_sequence {
+                        &mut suffix
+                    } else {
+                        &mut prefix
+                    }
+                    .extend(ids);
+                } else {
+                    return Err(bad(format!(
+                        "post_processor: template piece {piece} is not supported"
+                    )));
+                }
+            }
+            if !seen_sequence {
+                return Err(bad("post_processor: the single template has no $A".into()));
+            }
+            Ok((prefix, suffix))
+        }
+        other => Err(bad(format!(
+            "post-processor {} is not supported (geneb reads TemplateProcessing, BertProcessing \
+             and RobertaProcessing)",
+            other.unwrap_or("without a type")
+        ))),
+    }
+}

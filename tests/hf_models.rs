@@ -1,0 +1,301 @@
+//! The transformer architectures against independent PyTorch outputs: tiny random checkpoints
+//! in the genuine HF layout (`tests/oracle/make_transformer_fixtures.py`: transformers' BERT,
+//! transformers' ESM with NT-v2's SwiGLU, a DNABERT-2 module after MosaicBERT's code), run on
+//! the CPU backend and on wgpu (Mesa lavapipe in CI).
+#![cfg(feature = "burn")]
+
+use burn::tensor::{Int, Tensor, TensorData};
+use geneb::encoder::{BackendKind, Encoder, backend, bert::Bert, nt::NucleotideTransformer};
+use geneb::hf::{Checkpoint, safetensors};
+use serde::Deserialize;
+use std::path::PathBuf;
+
+#[derive(Deserialize)]
+struct Expected {
+    input_ids: Vec<Vec<i64>>,
+    attention_mask: Vec<Vec<i64>>,
+    pooled: Vec<Vec<f32>>,
+    last_hidden_state_first: Vec<Vec<f32>>,
+}
+
+fn fixture(name: &str) -> (serde_json::Value, Checkpoint, Expected) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/models")
+        .join(name);
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{name}/{f}: {e}"));
+    let config = serde_json::from_slice(&read("config.json")).unwrap();
+    let ckpt = safetensors::read("model.safetensors", read("model.safetensors")).unwrap();
+    let expected = serde_json::from_slice(&read("expected.json")).unwrap();
+    (config, ckpt, expected)
+}
+
+fn compute(kind: BackendKind) -> backend::Compute {
+    match kind {
+        BackendKind::Cpu => backend::cpu(),
+        BackendKind::Wgpu => pollster::block_on(backend::wgpu())
+            .unwrap_or_else(|e| panic!("{e} (install mesa-vulkan-drivers for lavapipe)")),
+    }
+}
+
+/// Runs `forward` on the fixture's ids and compares the final hidden states of the first
+/// sequence and every sequence's masked mean with PyTorch's.
+fn check(
+    name: &str,
+    kind: BackendKind,
+    forward: impl Fn(
+        &serde_json::Value,
+        &mut Checkpoint,
+        &burn::tensor::Device,
+        Tensor<2, Int>,
+        Tensor<2>,
+    ) -> Tensor<3>,
+) {
+    let (config, mut ckpt, expected) = fixture(name);
+    let device = compute(kind).device;
+    let (batch, tokens) = (expected.input_ids.len(), expected.input_ids[0].len());
+    let ids: Vec<i64> = expected.input_ids.concat();
+    let mask: Vec<f32> = expected
+        .attention_mask
+        .concat()
+        .iter()
+        .map(|&m| m as f32)
+        .collect();
+    let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [batch, tokens]), &device);
+    let mask_t = Tensor::<2>::from_data(TensorData::new(mask.clone(), [batch, tokens]), &device);
+    let hidden = forward(&config, &mut ckpt, &device, ids, mask_t);
+    ckpt.finish()
+        .expect("every tensor consumed or deliberately skipped");
+    let width = hidden.dims()[2];
+    let values: Vec<f32> = hidden.into_data().try_to_vec().unwrap();
+    let mut worst = 0f32;
+    for (t, row) in expected.last_hidden_state_first.iter().enumerate() {
+        for (d, want) in row.iter().enumerate() {
+            worst = worst.max((values[t * width + d] - want).abs());
+        }
+    }
+    for (b, want) in expected.pooled.iter().enumerate() {
+        let count: f32 = mask[b * tokens..(b + 1) * tokens].iter().sum();
+        for (d, want) in want.iter().enumerate() {
+            let sum: f32 = (0..tokens)
+                .map(|t| values[(b * tokens + t) * width + d] * mask[b * tokens + t])
+                .sum();
+            worst = worst.max((sum / count - want).abs());
+        }
+    }
+    assert!(
+        worst <= 1e-4,
+        "{name} on {kind:?}: max |geneb − PyTorch| = {worst}"
+    );
+    assert!(
+        worst > 0.0 || values.iter().any(|v| *v != 0.0),
+        "{name}: outputs are all zero"
+    );
+}
+
+fn bert(kind: BackendKind, name: &str) {
+    check(name, kind, |config, ckpt, device, ids, mask| {
+        Bert::load(config, ckpt, device).unwrap().forward(ids, mask)
+    });
+}
+
+fn nt(kind: BackendKind) {
+    check("nt_v2", kind, |config, ckpt, device, ids, mask| {
+        NucleotideTransformer::load(config, ckpt, device)
+            .unwrap()
+            .forward(ids, mask)
+    });
+}
+
+#[test]
+fn bert_matches_transformers_on_cpu_and_wgpu() {
+    bert(BackendKind::Cpu, "bert");
+    bert(BackendKind::Wgpu, "bert");
+}
+
+#[test]
+fn dnabert2_alibi_glu_matches_reference_on_cpu_and_wgpu() {
+    bert(BackendKind::Cpu, "dnabert2");
+    bert(BackendKind::Wgpu, "dnabert2");
+}
+
+#[test]
+fn nt_v2_matches_transformers_esm_with_swiglu_on_cpu_and_wgpu() {
+    nt(BackendKind::Cpu);
+    nt(BackendKind::Wgpu);
+}
+
+#[test]
+fn a_mismatched_checkpoint_is_refused_naming_the_tensor() {
+    let (config, mut ckpt, _) = fixture("bert");
+    let mut wrong = config.clone();
+    wrong["intermediate_size"] = serde_json::json!(65);
+    let err = Bert::load(&wrong, &mut ckpt, &backend::cpu().device)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("intermediate.dense.weight") && err.contains("[65, 32]"),
+        "{err}"
+    );
+    // An NT checkpoint loaded as BERT: no BERT embeddings, said plainly.
+    let (_, mut nt_ckpt, _) = fixture("nt_v2");
+    let err = Bert::load(&config, &mut nt_ckpt, &backend::cpu().device)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("no BERT embeddings"), "{err}");
+}
+
+#[derive(Deserialize)]
+struct Pipeline {
+    sequences: Vec<String>,
+    pooled: Vec<Vec<f32>>,
+}
+
+/// The whole chain from the model folder alone: the HF tokenizer files (truncation to
+/// model_max_length included), the weights, batching by length, masked-mean pooling.
+fn pipeline(name: &str, kind: BackendKind) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/models")
+        .join(name);
+    let expected: Pipeline =
+        serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
+    let spec = format!("hf:{}", dir.display());
+    let encoder = pollster::block_on(Encoder::from_spec(&spec, kind)).unwrap();
+    let sequences: Vec<String> = expected
+        .sequences
+        .iter()
+        .map(|s| geneb::seq::normalize_sequence(s).unwrap())
+        .collect();
+    let got = pollster::block_on(encoder.embed(&sequences)).unwrap();
+    assert_eq!(got.nrows(), expected.pooled.len());
+    let mut worst = 0f32;
+    for (row, want) in got.rows().into_iter().zip(&expected.pooled) {
+        for (a, b) in row.iter().zip(want) {
+            worst = worst.max((a - b).abs());
+        }
+    }
+    eprintln!("{name} pipeline on {kind:?}: max |geneb − PyTorch| = {worst:.2e}");
+    assert!(
+        worst <= 1e-4,
+        "{name} pipeline on {kind:?}: max |Δ| = {worst}"
+    );
+    let described = encoder.describe();
+    assert!(described.parameters.unwrap() > 0 && described.architecture.is_some());
+}
+
+#[test]
+fn model_folders_embed_like_the_reference_extractors() {
+    for name in ["bert", "dnabert2", "nt_v2"] {
+        pipeline(name, BackendKind::Cpu);
+    }
+    pipeline("nt_v2", BackendKind::Wgpu);
+}
+
+#[test]
+fn unsupported_models_and_missing_files_are_clear_errors() {
+    let tmp = std::env::temp_dir().join(format!("geneb-hf-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let spec = format!("hf:{}", tmp.display());
+    let err = |spec: &str| match pollster::block_on(Encoder::from_spec(spec, BackendKind::Cpu)) {
+        Ok(_) => panic!("{spec} loaded"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err(&spec).contains("no config.json"), "{}", err(&spec));
+    std::fs::write(tmp.join("config.json"), r#"{"model_type": "gpt2"}"#).unwrap();
+    std::fs::write(
+        tmp.join("vocab.txt"),
+        "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nA\nC\nG\nT\nN\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.join("tokenizer_config.json"),
+        r#"{"tokenizer_class": "BertTokenizer", "model_max_length": 16}"#,
+    )
+    .unwrap();
+    let message = err(&spec);
+    assert!(message.contains("no weights"), "{message}");
+    let weights = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/models/bert/model.safetensors"),
+    )
+    .unwrap();
+    std::fs::write(tmp.join("model.safetensors"), &weights).unwrap();
+    let message = err(&spec);
+    assert!(
+        message.contains("'gpt2' is not supported") && message.contains("DNABERT-2"),
+        "{message}"
+    );
+    std::fs::write(tmp.join("model.safetensors"), &weights[..weights.len() / 2]).unwrap();
+    std::fs::write(
+        tmp.join("config.json"),
+        std::fs::read(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/models/bert/config.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let message = err(&spec);
+    assert!(message.contains("truncated"), "{message}");
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+/// A rerun reuses the first run's embeddings (the progress says so) and gives the same result;
+/// a damaged cache entry is embedded again, never trusted.
+#[test]
+fn embedding_cache_is_reused_and_survives_damage() {
+    use geneb::eval::{self, EmbeddingStore, Progress};
+    use geneb::protocol::Regime;
+    let root = std::env::temp_dir().join(format!("geneb-cache-{}", std::process::id()));
+    let store = geneb::embedding_cache::FolderStore::new(root.clone());
+    let spec = format!(
+        "hf:{}/tests/fixtures/models/bert",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let encoder = pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu)).unwrap();
+    let tasks = geneb::seq::tasks_from_path(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv"),
+        None,
+    )
+    .unwrap();
+    let run = || {
+        let mut cached = Vec::new();
+        let mut progress = |p: Progress| cached.push(p.from_cache);
+        let store: &dyn EmbeddingStore = &store;
+        let sub = pollster::block_on(eval::evaluate(
+            &encoder,
+            &tasks,
+            &[Regime::Full],
+            Some(store),
+            &mut progress,
+        ))
+        .unwrap();
+        (sub.results, cached.contains(&true))
+    };
+    let (first, first_cached) = run();
+    let (second, second_cached) = run();
+    assert!(!first_cached && second_cached);
+    assert_eq!(first, second);
+    let entries: Vec<PathBuf> = walk(&root);
+    assert_eq!(entries.len(), 2, "train and test embeddings: {entries:?}");
+    std::fs::write(&entries[0], b"not an npy").unwrap();
+    let (third, _) = run();
+    assert_eq!(first, third);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}

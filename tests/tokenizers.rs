@@ -1,0 +1,304 @@
+//! The tokenizers against the Hugging Face tokenizers' ids (tests/oracle/make_tokenizer_fixtures.py):
+//! every corpus sequence untruncated, truncated to the model's maximum and to a short length,
+//! must give identical ids. Light: runs with `--no-default-features`.
+
+use geneb::hf::ModelFiles;
+use geneb::tokenize::Tokenizer;
+use serde_json::{Value, json};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tokenizers");
+
+fn model_files(name: &str) -> ModelFiles {
+    let mut files = ModelFiles::new(name);
+    for entry in std::fs::read_dir(format!("{FIXTURES}/{name}")).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_str().unwrap().to_string();
+        if file != "expected.json" {
+            files.insert(&file, std::fs::read(&path).unwrap());
+        }
+    }
+    files
+}
+
+fn json_file(path: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn tokenizer(name: &str) -> Tokenizer {
+    let files = model_files(name);
+    let config = files.config().unwrap();
+    Tokenizer::from_files(&files, &config).unwrap()
+}
+
+/// Compares every case of each fixture, each of which must exercise truncation.
+fn check_against_oracle(names: &[&str]) {
+    for name in names {
+        assert!(
+            cases_cut_by_truncation(name) > 0,
+            "{name}: no case exceeds the maximum"
+        );
+    }
+}
+
+/// Compares every case and returns how many were cut by truncation.
+fn cases_cut_by_truncation(name: &str) -> usize {
+    let corpus: Vec<String> =
+        serde_json::from_value(json_file(&format!("{FIXTURES}/corpus.json"))).unwrap();
+    let expected = json_file(&format!("{FIXTURES}/{name}/expected.json"));
+    let tokenizer = tokenizer(name);
+    let max = expected["model_max_length"].as_u64().unwrap() as usize;
+    let short = expected["short_max_length"].as_u64().unwrap() as usize;
+    assert_eq!(tokenizer.model_max_length(), Some(max), "{name}");
+    let cases = expected["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), corpus.len());
+    let mut truncated = 0;
+    for (sequence, case) in corpus.iter().zip(cases) {
+        let ids = |key: &str| -> Vec<u32> { serde_json::from_value(case[key].clone()).unwrap() };
+        let full = ids("full");
+        assert_eq!(tokenizer.encode(sequence, None), full, "{name}: {sequence}");
+        assert_eq!(
+            tokenizer.encode(sequence, Some(max)),
+            ids("max"),
+            "{name}: {sequence} (max {max})"
+        );
+        assert_eq!(
+            tokenizer.encode(sequence, Some(short)),
+            ids("short"),
+            "{name}: {sequence} (max {short})"
+        );
+        truncated += usize::from(full.len() > max);
+    }
+    truncated
+}
+
+#[test]
+fn character_tokenizers_match_hf() {
+    check_against_oracle(&["hyenadna", "caduceus"]);
+    // HyenaDNA keeps case (lowercase is [UNK] = 6), Caduceus upper-cases first.
+    assert_eq!(tokenizer("hyenadna").encode("aCn", None), vec![6, 8, 6, 1]);
+    assert_eq!(tokenizer("caduceus").encode("aCn", None), vec![7, 8, 11, 1]);
+}
+
+#[test]
+fn nucleotide_transformer_kmers_match_hf() {
+    check_against_oracle(&["nt6", "nt3"]);
+    // NT-v2 disables the eos token; EsmTokenizer's default appends <eos> (id 4).
+    let mut files = model_files("nt6");
+    files.insert(
+        "tokenizer_config.json",
+        br#"{"tokenizer_class": "EsmTokenizer"}"#.to_vec(),
+    );
+    let tokenizer = Tokenizer::from_files(&files, &json!({"model_type": "esm"})).unwrap();
+    assert_eq!(tokenizer.encode("AAAAAAT", Some(3)), vec![3, 6, 4]);
+    assert_eq!(tokenizer.encode("AAAAAAT", None), vec![3, 6, 4103, 4]);
+}
+
+#[test]
+fn bert_wordpiece_matches_hf() {
+    check_against_oracle(&["splicebert", "dnabert3", "dnabert6", "dnabert3-json"]);
+}
+
+#[test]
+fn bpe_tokenizer_json_matches_hf() {
+    check_against_oracle(&["dnabert2", "grover"]);
+}
+
+#[test]
+fn descriptions_sizes_and_padding() {
+    for (name, description, pad_id) in [
+        ("hyenadna", "characters (HyenaDNA), 12 tokens", 4),
+        (
+            "caduceus",
+            "characters, upper-cased (Caduceus), 12 tokens",
+            4,
+        ),
+        (
+            "nt6",
+            "6-mers, longest match first (EsmTokenizer, vocab.txt), 4107 tokens",
+            1,
+        ),
+        (
+            "nt3",
+            "3-mers, longest match first (EsmTokenizer, vocab.txt), 75 tokens",
+            1,
+        ),
+        (
+            "splicebert",
+            "WordPiece (vocab.txt, single nucleotides), 10 tokens",
+            0,
+        ),
+        (
+            "dnabert3",
+            "WordPiece (vocab.txt, overlapping 3-mers), 69 tokens",
+            0,
+        ),
+        (
+            "dnabert6",
+            "WordPiece (vocab.txt, overlapping 6-mers), 4101 tokens",
+            0,
+        ),
+        ("dnabert2", "BPE (tokenizer.json), 1024 tokens", 3),
+        ("grover", "BPE (tokenizer.json), 600 tokens", 3),
+    ] {
+        let tokenizer = tokenizer(name);
+        assert_eq!(tokenizer.describe(), description, "{name}");
+        assert_eq!(tokenizer.pad_id(), pad_id, "{name}");
+    }
+}
+
+/// Replaces one component of the dnabert2 fixture's tokenizer.json and returns the error.
+fn tokenizer_json_error(component: &str, value: Value) -> String {
+    let mut files = model_files("dnabert2");
+    let mut json: Value = serde_json::from_slice(files.get("tokenizer.json").unwrap()).unwrap();
+    let mut target = &mut json;
+    for key in component.split('.') {
+        target = &mut target[key];
+    }
+    *target = value;
+    files.insert("tokenizer.json", serde_json::to_vec(&json).unwrap());
+    let config = files.config().unwrap();
+    Tokenizer::from_files(&files, &config)
+        .err()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn unsupported_components_are_refused_by_name() {
+    let err = tokenizer_json_error("pre_tokenizer", json!({"type": "ByteLevel"}));
+    assert!(
+        err.starts_with("dnabert2/tokenizer.json: pre-tokenizer ByteLevel is not supported"),
+        "{err}"
+    );
+    let err = tokenizer_json_error("normalizer", json!({"type": "Replace"}));
+    assert!(err.contains("normalizer Replace is not supported"), "{err}");
+    let err = tokenizer_json_error("post_processor", json!({"type": "ByteLevel"}));
+    assert!(
+        err.contains("post-processor ByteLevel is not supported"),
+        "{err}"
+    );
+    let err = tokenizer_json_error("model.type", json!("Unigram"));
+    assert!(err.contains("model type Unigram is not supported"), "{err}");
+    let err = tokenizer_json_error("model.dropout", json!(0.1));
+    assert!(err.contains("dropout"), "{err}");
+    let err = tokenizer_json_error("model.merges", json!(["A Q"]));
+    assert!(err.contains("merge 0 uses 'Q'"), "{err}");
+    let err = tokenizer_json_error(
+        "added_tokens",
+        json!([{"id": 9, "content": "ACGT", "special": false}]),
+    );
+    assert!(
+        err.contains("added token 'ACGT' is not a special token"),
+        "{err}"
+    );
+
+    let mut files = ModelFiles::new("empty");
+    files.insert("config.json", br#"{"model_type": "llama"}"#.to_vec());
+    let err = Tokenizer::from_files(&files, &json!({"model_type": "llama"}))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.starts_with("empty: no tokenizer geneb knows") && err.contains("'llama'"),
+        "{err}"
+    );
+
+    let mut files = model_files("splicebert");
+    files.insert("vocab.txt", b"[PAD]\n[CLS]\n[SEP]\nA\n".to_vec());
+    let err = Tokenizer::from_files(&files, &json!({"model_type": "bert"}))
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        err,
+        "splicebert/vocab.txt: the unk_token token '[UNK]' is not in the vocabulary"
+    );
+    files.insert("tokenizer_config.json", b"{not json".to_vec());
+    let err = Tokenizer::from_files(&files, &json!({}))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.starts_with("splicebert/tokenizer_config.json: not valid JSON"),
+        "{err}"
+    );
+}
+
+/// A whole sequence is one BPE word: a long one must stay fast (the merge heap, not a rescan
+/// per merge).
+#[test]
+fn long_sequences_are_fast() {
+    let tokenizer = tokenizer("dnabert2");
+    let corpus: Vec<String> =
+        serde_json::from_value(json_file(&format!("{FIXTURES}/corpus.json"))).unwrap();
+    let long: String = corpus.concat().repeat(30);
+    let start = std::time::Instant::now();
+    let ids = tokenizer.encode(&long, None);
+    assert!(
+        ids.len() > long.len() / 10,
+        "{} ids for {} characters",
+        ids.len(),
+        long.len()
+    );
+    assert!(
+        start.elapsed().as_secs_f64() < 10.0,
+        "{:?} for {} characters",
+        start.elapsed(),
+        long.len()
+    );
+}
+
+/// Whatever text arrives (control characters, non-ASCII, special-token names), every tokenizer
+/// returns ids within its vocabulary with the special tokens in place, and never panics.
+#[test]
+fn any_text_gives_ids_in_the_vocabulary() {
+    let texts = [
+        "",
+        " ",
+        "\t\n",
+        "[CLS]",
+        "<cls>ACGT<eos>",
+        "ACGT ACGT",
+        "ACG\u{0}T\u{7f}",
+        "äöüßΩ漢字ACGT",
+        "A-C.G,T!",
+        "\u{fffd}\u{200b}",
+        "acgtACGTnNrRyY",
+        "##A",
+        "A\u{301}CGT",
+    ];
+    for name in [
+        "hyenadna",
+        "caduceus",
+        "nt6",
+        "nt3",
+        "splicebert",
+        "dnabert3",
+        "dnabert6",
+        "dnabert3-json",
+        "dnabert2",
+        "grover",
+    ] {
+        let tokenizer = tokenizer(name);
+        let bare = tokenizer.encode("", None);
+        for text in texts {
+            for max in [None, Some(0), Some(1), Some(3), Some(64)] {
+                let ids = tokenizer.encode(text, max);
+                assert!(
+                    ids.iter().all(|&id| (id as usize) < tokenizer.vocab_size()),
+                    "{name}: {text:?} {ids:?}"
+                );
+                assert!(
+                    ids.len() >= bare.len(),
+                    "{name}: {text:?} lost its special tokens"
+                );
+                if let Some(max) = max {
+                    assert!(
+                        ids.len() <= max.max(bare.len()),
+                        "{name}: {text:?} {ids:?} longer than {max}"
+                    );
+                }
+            }
+        }
+    }
+}
