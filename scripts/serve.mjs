@@ -138,9 +138,16 @@ async function handle(mounts, req, res) {
     return sendText(res, 404, 'not found');
   }
   if (!info.isFile()) return sendText(res, 404, 'not found');
-  const body = await readFile(file);
   const type = MIME[extname(file).toLowerCase()] ?? 'application/octet-stream';
-  res.writeHead(200, baseHeaders({ 'Content-Type': type, 'Content-Length': body.length }));
+  // A validator, so a reload (and the service worker's network-first fetch) costs a 304, not
+  // the 16 MB wasm again.
+  const etag = `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
+  if (req.headers['if-none-match']?.split(/\s*,\s*/).includes(etag)) {
+    res.writeHead(304, baseHeaders({ ETag: etag }));
+    return res.end();
+  }
+  const body = await readFile(file);
+  res.writeHead(200, baseHeaders({ 'Content-Type': type, 'Content-Length': body.length, ETag: etag }));
   res.end(req.method === 'HEAD' ? undefined : body);
 }
 

@@ -1,24 +1,13 @@
 // UI state of the geneb page. The WebAssembly core and the GPU check live in worker.js; this
 // file reads the user's files locally, sends their bytes to the worker, shows progress and the
-// per-category profile, and offers the result JSON as a download. Nothing leaves the tab.
+// per-category profile, and offers the result JSON as a download. Finished runs are saved in the
+// browser (library.js), and a service worker (sw.js) keeps the page usable offline. Nothing
+// leaves the tab.
 
-/** GENEB's 13 categories, in the published leaderboard order (PROTOCOL.md). */
-const CATEGORIES = [
-  'Histone Mod.', 'Promoters', 'Enhancers', 'DNA Methyl.', 'Splice Sites', 'lncRNA',
-  'Mouse Enh.', 'TF Binding', 'Species Clf.', 'Regulatory', 'Virus/Phage', 'Coding/NC',
-  'Chromatin Acc.',
-];
-
-const REGIME_LABELS = {
-  full: 'Full data',
-  '10shot': '10-shot',
-  '1shot': '1-shot',
-};
-const REGIME_NOTES = {
-  full: 'probe trained on all training examples',
-  '10shot': '10 examples per class; mean ± std over 5 seeds',
-  '1shot': '1 example per class; mean ± std over 5 seeds',
-};
+import { downloadText, formatBytes, h, messageOf, plural } from './dom.js';
+import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.js';
+import { CATEGORIES, renderProfile } from './profile-view.js';
+import { keepTaskFiles, keptTaskFiles } from './store.js';
 
 /** The baselines the demo runs. */
 const DEMO_MODELS = ['kmer:4', 'random-cnn'];
@@ -35,9 +24,6 @@ const DATA_FILE = new RegExp(`\\.(${DATA_EXTENSIONS.join('|')})(\\.gz)?$|^tasks\
 /** The file picker's hint (it cannot say ".csv.gz", so any .gz; the core names a wrong one). */
 const DATA_ACCEPT = [...DATA_EXTENSIONS.map((e) => `.${e}`), '.gz', '.json'].join(',');
 
-/** A full GENEB run: only its macro and micro compare with the published leaderboard. */
-const FULL_GENEB = { tasks: 100, categories: CATEGORIES.length };
-
 const $ = (sel) => document.querySelector(sel);
 const el = {
   status: $('#status'),
@@ -50,6 +36,7 @@ const el = {
   filesSummary: $('#files-summary'),
   fileList: $('#file-list'),
   clearFiles: $('#clear-files'),
+  keepFiles: $('#keep-files'),
   category: $('#category'),
   models: $('#model'),
   modelsLoading: $('#models-loading'),
@@ -60,6 +47,7 @@ const el = {
   runHint: $('#run-hint'),
   progressBar: $('#progress-bar'),
   progressText: $('#progress-text'),
+  progressLive: $('#progress-live'),
   notice: $('#notice'),
   error: $('#error'),
   download: $('#download'),
@@ -67,6 +55,8 @@ const el = {
   profile: $('#profile'),
   compute: $('#compute'),
   computeHint: $('#compute-hint'),
+  addDemoSuite: $('#add-demo-suite'),
+  offline: $('#offline'),
 };
 
 const state = {
@@ -82,45 +72,11 @@ const state = {
   epoch: 0, // bumped by cancel, so a run still reading its files knows it was cancelled
   pendingRun: null, // a run waiting for the (re)started worker to be ready
   result: null, // {submissions, profile, backend}
+  report: null, // {id, resolve, reject}: a comparison waiting for the worker
 };
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers
-
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v == null || v === false) continue;
-    if (k === 'class') node.className = v;
-    else if (k === 'text') node.textContent = v;
-    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children.flat()) {
-    if (c == null || c === false) continue;
-    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return node;
-}
-
-function formatBytes(n) {
-  if (n < 1024) return `${n} B`;
-  const units = ['KB', 'MB', 'GB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
-}
-
-function fmt(x) {
-  return typeof x === 'number' && Number.isFinite(x) ? x.toFixed(3) : '—';
-}
-
-function messageOf(err) {
-  if (err == null) return 'unknown error';
-  if (typeof err === 'string') return err;
-  return err.message || String(err);
-}
 
 /** The worker says "webgpu"; the core's result says "wgpu" (or names another GPU kind). */
 function isGpu(b) {
@@ -169,6 +125,7 @@ function setPhase(phase) {
   }[phase];
   el.status.dataset.phase = phase;
   document.body.dataset.phase = phase;
+  setLibraryBusy(phase !== 'ready');
   updateControls();
 }
 
@@ -181,12 +138,19 @@ function setProgress({ stage = '', model = '', task = '', done = 0, total = 0 } 
   }
   el.progressText.textContent = text
     ?? [stage, model, task, total > 0 ? `${done}/${total}` : ''].filter(Boolean).join(' · ');
+  // Screen readers hear each new stage and model, not every count.
+  announce(text ?? [stage, model].filter(Boolean).join(' · '));
 }
 
 function resetProgress(text) {
   el.progressBar.max = 1;
   el.progressBar.value = 0;
   el.progressText.textContent = text;
+  announce(text);
+}
+
+function announce(text) {
+  if (text && el.progressLive.textContent !== text) el.progressLive.textContent = text;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -297,9 +261,32 @@ function renderFiles() {
   }
   const n = state.files.length;
   const total = state.files.reduce((s, f) => s + f.file.size, 0);
-  el.filesSummary.textContent = n ? `${n} file${n === 1 ? '' : 's'} chosen (${formatBytes(total)}), read only in this tab.` : 'No files chosen.';
+  const where = el.keepFiles.checked ? 'kept in this browser' : 'read only in this tab';
+  el.filesSummary.textContent = n ? `${plural(n, 'file')} chosen (${formatBytes(total)}), ${where}.` : 'No files chosen.';
   el.clearFiles.hidden = n === 0;
+  if (el.keepFiles.checked) syncKeptFiles();
   updateControls();
+}
+
+/** Mirror the file list into the browser's storage while "keep" is on. */
+function syncKeptFiles() {
+  keepTaskFiles(el.keepFiles.checked ? state.files : [])
+    .catch((err) => showError(`The task files could not be kept in this browser: ${messageOf(err)}`));
+}
+
+/** Bring back the files kept by an earlier visit. */
+async function restoreKeptFiles() {
+  let kept = [];
+  try {
+    kept = await keptTaskFiles();
+  } catch (err) {
+    showError(`The task files kept in this browser could not be read: ${messageOf(err)}`);
+    return;
+  }
+  if (!kept.length) return;
+  el.keepFiles.checked = true;
+  addFiles(kept);
+  showNotice(`Restored ${plural(kept.length, 'task file')} kept in this browser.`);
 }
 
 /** Remove one file; focus moves to the next Remove button, else to the files summary. */
@@ -391,6 +378,7 @@ function startWorker({ phase = 'loading' } = {}) {
 
 /** An uncaught error in the worker (a wasm panic inside an async step ends up here). */
 function onWorkerCrash(message) {
+  settleReport({ error: new Error(`the compute worker stopped: ${message}`) });
   if (!state.workerReady) {
     // It never started: restarting would only loop.
     state.run = null;
@@ -419,7 +407,10 @@ function onWorkerMessage(msg) {
       state.models = Array.isArray(msg.models) ? msg.models : [];
       state.backend = msg.backend ?? null;
       el.version.textContent = msg.version || '—';
-      if (!state.modelsRendered) renderModels(state.models);
+      if (!state.modelsRendered) {
+        renderModels(state.models);
+        redrawLibrary();
+      }
       if (!state.result) el.backend.textContent = backendText(state.backend);
       el.computeHint.textContent = state.backend?.fallback
         ? 'This WebGPU adapter is a software fallback: choosing the CPU is often faster.'
@@ -438,7 +429,14 @@ function onWorkerMessage(msg) {
     case 'result':
       if (state.run && msg.id === state.run.id) onResult(msg);
       break;
+    case 'report':
+      if (state.report?.id === msg.id) onReport(msg);
+      break;
     case 'error':
+      if (state.report && msg.id === state.report.id) {
+        onReportError(msg);
+        break;
+      }
       if (msg.fatal) {
         state.run = null;
         showError(msg.message);
@@ -474,7 +472,9 @@ function updateControls() {
   el.filesInput.disabled = running;
   el.folderInput.disabled = running;
   el.clearFiles.disabled = running;
+  el.keepFiles.disabled = running;
   el.compute.disabled = running;
+  el.addDemoSuite.disabled = running;
   el.runHint.textContent = running ? '' : why;
   el.setup.setAttribute('aria-busy', running ? 'true' : 'false');
 }
@@ -505,12 +505,13 @@ function dispatchRun(run) {
   });
 }
 
-function startRun({ files, models, regimes, category, label }) {
+function startRun({ files, models, regimes, category, label, source = 'run' }) {
   clearError();
   showNotice('');
   dispatchRun({
     id: state.nextRunId++,
     label,
+    source,
     forcedCpu: el.compute.value === 'cpu',
     cpuChosen: el.compute.value === 'cpu',
     gpuNote: '',
@@ -606,13 +607,20 @@ async function onDemoClick() {
   if (!files) return;
   const models = DEMO_MODELS.filter((m) => m.startsWith('kmer:') || state.models.some((x) => x.spec === m));
   startRun({
-    files, models, regimes: DEMO_REGIMES, category: null,
+    files, models, regimes: DEMO_REGIMES, category: null, source: 'demo',
     label: `Demo: the built-in suite (${files.length - 1} task${files.length === 2 ? '' : 's'})`,
   });
 }
 
 function onCancelClick() {
   if (state.phase !== 'running') return;
+  if (state.report) {
+    settleReport({ error: Object.assign(new Error('cancelled'), { cancelled: true }) });
+    startWorker();
+    resetProgress('cancelled');
+    showNotice('Comparison cancelled.');
+    return;
+  }
   state.epoch++;
   state.run = null;
   state.pendingRun = null;
@@ -668,6 +676,97 @@ function onResult(msg) {
   showNotice(run.gpuNote || '');
   el.download.disabled = false;
   setPhase('ready');
+  saveRun(state.result.submissions, { backend: used, source: run.source });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparisons of saved results: the worker's wasm core builds the report
+
+/**
+ * Ask the core for the report on result files [{name, text}]: {html, csv, svg, official (each
+ * {file name: text}), analysis (the profile with its statistics)}; `maxParams` limits the size
+ * of the recommended models.
+ */
+function requestReport(files, { maxParams = null } = {}) {
+  if (state.phase !== 'ready') return Promise.reject(new Error('wait for the current run to finish'));
+  clearError();
+  showNotice('');
+  return new Promise((resolve, reject) => {
+    state.report = { id: state.nextRunId++, resolve, reject };
+    setPhase('running');
+    setProgress({}, `comparing ${plural(files.length, 'result')}`);
+    state.worker.postMessage({ type: 'report', id: state.report.id, request: { files, maxParams } });
+  });
+}
+
+function settleReport({ report, error }) {
+  const pending = state.report;
+  if (!pending) return;
+  state.report = null;
+  if (error) pending.reject(error); else pending.resolve(report);
+}
+
+function onReport(msg) {
+  settleReport({ report: msg.report });
+  resetProgress('done');
+  el.progressBar.value = 1;
+  setPhase('ready');
+}
+
+function onReportError(msg) {
+  settleReport({ error: new Error(msg.message || 'the core could not build the report') });
+  resetProgress('failed');
+  if (msg.poisoned) startWorker(); else setPhase('ready');
+}
+
+// ---------------------------------------------------------------------------------------------
+// The demo suite as task files, and offline use
+
+async function onAddDemoSuite() {
+  el.addDemoSuite.disabled = true;
+  clearError();
+  try {
+    const files = await fetchDemoFiles();
+    addFiles(files.map((f) => ({ path: f.name, file: new File([f.bytes], f.name.split('/').pop()) })));
+    showNotice(`Added the demo suite: ${plural(files.length - 1, 'task file')} and its tasks.json.`);
+  } catch (err) {
+    showError(messageOf(err));
+  } finally {
+    updateControls();
+  }
+}
+
+let offlineStatus = 'checking…'; // what the service worker's registration reached
+
+function renderOffline() {
+  const now = navigator.onLine === false ? ' (you are offline: running from the copy in this browser)' : '';
+  el.offline.textContent = `${offlineStatus}${offlineStatus.startsWith('ready') ? now : ''}`;
+}
+
+/** Register sw.js, which keeps the page, the core and the demo suite for use without a network. */
+async function setUpOffline() {
+  addEventListener('online', renderOffline);
+  addEventListener('offline', renderOffline);
+  if (!('serviceWorker' in navigator)) {
+    offlineStatus = 'not available in this browser';
+    renderOffline();
+    return;
+  }
+  try {
+    const registration = await navigator.serviceWorker.register(new URL('./sw.js', import.meta.url), { scope: './' });
+    const installing = registration.installing;
+    installing?.addEventListener('statechange', () => {
+      if (installing.state === 'redundant' && !registration.active) {
+        offlineStatus = 'unavailable (the page could not be kept in this browser)';
+        renderOffline();
+      }
+    });
+    await navigator.serviceWorker.ready;
+    offlineStatus = 'ready: works without a network';
+  } catch (err) {
+    offlineStatus = `unavailable (${messageOf(err)})`;
+  }
+  renderOffline();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -675,126 +774,16 @@ function onResult(msg) {
 
 function renderResult(result, { label, seconds, fallback }) {
   const { profile, submissions, backend } = result;
-  el.profile.textContent = '';
   const where = isGpu(backend) ? `WebGPU (${backend.adapter || 'adapter'})` : 'the CPU';
-  el.resultSummary.textContent = `${label} · ${submissions.length} encoder${submissions.length === 1 ? '' : 's'}`
+  el.resultSummary.textContent = `${label} · ${plural(submissions.length, 'encoder')}`
     + ` · ran on ${where}${fallback ? ' after WebGPU failed' : ''} in ${seconds.toFixed(1)} s.`;
-  if (!profile || !Array.isArray(profile.regimes)) {
-    el.profile.append(h('p', { class: 'hint' }, 'The run returned no profile.'));
-    return;
-  }
-  const cats = Array.isArray(profile.categories) ? profile.categories : [];
-  const metric = profile.metric || 'MCC';
-  let bolded = false;
-  for (const reg of profile.regimes) {
-    const { section, bold } = regimeTable(reg, cats, metric);
-    el.profile.append(section);
-    bolded ||= bold;
-  }
-  el.profile.append(h('p', { class: 'hint legend' },
-    `${metric} from −1 to 1 (0 = chance). Category = mean over its tasks; macro = mean of the categories; micro = mean over all tasks.`,
-    bolded ? ' Bold: the best encoder in that column.' : ''));
-  const partial = profile.regimes.flatMap((r) => (Array.isArray(r.rows) ? r.rows : []))
-    .find((r) => Number.isInteger(r.n_tasks) && Number.isInteger(r.n_categories)
-      && (r.n_tasks !== FULL_GENEB.tasks || r.n_categories !== FULL_GENEB.categories));
-  if (partial) {
-    el.profile.append(h('p', { class: 'hint scope-note', 'data-testid': 'profile-scope-note' },
-      `macro and micro average the ${partial.n_tasks} task${partial.n_tasks === 1 ? '' : 's'} in `
-      + `${partial.n_categories} categor${partial.n_categories === 1 ? 'y' : 'ies'} given here; only a full GENEB run `
-      + `(${FULL_GENEB.tasks} tasks, ${FULL_GENEB.categories} categories) compares with the published leaderboard.`));
-  }
-  if (Array.isArray(profile.tasks) && profile.tasks.length) {
-    el.profile.append(tasksDetails(profile.tasks, submissions, profile.regimes.map((r) => r.regime)));
-  }
-}
-
-function scoreCell(entry, best) {
-  const mean = typeof entry === 'number' ? entry : entry?.mean;
-  const std = typeof entry === 'object' && entry ? entry.std : null;
-  const td = h('td', { class: `num${best ? ' best' : ''}` }, fmt(mean));
-  if (typeof std === 'number' && Number.isFinite(std)) {
-    td.append(h('span', { class: 'std' }, ` ± ${std.toFixed(3)}`));
-    td.title = `mean ${fmt(mean)}, standard deviation ${std.toFixed(3)} over the 5 seeds`;
-  }
-  if (mean == null || !Number.isFinite(mean)) td.classList.add('missing');
-  return td;
-}
-
-function regimeTable(reg, cats, metric) {
-  const id = `profile-${reg.regime}`;
-  const rows = Array.isArray(reg.rows) ? reg.rows : [];
-  const cols = [...cats.map((c) => ({ key: c, label: c, get: (r) => r.categories?.[c] })),
-    { key: '__macro', label: 'Macro', get: (r) => r.macro, agg: true },
-    { key: '__micro', label: 'Micro', get: (r) => r.micro, agg: true }];
-  // The best row per column: only meaningful with two or more encoders scored on one task set.
-  const comparable = rows.length >= 2 && new Set(rows.map((r) => r.n_tasks)).size === 1;
-  const bestIdx = cols.map((c) => {
-    if (!comparable) return -1;
-    let best = -1; let bestV = -Infinity;
-    rows.forEach((r, i) => {
-      const e = c.get(r); const v = typeof e === 'number' ? e : e?.mean;
-      if (typeof v === 'number' && v > bestV) { bestV = v; best = i; }
-    });
-    return best;
-  });
-  const table = h('table', { 'data-testid': `profile-table-${reg.regime}`, 'data-regime': reg.regime },
-    h('caption', {}, `${metric} per category — ${REGIME_LABELS[reg.regime] ?? reg.regime}`),
-    h('thead', {}, h('tr', {},
-      h('th', { scope: 'col' }, 'Encoder'),
-      cols.map((c) => h('th', { scope: 'col', class: c.agg ? 'agg' : null }, c.label)))),
-    h('tbody', {}, rows.map((r, i) => h('tr', {},
-      h('th', { scope: 'row' }, h('code', {}, r.model),
-        modelName(r.model) ? h('span', { class: 'model-sub' }, modelName(r.model)) : null),
-      cols.map((c, j) => {
-        const td = scoreCell(c.get(r), bestIdx[j] === i);
-        if (c.agg) td.classList.add('agg');
-        return td;
-      })))),
-  );
-  const section = h('section', { class: 'regime', 'aria-labelledby': `${id}-h` },
-    h('h3', { id: `${id}-h` }, REGIME_LABELS[reg.regime] ?? reg.regime,
-      REGIME_NOTES[reg.regime] ? h('small', {}, ` ${REGIME_NOTES[reg.regime]}`) : null),
-    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': `${id}-h` }, table));
-  return { section, bold: bestIdx.some((i) => i >= 0) };
-}
-
-function tasksDetails(tasks, submissions, regimes) {
-  const models = submissions.map((s) => s.model_id ?? s.meta?.display ?? '?');
-  const parts = [h('summary', {}, `Tasks and per-task scores (${tasks.length} task${tasks.length === 1 ? '' : 's'})`)];
-  parts.push(h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Tasks' },
-    h('table', { 'data-testid': 'tasks-table' },
-      h('caption', {}, 'Tasks'),
-      h('thead', {}, h('tr', {}, ['Task', 'Category', 'Train', 'Test'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', {}, tasks.map((t) => h('tr', {},
-        h('th', { scope: 'row' }, t.id),
-        h('td', {}, t.category ?? ''),
-        h('td', { class: 'num' }, t.n_train ?? ''),
-        h('td', { class: 'num' }, t.n_test ?? '')))))));
-  for (const regime of regimes) {
-    parts.push(h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': `Per-task MCC, ${REGIME_LABELS[regime] ?? regime}` },
-      h('table', {},
-        h('caption', {}, `Per-task MCC — ${REGIME_LABELS[regime] ?? regime}`),
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Task'), models.map((m) => h('th', { scope: 'col' }, m)))),
-        h('tbody', {}, tasks.map((t) => h('tr', {},
-          h('th', { scope: 'row' }, t.id),
-          submissions.map((s) => {
-            const r = s.results?.[regime]?.[t.id];
-            return h('td', { class: 'num', title: r ? `Acc ${fmt(r.Acc)} · F1 ${fmt(r.F1)}` : null }, fmt(r?.MCC));
-          })))))));
-  }
-  return h('details', { class: 'tasks' }, parts);
+  renderProfile(el.profile, profile, submissions, { prefix: 'profile', modelName });
 }
 
 function onDownloadClick() {
   if (!state.result) return;
   const { submissions, profile } = state.result;
-  const blob = new Blob([JSON.stringify({ submissions, profile }, null, 2) + '\n'], { type: 'application/json' });
-  const url = URL.createObjectURL(blob);
-  const a = h('a', { href: url, download: 'geneb-results.json', hidden: true });
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  downloadText(`${JSON.stringify({ submissions, profile }, null, 2)}\n`, 'geneb-results.json', 'application/json');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -834,8 +823,16 @@ function init() {
   // A file dropped beside the zone must not make the browser navigate away from the page.
   window.addEventListener('dragover', (e) => e.preventDefault());
   window.addEventListener('drop', (e) => { if (!el.drop.contains(e.target)) e.preventDefault(); });
+  el.addDemoSuite.addEventListener('click', onAddDemoSuite);
+  el.keepFiles.addEventListener('change', () => {
+    if (!el.keepFiles.checked) syncKeptFiles(); // forget them; renderFiles keeps them when checked
+    renderFiles();
+  });
   renderFiles();
+  restoreKeptFiles();
   startWorker();
+  initLibrary({ requestReport, modelName });
+  setUpOffline();
 }
 
 init();

@@ -1,9 +1,11 @@
 // The worker owns the WebAssembly core and the GPU check, so the page never blocks.
 //
 // Page → worker:  {type: "run", id, request, forceBackend?: "cpu"}
+//                 {type: "report", id, request: {files: [{name, text}], maxParams?}}
 // Worker → page:  {type: "ready", version, models, backend}
 //                 {type: "progress", id, stage, model, task, done, total}
 //                 {type: "result", id, backend, submissions, profile}
+//                 {type: "report", id, report: {html, csv, svg, official: {name: text}, analysis}}
 //                 {type: "error", id?, message, gpuFailure?, poisoned?}
 // `poisoned`: the wasm trapped (a Rust panic is a WebAssembly.RuntimeError); the instance may be
 // left in a broken state, so the page must replace this worker before the next run.
@@ -178,10 +180,39 @@ async function run({ id, request, forceBackend }) {
   });
 }
 
+/** The comparison of saved submissions: the core's report (statistics, plots, HTML, CSV). */
+async function report({ id, request }) {
+  if (!wasm) {
+    self.postMessage({ type: 'error', id, message: 'The WebAssembly module is not loaded yet.' });
+    return;
+  }
+  if (typeof wasm.report !== 'function') {
+    self.postMessage({
+      type: 'error', id,
+      message: 'This build of the geneb core cannot compare results (it has no report function): '
+        + 'rebuild it with scripts/build-wasm.sh.',
+    });
+    return;
+  }
+  let raw;
+  try {
+    raw = await wasm.report(request);
+  } catch (err) {
+    self.postMessage({
+      type: 'error', id, message: messageOf(err).split('\n')[0], poisoned: err instanceof WebAssembly.RuntimeError,
+    });
+    return;
+  }
+  self.postMessage({ type: 'report', id, report: plain(parseIfString(raw)) ?? {} });
+}
+
+const HANDLERS = new Map([['run', run], ['report', report]]);
+
 self.addEventListener('message', (event) => {
   const msg = event.data;
-  if (msg && msg.type === 'run') {
-    run(msg).catch((err) => self.postMessage({ type: 'error', id: msg.id, message: messageOf(err) }));
+  const handler = HANDLERS.get(msg?.type);
+  if (handler) {
+    handler(msg).catch((err) => self.postMessage({ type: 'error', id: msg.id, message: messageOf(err) }));
   }
 });
 

@@ -61,8 +61,12 @@ export async function launchBrowser({ webgpu = true } = {}) {
  * A fresh context and page on the app. `offsite` collects every request that did not go to the
  * local server; the route handler also aborts them, so nothing can leave even if one slips by.
  */
-export async function openApp(browser, server, { viewport = { width: 1280, height: 900 }, beforeGoto } = {}) {
-  const context = await browser.newContext({ viewport, acceptDownloads: true });
+/**
+ * `serviceWorkers: 'block'` is for tests that replace the page's files with `context.route`: a
+ * service worker's own fetches would bypass those routes once it controls the page.
+ */
+export async function openApp(browser, server, { viewport = { width: 1280, height: 900 }, beforeGoto, serviceWorkers = 'allow' } = {}) {
+  const context = await browser.newContext({ viewport, acceptDownloads: true, serviceWorkers });
   const origin = `http://127.0.0.1:${server.port}/`;
   const requests = [];
   const offsite = [];

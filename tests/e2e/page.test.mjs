@@ -307,6 +307,7 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
     // is served with a prelude by the test itself (still from 127.0.0.1).
     cpuBrowser ??= await launchBrowser({ webgpu: false });
     const app = await openApp(cpuBrowser, server, {
+      serviceWorkers: 'block',
       async beforeGoto(context, origin) {
         const original = await readFile(join(REPO, 'www', 'worker.js'), 'utf8');
         const prelude = `Object.defineProperty(self.navigator, 'gpu', { configurable: true, value: {
@@ -375,6 +376,7 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
     cpuBrowser ??= await launchBrowser({ webgpu: false });
     const fake = await readFile(join(FIXTURES, 'fake-core.js'), 'utf8');
     const app = await openApp(cpuBrowser, server, {
+      serviceWorkers: 'block',
       async beforeGoto(context, origin) {
         await context.route(`${origin}pkg/geneb.js`, (route) => route.fulfill({
           status: 200,

@@ -29,9 +29,9 @@ after(async () => {
 });
 
 /** A raw GET: the path goes out exactly as written (fetch would normalise "..").*/
-function rawGet(path, method = 'GET') {
+function rawGet(path, method = 'GET', headers = {}) {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: server.port, path, method }, (res) => {
+    const req = request({ host: '127.0.0.1', port: server.port, path, method, headers }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
@@ -69,6 +69,26 @@ test('serves the demo suite and the task catalogue', async () => {
   if (smoke.status === 404) return; // the demo suite is optional for the server itself
   assert.equal(smoke.status, 200);
   assert.match(smoke.headers['content-type'], /^application\/json/);
+});
+
+test('answers a repeated request with 304 while the file is unchanged, 200 once it changes', async () => {
+  const path = join(scratch, 'etag.js');
+  writeFileSync(path, 'export const a = 1;\n');
+  const first = await rawGet('/scratch/etag.js');
+  assert.equal(first.status, 200);
+  const etag = first.headers.etag;
+  assert.match(etag, /^W\/"[0-9a-f]+-[0-9a-f]+"$/);
+  const again = await rawGet('/scratch/etag.js', 'GET', { 'If-None-Match': etag });
+  assert.equal(again.status, 304);
+  assert.equal(again.body, '');
+  assert.equal(again.headers.etag, etag);
+  assert.equal(again.headers['content-security-policy'], CSP);
+  // A new build of the file (another size) gets a new validator and the new bytes.
+  writeFileSync(path, 'export const a = 22;\n');
+  const changed = await rawGet('/scratch/etag.js', 'GET', { 'If-None-Match': etag });
+  assert.equal(changed.status, 200);
+  assert.notEqual(changed.headers.etag, etag);
+  assert.equal(changed.body, 'export const a = 22;\n');
 });
 
 test('refuses directory traversal and unknown paths', async () => {

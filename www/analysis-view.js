@@ -1,0 +1,156 @@
+// The statistics of a comparison, as the core's report computes them: which model to pick per
+// category and label budget, paired tests between models, how rankings reorder under few-shot
+// regimes, parameter count against score, and the notes on what could not be computed.
+// Rendering only: every number comes from the wasm core.
+
+import { fmt, h } from './dom.js';
+import { REGIME_LABELS } from './profile-view.js';
+
+const regimeText = (r) => REGIME_LABELS[r] ?? r;
+
+function paramsText(n) {
+  if (!Number.isFinite(n) || n <= 0) return 'unknown';
+  if (n >= 1e9) return `${(n / 1e9).toFixed(1)}B`;
+  if (n >= 1e6) return `${Math.round(n / 1e6)}M`;
+  return `${Math.round(n / 1e3)}K`;
+}
+
+const interval = (lo, hi) => `[${fmt(lo)}, ${fmt(hi)}]`;
+
+/** A captioned table in a scrolling box; `rows` are arrays of cells (text or nodes). */
+function table({ caption, testId, head, rows, numeric = [] }) {
+  return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': caption },
+    h('table', { 'data-testid': testId },
+      h('caption', {}, caption),
+      h('thead', {}, h('tr', {}, head.map((c, i) => h('th', { scope: 'col', class: numeric.includes(i) ? 'num' : 'text' }, c)))),
+      h('tbody', {}, rows.map((cells) => h('tr', {},
+        cells.map((c, i) => (i === 0
+          ? h('th', { scope: 'row' }, c)
+          : h('td', { class: numeric.includes(i) ? 'num' : null }, c))))))));
+}
+
+function section(id, title, intro, ...body) {
+  return h('section', { class: 'analysis', 'aria-labelledby': id },
+    h('h3', { id }, title), intro ? h('p', { class: 'hint' }, intro) : null, ...body);
+}
+
+const modelCell = (name, published) => [h('code', {}, name), published ? h('span', { class: 'badge' }, 'published') : null];
+
+function recommendations(list, maxParams) {
+  if (!list.length) return null;
+  const budget = maxParams ? `with at most ${paramsText(maxParams)} parameters` : 'of any size';
+  return section('an-recommend', 'Which model for your category and label budget',
+    `The best-scoring model per category and regime ${budget}, among your results and the published `
+    + 'GENEB leaderboard (published rows are marked; credit: the GENEB authors).',
+    table({
+      caption: 'Recommendations',
+      testId: 'recommendations',
+      head: ['Category', 'Regime', 'Best model', 'Parameters', 'MCC', 'Your best (place)', 'Note'],
+      numeric: [3, 4],
+      rows: list.map((r) => [
+        r.category, regimeText(r.regime), modelCell(r.model, r.published), paramsText(r.params), fmt(r.mcc),
+        r.yours ? `${r.yours.model}: ${fmt(r.yours.mcc)} (${r.yours.place} of ${r.candidates}${r.yours.comparable ? '' : ', other tasks'})` : '—',
+        r.note ?? '',
+      ]),
+    }));
+}
+
+function paired(list) {
+  if (!list.length) return null;
+  return section('an-paired', 'Is the difference real? Paired bootstrap per category',
+    'Δ = A − B in category MCC on the same test examples; the 95 % interval and two-sided p come from '
+    + 'resampling those examples. An interval that excludes 0 is evidence that A and B differ.',
+    table({
+      caption: 'Paired comparisons',
+      testId: 'paired',
+      head: ['Category', 'Regime', 'A − B', 'Δ MCC', '95 % interval', 'p', 'Tasks'],
+      numeric: [3, 4, 5, 6],
+      rows: list.map((p) => [
+        p.category, regimeText(p.regime), `${p.a} − ${p.b}`, fmt(p.delta), interval(p.lo, p.hi),
+        Number.isFinite(p.p) ? p.p.toFixed(3) : '—', p.n_tasks,
+      ]),
+    }));
+}
+
+function reordering(list) {
+  if (!list.length) return null;
+  const changed = list.filter((r) => r.winner_changed).length;
+  return section('an-reorder', 'Do rankings hold with few labels?',
+    `The full-data winner changes in ${changed} of ${list.length} category × regime pairs. `
+    + 'τ-b compares the models’ full-data order with the few-shot order (1 = the same order).',
+    table({
+      caption: 'Ranking changes against full data',
+      testId: 'reordering',
+      head: ['Category', 'Regime', 'Full-data winner', 'Winner here', 'Changed', 'Kendall τ-b', 'Models'],
+      numeric: [5, 6],
+      rows: list.map((r) => [
+        r.category, regimeText(r.regime), r.winner_full, r.winner, r.winner_changed ? 'yes' : 'no',
+        r.tau == null ? '—' : fmt(r.tau), r.n_models,
+      ]),
+    }));
+}
+
+function paramsCorrelation(list) {
+  if (!list.length) return null;
+  return section('an-params', 'Parameter count against macro MCC',
+    'Spearman’s ρ; your models count only when their result file gives a parameter count.',
+    table({
+      caption: 'Spearman ρ between parameter count and macro MCC',
+      testId: 'params-correlation',
+      head: ['Regime', 'Your models', 'With the published models'],
+      numeric: [1, 2],
+      rows: list.map((c) => [
+        regimeText(c.regime),
+        c.yours == null ? `— (${c.n_yours} with a count)` : `${fmt(c.yours)} (n = ${c.n_yours})`,
+        c.with_published == null ? '—' : `${fmt(c.with_published)} (n = ${c.n_with_published})`,
+      ]),
+    }));
+}
+
+/**
+ * Your models among the published leaderboard, one folded table per regime. A score of yours
+ * on other tasks than GENEB's for that category is marked, as it is not directly comparable.
+ */
+function publishedContext(list, categories) {
+  if (!list.length) return null;
+  const folds = list.map((ctx) => {
+    const cats = [...new Set([...categories, ...ctx.rows.flatMap((r) => Object.keys(r.categories ?? {}))])];
+    const rows = [...ctx.rows].sort((a, b) => b.macro - a.macro);
+    const cell = (r, c) => {
+      const v = r.categories?.[c];
+      if (!Number.isFinite(v)) return '—';
+      return r.published || r.comparable?.includes(c) ? fmt(v) : `${fmt(v)} *`;
+    };
+    return h('details', { class: 'published-context', 'data-testid': `published-${ctx.regime}` },
+      h('summary', {}, `${regimeText(ctx.regime)}: your models among ${rows.filter((r) => r.published).length} published`),
+      table({
+        caption: `MCC per category, ${regimeText(ctx.regime)}; * = scored on other tasks than GENEB's, not directly comparable`,
+        testId: `published-table-${ctx.regime}`,
+        head: ['Model', 'Parameters', ...cats, 'Macro'],
+        numeric: [1, ...cats.map((_, i) => i + 2), cats.length + 2],
+        rows: rows.map((r) => [modelCell(r.model, r.published), paramsText(r.params), ...cats.map((c) => cell(r, c)), fmt(r.macro)]),
+      }));
+  });
+  return section('an-published', 'Next to the published leaderboard',
+    'Published rows: the GENEB paper’s figures (credit: the GENEB authors, arXiv 2606.04525, Apache-2.0).',
+    ...folds);
+}
+
+/** The analysis sections of a report, in reading order; absent parts are left out. */
+export function analysisSections(analysis, { maxParams = null } = {}) {
+  const list = (key) => (Array.isArray(analysis?.[key]) ? analysis[key] : []);
+  const parts = [
+    recommendations(list('recommendations'), maxParams),
+    paired(list('paired')),
+    reordering(list('reordering')),
+    paramsCorrelation(list('params_vs_macro')),
+    publishedContext(list('published'), Array.isArray(analysis?.categories) ? analysis.categories : []),
+  ];
+  const notes = list('notes');
+  if (notes.length) {
+    parts.push(section('an-notes', 'Notes', null,
+      h('ul', { class: 'notes', 'data-testid': 'analysis-notes' }, notes.map((n) => h('li', {}, n)))));
+  }
+  if (analysis?.credit) parts.push(h('p', { class: 'credit hint' }, analysis.credit));
+  return parts.filter(Boolean);
+}
