@@ -20,5 +20,5 @@ cargo build --lib --target wasm32-unknown-unknown --profile "$profile" \
   --no-default-features --features burn
 # The name section (4 MB of function names) only helps a debugger; panics still print their message.
 wasm-bindgen --target web --no-typescript --remove-name-section --out-dir www/pkg \
-  "target/wasm32-unknown-unknown/$profile/geneb.wasm"
+  "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$profile/geneb.wasm"
 echo "geneb: wasm built into www/pkg ($(du -h www/pkg/geneb_bg.wasm | cut -f1))" >&2
