@@ -186,7 +186,14 @@ fn pipeline(name: &str, kind: BackendKind) {
 
 #[test]
 fn model_folders_embed_like_the_reference_extractors() {
-    for name in ["bert", "dnabert2", "nt_v2", "hyena/tiny", "caduceus/ph", "caduceus/ps"] {
+    for name in [
+        "bert",
+        "dnabert2",
+        "nt_v2",
+        "hyena/tiny",
+        "caduceus/ph",
+        "caduceus/ps",
+    ] {
         pipeline(name, BackendKind::Cpu);
     }
     pipeline("nt_v2", BackendKind::Wgpu);

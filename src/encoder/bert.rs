@@ -11,8 +11,8 @@ use super::layers::{
     Activation, LayerNorm, Linear, attention, checkpoint_prefix, config_activation, config_f64,
     config_usize, head_dim, padding_bias, split_heads, upload,
 };
-use crate::hf::Checkpoint;
 use crate::Result;
+use crate::hf::Checkpoint;
 use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 

@@ -47,7 +47,10 @@ pub struct NucleotideTransformer {
 /// so they are recognised by ESM markers: an `EsmForMaskedLM` architecture or esm auto_map,
 /// with rotary positions.
 pub fn matches(config: &serde_json::Value) -> bool {
-    let esm_type = config.get("model_type").and_then(|v| v.as_str()) == Some("esm");
+    // A declared model_type decides; only a config without one falls back to ESM markers.
+    if let Some(model_type) = config.get("model_type").and_then(|v| v.as_str()) {
+        return model_type == "esm";
+    }
     let esm_arch = config
         .get("architectures")
         .and_then(|v| v.as_array())
@@ -62,7 +65,7 @@ pub fn matches(config: &serde_json::Value) -> bool {
             m.values()
                 .any(|x| x.as_str().is_some_and(|s| s.contains("esm")))
         });
-    esm_type || esm_arch || esm_auto
+    esm_arch || esm_auto
 }
 
 impl NucleotideTransformer {
