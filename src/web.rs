@@ -21,10 +21,11 @@ pub fn version() -> String {
     crate::VERSION.to_string()
 }
 
-/// The built-in encoders: `[{spec, name, description, needsBackend}]`.
+/// `{builtin: [{spec, name, description, needsBackend}], known: [{hubId, display, leaderboard,
+/// parameters, context, contextUnit, tokenizer, architecture, supported}]}`.
 #[wasm_bindgen]
 pub fn models() -> std::result::Result<JsValue, JsError> {
-    to_js(&crate::encoder::builtin_models())
+    to_js(&crate::encoder::catalogue())
 }
 
 #[derive(Deserialize)]

@@ -9,6 +9,7 @@ pub mod bert;
 #[cfg(feature = "burn")]
 pub mod hf;
 pub mod kmer;
+pub mod known;
 #[cfg(feature = "burn")]
 pub mod layers;
 #[cfg(feature = "burn")]
@@ -71,6 +72,21 @@ pub fn builtin_models() -> Vec<ModelInfo> {
         });
     }
     models
+}
+
+/// What `geneb models` and the page's `models()` list: the built-in encoders and the
+/// foundation models known by hub id.
+#[derive(Debug, Clone, Serialize)]
+pub struct Catalogue {
+    pub builtin: Vec<ModelInfo>,
+    pub known: &'static [known::KnownModel],
+}
+
+pub fn catalogue() -> Catalogue {
+    Catalogue {
+        builtin: builtin_models(),
+        known: known::known_models(),
+    }
 }
 
 /// Where an encoder ran, for the result's `protocol.backend`.
