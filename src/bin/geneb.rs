@@ -117,7 +117,7 @@ fn main() -> ExitCode {
         Command::Probe(args) => run_probe(args),
         Command::Fewshot(args) => run_fewshot(args),
         Command::Profile(args) => run_profile(args),
-        Command::Models => print_json(&geneb::encoder::catalogue()),
+        Command::Models => geneb::encoder::catalogue().and_then(|c| print_json(&c)),
         Command::Embed(args) => run_embed(args),
     };
     match outcome {

@@ -4,6 +4,8 @@
 //! no Burn: a light build lists models too. Parameter counts are the leaderboard's where it has
 //! the model; context is the model's declared maximum input.
 
+use crate::profile::published;
+use crate::protocol::Regime;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -218,6 +220,40 @@ static KNOWN: [KnownModel; 16] = [
     },
 ];
 
+/// A model's published GENEB scores (full-data regime, MCC), as the leaderboard gives them.
+#[derive(Debug, Clone, Serialize)]
+pub struct PublishedProfile {
+    #[serde(rename = "macroMcc")]
+    pub macro_mcc: f64,
+    #[serde(rename = "categoryMcc")]
+    pub category_mcc: std::collections::BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KnownWithProfile {
+    #[serde(flatten)]
+    pub model: &'static KnownModel,
+    pub published: Option<PublishedProfile>,
+}
+
+/// Every known model with its full-data leaderboard row, for display beside the user's own runs.
+pub fn with_published_profiles() -> crate::Result<Vec<KnownWithProfile>> {
+    let rows = published::rows(Regime::Full)?;
+    Ok(KNOWN
+        .iter()
+        .map(|model| KnownWithProfile {
+            model,
+            published: model
+                .leaderboard
+                .and_then(|key| rows.iter().find(|r| r.model == key))
+                .map(|row| PublishedProfile {
+                    macro_mcc: row.macro_mcc,
+                    category_mcc: row.category_mcc.clone(),
+                }),
+        })
+        .collect())
+}
+
 pub fn known_models() -> &'static [KnownModel] {
     &KNOWN
 }
@@ -232,8 +268,6 @@ pub fn find(hub_id: &str) -> Option<&'static KnownModel> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::published;
-    use crate::protocol::Regime;
 
     #[test]
     fn every_leaderboard_key_names_a_published_row_with_the_same_parameter_count() {
@@ -271,5 +305,18 @@ mod tests {
             assert_eq!(find(&with_rev).map(|m| m.hub_id), Some(model.hub_id));
         }
         assert!(find("someone/unknown-model").is_none());
+    }
+
+    #[test]
+    fn every_model_with_a_leaderboard_key_carries_its_13_category_profile() {
+        for entry in with_published_profiles().unwrap() {
+            match (entry.model.leaderboard, &entry.published) {
+                (Some(_), Some(p)) => {
+                    assert_eq!(p.category_mcc.len(), 13, "{}", entry.model.hub_id)
+                }
+                (None, None) => {}
+                other => panic!("{}: {other:?}", entry.model.hub_id),
+            }
+        }
     }
 }

@@ -75,18 +75,18 @@ pub fn builtin_models() -> Vec<ModelInfo> {
 }
 
 /// What `geneb models` and the page's `models()` list: the built-in encoders and the
-/// foundation models known by hub id.
+/// foundation models known by hub id, each with its published GENEB profile where it has one.
 #[derive(Debug, Clone, Serialize)]
 pub struct Catalogue {
     pub builtin: Vec<ModelInfo>,
-    pub known: &'static [known::KnownModel],
+    pub known: Vec<known::KnownWithProfile>,
 }
 
-pub fn catalogue() -> Catalogue {
-    Catalogue {
+pub fn catalogue() -> Result<Catalogue> {
+    Ok(Catalogue {
         builtin: builtin_models(),
-        known: known::known_models(),
-    }
+        known: known::with_published_profiles()?,
+    })
 }
 
 /// Where an encoder ran, for the result's `protocol.backend`.
