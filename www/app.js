@@ -2,6 +2,8 @@
 // file reads the user's files locally, sends their bytes to the worker, shows progress and the
 // per-category profile, and offers the result JSON as a download. Nothing leaves the tab.
 
+import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './models.js';
+
 /** GENEB's 13 categories, in the published leaderboard order (PROTOCOL.md). */
 const CATEGORIES = [
   'Histone Mod.', 'Promoters', 'Enhancers', 'DNA Methyl.', 'Splice Sites', 'lncRNA',
@@ -203,7 +205,7 @@ function selectedModels() {
       specs.push(box.value);
     }
   }
-  return specs;
+  return [...specs, ...selectedHubModels()];
 }
 
 function selectedRegimes() {
@@ -417,6 +419,7 @@ function onWorkerMessage(msg) {
     case 'ready': {
       state.workerReady = true;
       state.models = Array.isArray(msg.models) ? msg.models : [];
+      setKnownModels(msg.known);
       state.backend = msg.backend ?? null;
       el.version.textContent = msg.version || '—';
       if (!state.modelsRendered) renderModels(state.models);
@@ -514,7 +517,7 @@ function startRun({ files, models, regimes, category, label }) {
     forcedCpu: el.compute.value === 'cpu',
     cpuChosen: el.compute.value === 'cpu',
     gpuNote: '',
-    request: { files, models, regimes, category: category || null },
+    request: { files, models, regimes, category: category || null, modelFiles: modelFilesFor(models) },
   });
 }
 
@@ -835,6 +838,7 @@ function init() {
   window.addEventListener('dragover', (e) => e.preventDefault());
   window.addEventListener('drop', (e) => { if (!el.drop.contains(e.target)) e.preventDefault(); });
   renderFiles();
+  initModels($('#models-panel'), { getWorker: () => state.worker, onChange: updateControls });
   startWorker();
 }
 
