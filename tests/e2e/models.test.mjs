@@ -227,7 +227,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     try {
       await waitReady(page);
       const config = JSON.parse(files['config.json']);
-      const unsupported = { ...files, 'config.json': Buffer.from(JSON.stringify({ ...config, model_type: 'gpt2', architectures: ['GPT2LMHeadModel'] })) };
+      const unsupported = { ...files, 'config.json': Buffer.from(JSON.stringify({ ...config, model_type: 'gpt2', architectures: ['GPT2LMHeadModel'], auto_map: undefined })) };
       await dropModel(page, unsupported);
       const typeError = await waitModelError(page);
       assert.match(typeError, /model type 'gpt2' is not supported; geneb runs .*Nucleotide Transformer/, typeError);
