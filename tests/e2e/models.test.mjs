@@ -83,7 +83,8 @@ function worstDifference(values, pooled) {
  * A stand-in for the hub on 127.0.0.1: `/{owner}/{name}/resolve/{rev}/{file}` serves the
  * fixture folder. Like the real hub, LFS files (the weights) answer 302 to a CDN URL with their
  * sha256 as X-Linked-Etag, and the CDN answers with the sha256 as ETag; small files carry a git
- * blob id as ETag (not a sha256, so not verifiable).
+ * blob id as ETag (not a sha256, so not verifiable). Revision `corrupt` serves the same files
+ * but its CDN flips one byte of the weights, as a damaged transfer would.
  */
 async function startFakeHub(files, { id, rev }) {
   const hits = [];
@@ -99,19 +100,20 @@ async function startFakeHub(files, { id, rev }) {
       res.writeHead(status, { ...cors, ...headers });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
-    const cdn = /^\/cdn\/([0-9a-f]{64})$/.exec(req.url);
+    const cdn = /^\/cdn\/(\w+)\/([0-9a-f]{64})$/.exec(req.url);
     if (cdn) {
-      const body = Object.values(files).find((b) => sha256(b) === cdn[1]);
+      let body = Object.values(files).find((b) => sha256(b) === cdn[2]);
       if (!body) return send(404, {}, 'no such object');
-      return send(200, { ETag: `"${cdn[1]}"`, 'Content-Length': body.length, 'Content-Type': 'application/octet-stream' }, body);
+      if (cdn[1] === 'corrupt') { body = Buffer.from(body); body[body.length >> 1] ^= 0xff; }
+      return send(200, { ETag: `"${cdn[2]}"`, 'Content-Length': body.length, 'Content-Type': 'application/octet-stream' }, body);
     }
-    const prefix = `/${id}/resolve/${rev}/`;
-    const name = req.url.startsWith(prefix) ? decodeURIComponent(req.url.slice(prefix.length)) : null;
+    const resolved = new RegExp(`^/${id}/resolve/(${rev}|corrupt)/(.+)$`).exec(req.url);
+    const name = resolved ? decodeURIComponent(resolved[2]) : null;
     const body = name != null && Object.hasOwn(files, name) ? files[name] : null;
     if (!body) return send(404, { 'Content-Type': 'text/plain' }, 'Entry not found');
     if (name.endsWith('.safetensors')) {
       const sha = sha256(body);
-      return send(302, { Location: `/cdn/${sha}`, 'X-Linked-Etag': `"${sha}"`, 'X-Linked-Size': body.length, 'Content-Length': 0 }, '');
+      return send(302, { Location: `/cdn/${resolved[1]}/${sha}`, 'X-Linked-Etag': `"${sha}"`, 'X-Linked-Size': body.length, 'Content-Length': 0 }, '');
     }
     return send(200, { ETag: `"${gitId(body)}"`, 'Content-Length': body.length }, body);
   });
@@ -176,6 +178,14 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     try {
       await page.goto(`${app.origin}?hub=${encodeURIComponent(hub.origin)}`);
       await waitReady(page);
+      // A damaged download is refused, not kept.
+      await byTestId(page, 'hub-id').fill(`${id}@corrupt`);
+      await byTestId(page, 'hub-load').click();
+      await byTestId(page, 'hub-confirm').click({ timeout: LOAD_TIMEOUT });
+      const corrupt = await waitModelError(page);
+      assert.match(corrupt, /model\.safetensors: sha256 [0-9a-f]{64} does not match the hub's [0-9a-f]{64}/, corrupt);
+      assert.equal(await byTestId(page, 'loaded-model').count(), 0);
+
       await byTestId(page, 'hub-id').fill(`${id}@${rev}`);
       await byTestId(page, 'hub-load').click();
       await byTestId(page, 'hub-plan').waitFor({ timeout: LOAD_TIMEOUT });
@@ -205,7 +215,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       await waitReady(page);
       const cached = byTestId(page, 'cached-model');
       await cached.first().waitFor({ timeout: LOAD_TIMEOUT });
-      assert.equal(await cached.first().textContent(), `${id}@${rev}`);
+      assert.deepEqual(await cached.allTextContents(), [`${id}@${rev}`], 'only the verified download was kept');
       await cached.first().click();
       await waitLoaded(page, `hf:${id}@${rev}`);
       assert.match(await byTestId(page, 'loaded-model').textContent(), /from this browser's cache/);
@@ -238,6 +248,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       const weightsError = await waitModelError(page);
       assert.match(weightsError, /model\.safetensors/, weightsError);
       assert.doesNotMatch(weightsError, /panicked|unreachable|RuntimeError/, weightsError);
+      console.log(`bad models, as the page says:\n  ${typeError}\n  ${weightsError}`);
       assert.equal(await byTestId(page, 'loaded-model').count(), 0, 'neither bad model was kept');
 
       // Still usable: the good model loads and embeds.
