@@ -10,7 +10,8 @@ import { createServer } from 'node:http';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, launchBrowser, openApp, pkgMounts, waitReady, wasmBuilt,
+  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, launchBrowser, openApp, pkgMounts, profileRows, runAndWait, waitReady,
+  wasmBuilt,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
@@ -140,7 +141,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     await browser?.close();
   });
 
-  it('a dropped NT-v2 folder embeds PyTorch\'s pooled values on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+  it('a dropped NT-v2 folder embeds PyTorch\'s pooled values on WebGPU and on the CPU, and runs as an encoder', { timeout: LOAD_TIMEOUT * 4 }, async () => {
     const server = await startServer({ port: 0, mounts: pkgMounts() });
     const app = await openApp(browser, server);
     try {
@@ -157,6 +158,15 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
         console.log(`nt_v2 in the page on ${r.backend.kind} (${r.backend.adapter}): max |page - PyTorch| = ${worst.toExponential(2)}`);
         assert.ok(worst <= TOLERANCE, `${r.backend.kind}: max |page - PyTorch| = ${worst}`);
       }
+      // The loaded model is an encoder for a run like the built-in ones: its files go with it.
+      await byTestId(app.page, 'task-files').setInputFiles(join(REPO, 'tests', 'e2e', 'fixtures', 'e2e_gc_vs_at.csv'));
+      await byTestId(app.page, 'model-random-cnn').setChecked(false);
+      for (const regime of ['10shot', '1shot']) await byTestId(app.page, `regime-${regime}`).setChecked(false);
+      await byTestId(app.page, 'compute').selectOption('cpu');
+      await runAndWait(app.page, 'run');
+      assert.equal(await byTestId(app.page, 'error').isHidden(), true, await byTestId(app.page, 'error').textContent());
+      const models = (await profileRows(app.page, 'full')).map((row) => row.model);
+      assert.ok(models.some((m) => m.includes('dropped-model')), `the hf model has a profile row: ${models.join(', ')}`);
       app.assertLocalOnly();
     } finally {
       await app.close();
