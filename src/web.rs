@@ -156,6 +156,9 @@ struct EmbedRequest {
     model: String,
     backend: String,
     sequences: Vec<String>,
+    /// The page's description of its WebGPU adapter, as for `evaluate`.
+    #[serde(default)]
+    adapter: String,
     /// The model's files when `model` is an `hf:` model.
     #[serde(default, rename = "modelFiles")]
     model_files: Option<Vec<DroppedFile>>,
@@ -186,6 +189,7 @@ pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
             })
             .collect::<Result<Vec<_>>>()?;
         let backend = BackendKind::parse(&request.backend)?;
+        crate::encoder::backend::set_page_adapter_label(&request.adapter);
         let encoder = load_encoder(&request.model, request.model_files, backend).await?;
         let x = encoder.embed(&sequences).await?;
         Ok::<_, Error>(Embedded {

@@ -189,7 +189,7 @@ async function embed({ id, model, sequences, modelFiles, forceBackend }) {
   if (!wasm) throw new Error('The WebAssembly module is not loaded yet.');
   const backend = forceBackend === 'cpu' ? { kind: 'cpu', adapter: '' } : await detectBackend();
   try {
-    const r = plain(parseIfString(await wasm.embed({ model, backend: backend.kind, sequences, modelFiles })));
+    const r = plain(parseIfString(await wasm.embed({ model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelFiles })));
     self.postMessage({ type: 'embedded', id, dim: r.dim, values: r.values, backend: r.backend });
   } catch (err) {
     // A trap leaves the instance broken: reload it so the page stays usable.
