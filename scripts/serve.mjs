@@ -16,12 +16,29 @@ const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const HOST = '127.0.0.1';
 const DEFAULT_PORT = 8787;
 
+/**
+ * The Hugging Face hub's hosts, the only ones the page may fetch from (models by id): the hub,
+ * and the LFS/Xet CDN hosts its `resolve` URLs redirect to (hub-docs, "downloading behind a
+ * firewall"). index.html's <meta> CSP lists the same.
+ */
+export const HUB_HOSTS = [
+  'https://huggingface.co',
+  'https://cdn-lfs.huggingface.co',
+  'https://cdn-lfs-us-1.huggingface.co',
+  'https://cdn-lfs.hf.co',
+  'https://cdn-lfs-us-1.hf.co',
+  'https://cdn-lfs-eu-1.hf.co',
+  'https://cas-bridge.xethub.hf.co',
+  'https://us.aws.cdn.hf.co',
+  'https://us.gcp.cdn.hf.co',
+];
+
 /** The one Content-Security-Policy of the page (index.html repeats it in a <meta>). */
 export const CSP = [
   "default-src 'self'",
   "script-src 'self' 'wasm-unsafe-eval'",
   "worker-src 'self'",
-  "connect-src 'self'",
+  `connect-src 'self' ${HUB_HOSTS.join(' ')}`,
   "img-src 'self' data: blob:",
   "style-src 'self'",
   "object-src 'none'",
@@ -61,9 +78,14 @@ function defaultMounts(repo) {
   ];
 }
 
-function baseHeaders(extra = {}) {
+/** The CSP with `hubOrigin` (a test's local hub) allowed too. */
+function cspFor(hubOrigin) {
+  return hubOrigin ? CSP.replace("connect-src 'self'", `connect-src 'self' ${hubOrigin}`) : CSP;
+}
+
+function baseHeaders(extra = {}, hubOrigin = '') {
   return {
-    'Content-Security-Policy': CSP,
+    'Content-Security-Policy': cspFor(hubOrigin),
     'Cache-Control': 'no-cache',
     'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'no-referrer',
@@ -101,7 +123,7 @@ function resolvePath(mounts, pathname) {
   return null;
 }
 
-async function handle(mounts, req, res) {
+async function handle(mounts, req, res, hubOrigin) {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     return sendText(res, 405, 'method not allowed', { Allow: 'GET, HEAD' });
   }
@@ -138,29 +160,34 @@ async function handle(mounts, req, res) {
     return sendText(res, 404, 'not found');
   }
   if (!info.isFile()) return sendText(res, 404, 'not found');
+  let body = await readFile(file);
   const type = MIME[extname(file).toLowerCase()] ?? 'application/octet-stream';
+  if (hubOrigin && type.startsWith('text/html')) {
+    // Tests only: the <meta> CSP must allow the local hub as well as the header.
+    body = Buffer.from(body.toString('utf8').replace("connect-src 'self'", `connect-src 'self' ${hubOrigin}`));
+  }
   // A validator, so a reload (and the service worker's network-first fetch) costs a 304, not
-  // the 16 MB wasm again.
+  // the whole wasm again.
   const etag = `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
   if (req.headers['if-none-match']?.split(/\s*,\s*/).includes(etag)) {
-    res.writeHead(304, baseHeaders({ ETag: etag }));
+    res.writeHead(304, baseHeaders({ ETag: etag }, hubOrigin));
     return res.end();
   }
-  const body = await readFile(file);
-  res.writeHead(200, baseHeaders({ 'Content-Type': type, 'Content-Length': body.length, ETag: etag }));
+  res.writeHead(200, baseHeaders({ 'Content-Type': type, 'Content-Length': body.length, ETag: etag }, hubOrigin));
   res.end(req.method === 'HEAD' ? undefined : body);
 }
 
 /**
  * Start the server. Resolves to { server, port, url, close() }.
- * @param {{port?: number, repo?: string, mounts?: Array<[string, string]>}} [options]
+ * @param {{port?: number, repo?: string, mounts?: Array<[string, string]>, hubOrigin?: string}} [options]
  *   port 0 (the default here) picks a free port; `mounts` are extra [urlPrefix, path] pairs
- *   checked before the defaults.
+ *   checked before the defaults; `hubOrigin` (browser tests only) lets the page fetch models
+ *   from a local stand-in for the hub.
  */
-export function startServer({ port = 0, repo = REPO, mounts = [] } = {}) {
+export function startServer({ port = 0, repo = REPO, mounts = [], hubOrigin = '' } = {}) {
   const all = [...mounts, ...defaultMounts(repo)];
   const server = createServer((req, res) => {
-    handle(all, req, res).catch((err) => {
+    handle(all, req, res, hubOrigin).catch((err) => {
       if (!res.headersSent) sendText(res, 500, 'internal error');
       else res.destroy();
       console.error(`geneb: ${req.url}: ${err.message}`);

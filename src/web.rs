@@ -21,10 +21,11 @@ pub fn version() -> String {
     crate::VERSION.to_string()
 }
 
-/// The built-in encoders: `[{spec, name, description, needsBackend}]`.
+/// `{builtin: [{spec, name, description, needsBackend}], known: [{hubId, display, leaderboard,
+/// parameters, context, contextUnit, tokenizer, architecture, supported, published}]}`.
 #[wasm_bindgen]
 pub fn models() -> std::result::Result<JsValue, JsError> {
-    to_js(&crate::encoder::builtin_models())
+    to_js(&crate::encoder::catalogue().map_err(|e| JsError::new(&e.to_string()))?)
 }
 
 #[derive(Deserialize)]
@@ -155,6 +156,9 @@ struct EmbedRequest {
     model: String,
     backend: String,
     sequences: Vec<String>,
+    /// The page's description of its WebGPU adapter, as for `evaluate`.
+    #[serde(default)]
+    adapter: String,
     /// The model's files when `model` is an `hf:` model.
     #[serde(default, rename = "modelFiles")]
     model_files: Option<Vec<DroppedFile>>,
@@ -185,6 +189,7 @@ pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
             })
             .collect::<Result<Vec<_>>>()?;
         let backend = BackendKind::parse(&request.backend)?;
+        crate::encoder::backend::set_page_adapter_label(&request.adapter);
         let encoder = load_encoder(&request.model, request.model_files, backend).await?;
         let x = encoder.embed(&sequences).await?;
         Ok::<_, Error>(Embedded {

@@ -615,4 +615,23 @@ fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
         "{}",
         String::from_utf8_lossy(&missing.stderr)
     );
+#[test]
+fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profiles() {
+    let listing = ok_json(&geneb(&["models"]));
+    let builtin = listing["builtin"].as_array().expect("builtin list");
+    assert!(builtin.iter().any(|m| m["spec"] == "kmer:4"));
+    let known = listing["known"].as_array().expect("known list");
+    let nt = known
+        .iter()
+        .find(|m| m["hubId"] == "InstaDeepAI/nucleotide-transformer-v2-50m-multi-species")
+        .expect("NT-v2 50M is known");
+    assert_eq!(nt["supported"], true);
+    assert_eq!(nt["contextUnit"], "tokens");
+    let categories = nt["published"]["categoryMcc"].as_object().expect("profile");
+    assert_eq!(categories.len(), 13);
+    let hyena_tiny = known
+        .iter()
+        .find(|m| m["hubId"] == "LongSafari/hyenadna-tiny-1k-seqlen-hf")
+        .expect("HyenaDNA tiny is known");
+    assert!(hyena_tiny["published"].is_null(), "not on the leaderboard");
 }

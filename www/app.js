@@ -8,6 +8,7 @@ import { downloadText, formatBytes, h, messageOf, plural } from './dom.js';
 import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.js';
 import { CATEGORIES, renderProfile } from './profile-view.js';
 import { keepTaskFiles, keptTaskFiles } from './store.js';
+import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './models.js';
 
 /** The baselines the demo runs. */
 const DEMO_MODELS = ['kmer:4', 'random-cnn'];
@@ -167,7 +168,7 @@ function selectedModels() {
       specs.push(box.value);
     }
   }
-  return specs;
+  return [...specs, ...selectedHubModels()];
 }
 
 function selectedRegimes() {
@@ -405,6 +406,7 @@ function onWorkerMessage(msg) {
     case 'ready': {
       state.workerReady = true;
       state.models = Array.isArray(msg.models) ? msg.models : [];
+      setKnownModels(msg.known);
       state.backend = msg.backend ?? null;
       el.version.textContent = msg.version || '—';
       if (!state.modelsRendered) {
@@ -515,7 +517,7 @@ function startRun({ files, models, regimes, category, label, source = 'run' }) {
     forcedCpu: el.compute.value === 'cpu',
     cpuChosen: el.compute.value === 'cpu',
     gpuNote: '',
-    request: { files, models, regimes, category: category || null },
+    request: { files, models, regimes, category: category || null, modelFiles: modelFilesFor(models) },
   });
 }
 
@@ -830,6 +832,7 @@ function init() {
   });
   renderFiles();
   restoreKeptFiles();
+  initModels($('#models-panel'), { getWorker: () => state.worker, onChange: updateControls });
   startWorker();
   initLibrary({ requestReport, modelName });
   setUpOffline();

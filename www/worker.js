@@ -113,13 +113,18 @@ async function start() {
   }
   wasm = mod;
   let models = [];
-  try { models = plain(parseIfString(mod.models())) ?? []; } catch (err) {
+  let known = [];
+  try {
+    const catalogue = plain(parseIfString(mod.models())) ?? {};
+    models = catalogue.builtin ?? [];
+    known = catalogue.known ?? []; // foundation models by hub id (www/models.js shows them)
+  } catch (err) {
     self.postMessage({ type: 'error', fatal: true, message: `Could not list the encoders: ${messageOf(err)}` });
     return;
   }
   let version = '';
   try { version = String(mod.version()); } catch { version = ''; }
-  self.postMessage({ type: 'ready', version, models, backend: await backendP });
+  self.postMessage({ type: 'ready', version, models, known, backend: await backendP });
 }
 
 async function run({ id, request, forceBackend }) {
@@ -155,6 +160,7 @@ async function run({ id, request, forceBackend }) {
     backend: backend.kind,
     adapter: backend.adapter ?? '',
     category: request.category || null,
+    modelFiles: request.modelFiles ?? {}, // the files of each hf: model (www/models.js)
   };
   let raw;
   try {
@@ -178,6 +184,20 @@ async function run({ id, request, forceBackend }) {
     submissions,
     profile: plain(parseIfString(result.profile)) ?? null,
   });
+}
+
+// --- foundation models (www/models.js): pooled embeddings of a few sequences ---
+async function embed({ id, model, sequences, modelFiles, forceBackend }) {
+  if (!wasm) throw new Error('The WebAssembly module is not loaded yet.');
+  const backend = forceBackend === 'cpu' ? { kind: 'cpu', adapter: '' } : await detectBackend();
+  try {
+    const r = plain(parseIfString(await wasm.embed({ model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelFiles })));
+    self.postMessage({ type: 'embedded', id, dim: r.dim, values: r.values, backend: r.backend });
+  } catch (err) {
+    // A trap leaves the instance broken: reload it so the page stays usable.
+    if (err instanceof WebAssembly.RuntimeError) { wasm = null; start(); }
+    throw err;
+  }
 }
 
 /** The comparison of saved submissions: the core's report (statistics, plots, HTML, CSV). */
@@ -213,6 +233,9 @@ self.addEventListener('message', (event) => {
   const handler = HANDLERS.get(msg?.type);
   if (handler) {
     handler(msg).catch((err) => self.postMessage({ type: 'error', id: msg.id, message: messageOf(err) }));
+  }
+  if (msg && msg.type === 'embed') {
+    embed(msg).catch((err) => self.postMessage({ type: 'embed-error', id: msg.id, message: messageOf(err).split('\n')[0] }));
   }
 });
 

@@ -34,7 +34,7 @@ enum Command {
     Fewshot(FewshotArgs),
     /// The per-category table of one or more result files.
     Profile(ProfileArgs),
-    /// List the built-in encoders.
+    /// List the built-in encoders and the foundation models known by Hugging Face id (JSON).
     Models,
     /// Pooled embeddings of a list of sequences as a float32 .npy (n × d, in input order).
     Embed(EmbedArgs),
@@ -167,7 +167,7 @@ fn main() -> ExitCode {
         Command::Probe(args) => run_probe(args),
         Command::Fewshot(args) => run_fewshot(args),
         Command::Profile(args) => run_profile(args),
-        Command::Models => print_json(&geneb::encoder::builtin_models()),
+        Command::Models => geneb::encoder::catalogue().and_then(|c| print_json(&c)),
         Command::Embed(args) => run_embed(args),
         Command::Tasks(args) => run_tasks(args),
     };

@@ -13,6 +13,7 @@ pub mod hf;
 #[cfg(feature = "burn")]
 pub mod hyena;
 pub mod kmer;
+pub mod known;
 #[cfg(feature = "burn")]
 pub mod layers;
 #[cfg(feature = "burn")]
@@ -75,6 +76,21 @@ pub fn builtin_models() -> Vec<ModelInfo> {
         });
     }
     models
+}
+
+/// What `geneb models` and the page's `models()` list: the built-in encoders and the
+/// foundation models known by hub id, each with its published GENEB profile where it has one.
+#[derive(Debug, Clone, Serialize)]
+pub struct Catalogue {
+    pub builtin: Vec<ModelInfo>,
+    pub known: Vec<known::KnownWithProfile>,
+}
+
+pub fn catalogue() -> Result<Catalogue> {
+    Ok(Catalogue {
+        builtin: builtin_models(),
+        known: known::with_published_profiles()?,
+    })
 }
 
 /// Where an encoder ran, for the result's `protocol.backend`.

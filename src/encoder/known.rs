@@ -1,0 +1,322 @@
+//! The foundation models geneb knows by Hugging Face id: what the page's model panel and
+//! `geneb models` list, with the GENEB leaderboard key (`model` in
+//! `tasks/geneb-leaderboard.json`) where the GENEB authors published a profile for it. Plain data,
+//! no Burn: a light build lists models too. Parameter counts are the leaderboard's where it has
+//! the model; context is the model's declared maximum input.
+
+use crate::profile::published;
+use crate::protocol::Regime;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextUnit {
+    Tokens,
+    Nucleotides,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KnownModel {
+    /// `owner/name` on the Hugging Face hub; load it as `hf:owner/name[@rev]`.
+    #[serde(rename = "hubId")]
+    pub hub_id: &'static str,
+    pub display: &'static str,
+    /// The row of the published GENEB leaderboard for these weights, if any.
+    pub leaderboard: Option<&'static str>,
+    pub parameters: Option<u64>,
+    pub context: u64,
+    #[serde(rename = "contextUnit")]
+    pub context_unit: ContextUnit,
+    pub tokenizer: &'static str,
+    pub architecture: &'static str,
+    /// Whether geneb runs this architecture yet (the others are listed so their published
+    /// profiles can be compared, and load with a clear "not supported" error).
+    pub supported: bool,
+}
+
+const NT_V2_TOKENIZER: &str = "6-mer, single-nucleotide fallback";
+const NT_V2: &str = "Nucleotide Transformer v2 (ESM, rotary, SwiGLU)";
+const DNABERT2: &str = "DNABERT-2 (BERT, ALiBi, GLU)";
+const HYENA: &str = "HyenaDNA";
+const GENA: &str = "GENA-LM (BERT, pre-layer-norm)";
+
+static KNOWN: [KnownModel; 16] = [
+    KnownModel {
+        hub_id: "InstaDeepAI/nucleotide-transformer-v2-50m-multi-species",
+        display: "NT-v2 50M multi-species",
+        leaderboard: Some("nucleotide-transformer-v2-50m-multi-species"),
+        parameters: Some(50_000_000),
+        context: 2048,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: NT_V2_TOKENIZER,
+        architecture: NT_V2,
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "InstaDeepAI/nucleotide-transformer-v2-50m-3mer-multi-species",
+        display: "NT-v2 50M 3-mer multi-species",
+        leaderboard: Some("nucleotide-transformer-v2-50m-3mer-multi-species"),
+        parameters: Some(50_000_000),
+        context: 2048,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "3-mer, single-nucleotide fallback",
+        architecture: NT_V2,
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "InstaDeepAI/nucleotide-transformer-v2-100m-multi-species",
+        display: "NT-v2 100M multi-species",
+        leaderboard: Some("nucleotide-transformer-v2-100m-multi-species"),
+        parameters: Some(100_000_000),
+        context: 2048,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: NT_V2_TOKENIZER,
+        architecture: NT_V2,
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "InstaDeepAI/nucleotide-transformer-v2-250m-multi-species",
+        display: "NT-v2 250M multi-species",
+        leaderboard: Some("nucleotide-transformer-v2-250m-multi-species"),
+        parameters: Some(250_000_000),
+        context: 2048,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: NT_V2_TOKENIZER,
+        architecture: NT_V2,
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "zhihan1996/DNABERT-2-117M",
+        display: "DNABERT-2 117M",
+        // The GENEB authors ran these weights with flash attention off; the numbers are the same model's.
+        leaderboard: Some("dnabert2-no-flashattention"),
+        parameters: Some(117_000_000),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json)",
+        architecture: DNABERT2,
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "zhihan1996/DNABERT-S",
+        display: "DNABERT-S",
+        leaderboard: Some("DNABERT-S"),
+        parameters: Some(117_070_082),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json)",
+        architecture: DNABERT2,
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "PoetschLab/GROVER",
+        display: "GROVER",
+        leaderboard: Some("GROVER"),
+        parameters: Some(87_101_793),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json)",
+        architecture: "BERT",
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "LongSafari/hyenadna-tiny-1k-seqlen-hf",
+        display: "HyenaDNA tiny 1k",
+        leaderboard: None,
+        parameters: None,
+        context: 1024,
+        context_unit: ContextUnit::Nucleotides,
+        tokenizer: "single nucleotide",
+        architecture: HYENA,
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "LongSafari/hyenadna-medium-160k-seqlen-hf",
+        display: "HyenaDNA medium 160k",
+        leaderboard: Some("hyenadna-medium-160k-seqlen-hf"),
+        parameters: Some(14_200_000),
+        context: 160_000,
+        context_unit: ContextUnit::Nucleotides,
+        tokenizer: "single nucleotide",
+        architecture: HYENA,
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "LongSafari/hyenadna-large-1m-seqlen-hf",
+        display: "HyenaDNA large 1M",
+        leaderboard: Some("hyenadna-large-1m-seqlen-hf"),
+        parameters: Some(54_600_000),
+        context: 1_000_000,
+        context_unit: ContextUnit::Nucleotides,
+        tokenizer: "single nucleotide",
+        architecture: HYENA,
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "kuleshov-group/caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3",
+        display: "Caduceus-PH 1k d256",
+        leaderboard: Some("caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3"),
+        parameters: Some(1_930_000),
+        context: 1024,
+        context_unit: ContextUnit::Nucleotides,
+        tokenizer: "single nucleotide",
+        architecture: "Caduceus-PH (bidirectional Mamba)",
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "kuleshov-group/caduceus-ps_seqlen-131k_d_model-256_n_layer-16",
+        display: "Caduceus-PS 131k d256",
+        leaderboard: Some("caduceus-ps_seqlen-131k_d_model-256_n_layer-16"),
+        parameters: Some(8_000_000),
+        context: 131_072,
+        context_unit: ContextUnit::Nucleotides,
+        tokenizer: "single nucleotide",
+        architecture: "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
+        supported: true,
+    },
+    KnownModel {
+        hub_id: "AIRI-Institute/gena-lm-bert-base",
+        display: "GENA-LM BERT base",
+        leaderboard: Some("gena-lm-bert-base"),
+        parameters: Some(110_000_000),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json)",
+        architecture: GENA,
+        supported: false,
+    },
+    KnownModel {
+        hub_id: "AIRI-Institute/gena-lm-bert-base-t2t-multi",
+        display: "GENA-LM BERT base T2T multi",
+        leaderboard: Some("gena-lm-bert-base-t2t-multi"),
+        parameters: Some(110_000_000),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json)",
+        architecture: GENA,
+        supported: false,
+    },
+    KnownModel {
+        hub_id: "AIRI-Institute/gena-lm-bert-large-t2t",
+        display: "GENA-LM BERT large T2T",
+        leaderboard: Some("gena-lm-bert-large-t2t"),
+        parameters: Some(336_000_000),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json)",
+        architecture: GENA,
+        supported: false,
+    },
+    KnownModel {
+        hub_id: "InstaDeepAI/agro-nucleotide-transformer-1b",
+        display: "AgroNT 1B",
+        leaderboard: Some("agro-nucleotide-transformer-1b"),
+        parameters: Some(1_000_000_000),
+        context: 1024,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "6-mer, single-nucleotide fallback",
+        architecture: "Nucleotide Transformer v1 (ESM, learned positions)",
+        supported: false,
+    },
+];
+
+/// A model's published GENEB scores (full-data regime, MCC), as the leaderboard gives them.
+#[derive(Debug, Clone, Serialize)]
+pub struct PublishedProfile {
+    #[serde(rename = "macroMcc")]
+    pub macro_mcc: f64,
+    #[serde(rename = "categoryMcc")]
+    pub category_mcc: std::collections::BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KnownWithProfile {
+    #[serde(flatten)]
+    pub model: &'static KnownModel,
+    pub published: Option<PublishedProfile>,
+}
+
+/// Every known model with its full-data leaderboard row, for display beside the user's own runs.
+pub fn with_published_profiles() -> crate::Result<Vec<KnownWithProfile>> {
+    let rows = published::rows(Regime::Full)?;
+    Ok(KNOWN
+        .iter()
+        .map(|model| KnownWithProfile {
+            model,
+            published: model
+                .leaderboard
+                .and_then(|key| rows.iter().find(|r| r.model == key))
+                .map(|row| PublishedProfile {
+                    macro_mcc: row.macro_mcc,
+                    category_mcc: row.category_mcc.clone(),
+                }),
+        })
+        .collect())
+}
+
+pub fn known_models() -> &'static [KnownModel] {
+    &KNOWN
+}
+
+/// The known model with this hub id (`owner/name`, any `@rev` ignored; ids are case-insensitive
+/// on the hub).
+pub fn find(hub_id: &str) -> Option<&'static KnownModel> {
+    let id = hub_id.split('@').next().unwrap_or(hub_id);
+    KNOWN.iter().find(|m| m.hub_id.eq_ignore_ascii_case(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_leaderboard_key_names_a_published_row_with_the_same_parameter_count() {
+        for regime in Regime::ALL {
+            let rows = published::rows(regime).unwrap();
+            for model in known_models() {
+                let Some(key) = model.leaderboard else {
+                    continue;
+                };
+                let row = rows
+                    .iter()
+                    .find(|r| r.model == key)
+                    .unwrap_or_else(|| panic!("{}: no '{key}' row in {regime:?}", model.hub_id));
+                assert_eq!(Some(row.params), model.parameters, "{}", model.hub_id);
+            }
+        }
+    }
+
+    #[test]
+    fn hub_ids_are_unique_owner_slash_name_and_found_with_a_revision() {
+        let mut seen = std::collections::BTreeSet::new();
+        for model in known_models() {
+            let parts: Vec<&str> = model.hub_id.split('/').collect();
+            assert!(
+                parts.len() == 2 && parts.iter().all(|p| !p.is_empty()),
+                "{}",
+                model.hub_id
+            );
+            assert!(
+                seen.insert(model.hub_id.to_ascii_lowercase()),
+                "{} twice",
+                model.hub_id
+            );
+            let with_rev = format!("{}@main", model.hub_id.to_ascii_uppercase());
+            assert_eq!(find(&with_rev).map(|m| m.hub_id), Some(model.hub_id));
+        }
+        assert!(find("someone/unknown-model").is_none());
+    }
+
+    #[test]
+    fn every_model_with_a_leaderboard_key_carries_its_13_category_profile() {
+        for entry in with_published_profiles().unwrap() {
+            match (entry.model.leaderboard, &entry.published) {
+                (Some(_), Some(p)) => {
+                    assert_eq!(p.category_mcc.len(), 13, "{}", entry.model.hub_id)
+                }
+                (None, None) => {}
+                other => panic!("{}: {other:?}", entry.model.hub_id),
+            }
+        }
+    }
+}

@@ -1,0 +1,275 @@
+// Foundation models in the page (www/models.js): a model folder dropped into the page embeds
+// PyTorch's pooled values on WebGPU (SwiftShader) and on the wasm CPU backend; the same model
+// loaded by hub id from a local stand-in for the hub (same URL layout, ETag/X-Linked-Etag, a 302
+// for the weights) with progress, then again from the Cache API with the hub gone; and bad models
+// give a clear message while the page stays usable.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import { readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, launchBrowser, openApp, pkgMounts, profileRows, runAndWait, waitReady,
+  wasmBuilt,
+} from './helpers.mjs';
+import { startServer } from '../../scripts/serve.mjs';
+
+const NT_V2 = join(REPO, 'tests', 'fixtures', 'models', 'nt_v2');
+const TOLERANCE = 1e-4;
+
+async function folderFiles(dir) {
+  const out = {};
+  for (const name of await readdir(dir)) out[name] = await readFile(join(dir, name));
+  return out;
+}
+
+/** Drop files onto the model panel as a user's drag and drop would. */
+async function dropModel(page, files) {
+  const payload = Object.entries(files).map(([name, bytes]) => ({ name, bytes: [...bytes] }));
+  await page.evaluate((list) => {
+    const dt = new DataTransfer();
+    for (const f of list) dt.items.add(new File([new Uint8Array(f.bytes)], f.name));
+    const zone = document.querySelector('[data-testid="model-drop"]');
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, payload);
+}
+
+async function waitLoaded(page, spec) {
+  await page.waitForFunction((s) => {
+    const loaded = [...document.querySelectorAll('[data-testid="loaded-model"] input')].some((i) => i.value === s);
+    const error = document.querySelector('[data-testid="model-error"]');
+    return loaded || (error && !error.hidden && error.textContent);
+  }, spec, { timeout: LOAD_TIMEOUT, polling: 100 });
+  const error = byTestId(page, 'model-error');
+  if (await error.isVisible()) throw new Error(`loading ${spec} failed: ${await error.textContent()}`);
+}
+
+async function waitModelError(page) {
+  await page.waitForFunction(() => {
+    const e = document.querySelector('[data-testid="model-error"]');
+    return e && !e.hidden && e.textContent;
+  }, null, { timeout: LOAD_TIMEOUT, polling: 100 });
+  return byTestId(page, 'model-error').textContent();
+}
+
+/** Embed `sequences` through the page's embed tool; returns the JSON it shows. */
+async function embedThroughPage(page, spec, sequences, { cpu }) {
+  const tool = byTestId(page, 'embed-tool');
+  if (!(await tool.evaluate((d) => d.open))) await tool.locator('summary').click();
+  await byTestId(page, 'embed-model').selectOption(spec);
+  await byTestId(page, 'embed-input').fill(sequences.join('\n'));
+  await byTestId(page, 'embed-cpu').setChecked(cpu);
+  await page.evaluate(() => { document.querySelector('[data-testid="embed-json"]').textContent = ''; });
+  await byTestId(page, 'embed-run').click();
+  await page.waitForFunction(() => {
+    const out = document.querySelector('[data-testid="embed-json"]');
+    const summary = document.querySelector('[data-testid="embed-summary"]');
+    return out.textContent || summary.classList.contains('error');
+  }, null, { timeout: LOAD_TIMEOUT * 2, polling: 100 });
+  const json = await byTestId(page, 'embed-json').textContent();
+  if (!json) throw new Error(`embedding failed: ${await byTestId(page, 'embed-summary').textContent()}`);
+  return JSON.parse(json);
+}
+
+function worstDifference(values, pooled) {
+  const expected = pooled.flat();
+  assert.equal(values.length, expected.length, 'n × dim values');
+  let worst = 0;
+  values.forEach((v, i) => { worst = Math.max(worst, Math.abs(v - expected[i])); });
+  return worst;
+}
+
+/**
+ * A stand-in for the hub on 127.0.0.1: `/{owner}/{name}/resolve/{rev}/{file}` serves the
+ * fixture folder. Like the real hub, LFS files (the weights) answer 302 to a CDN URL with their
+ * sha256 as X-Linked-Etag, and the CDN answers with the sha256 as ETag; small files carry a git
+ * blob id as ETag (not a sha256, so not verifiable). Revision `corrupt` serves the same files
+ * but its CDN flips one byte of the weights, as a damaged transfer would.
+ */
+async function startFakeHub(files, { id, rev }) {
+  const hits = [];
+  const sha256 = (b) => createHash('sha256').update(b).digest('hex');
+  const gitId = (b) => createHash('sha1').update(`blob ${b.length}\0`).update(b).digest('hex');
+  const cors = {
+    'Access-Control-Allow-Origin': '*',
+    'Access-Control-Expose-Headers': 'ETag, X-Linked-Etag, X-Linked-Size, Content-Length',
+  };
+  const server = createServer((req, res) => {
+    hits.push(`${req.method} ${req.url}`);
+    const send = (status, headers, body) => {
+      res.writeHead(status, { ...cors, ...headers });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    };
+    const cdn = /^\/cdn\/(\w+)\/([0-9a-f]{64})$/.exec(req.url);
+    if (cdn) {
+      let body = Object.values(files).find((b) => sha256(b) === cdn[2]);
+      if (!body) return send(404, {}, 'no such object');
+      if (cdn[1] === 'corrupt') { body = Buffer.from(body); body[body.length >> 1] ^= 0xff; }
+      return send(200, { ETag: `"${cdn[2]}"`, 'Content-Length': body.length, 'Content-Type': 'application/octet-stream' }, body);
+    }
+    const resolved = new RegExp(`^/${id}/resolve/(${rev}|corrupt)/(.+)$`).exec(req.url);
+    const name = resolved ? decodeURIComponent(resolved[2]) : null;
+    const body = name != null && Object.hasOwn(files, name) ? files[name] : null;
+    if (!body) return send(404, { 'Content-Type': 'text/plain' }, 'Entry not found');
+    if (name.endsWith('.safetensors')) {
+      const sha = sha256(body);
+      return send(302, { Location: `/cdn/${resolved[1]}/${sha}`, 'X-Linked-Etag': `"${sha}"`, 'X-Linked-Size': body.length, 'Content-Length': 0 }, '');
+    }
+    return send(200, { ETag: `"${gitId(body)}"`, 'Content-Length': body.length }, body);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  return {
+    origin,
+    hits,
+    close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()); }),
+  };
+}
+
+describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
+  let browser;
+  let fixture;
+  let files;
+  before(async () => {
+    assert.ok(wasmBuilt(), NO_WASM);
+    browser = await launchBrowser({ webgpu: true });
+    files = await folderFiles(NT_V2);
+    fixture = JSON.parse(files['pipeline.json']);
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  it('a dropped NT-v2 folder embeds PyTorch\'s pooled values on WebGPU and on the CPU, and runs as an encoder', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+    const server = await startServer({ port: 0, mounts: pkgMounts() });
+    const app = await openApp(browser, server);
+    try {
+      await waitReady(app.page);
+      // The known-models table is there, with a published profile.
+      assert.ok(await byTestId(app.page, 'known-model').count() >= 10);
+      await dropModel(app.page, files); // pipeline.json and expected.json ride along: ignored
+      await waitLoaded(app.page, 'hf:dropped-model');
+      assert.match(await byTestId(app.page, 'loaded-model').textContent(), /ignored .*pipeline\.json/);
+      for (const cpu of [false, true]) {
+        const r = await embedThroughPage(app.page, 'hf:dropped-model', fixture.sequences, { cpu });
+        assert.equal(r.backend.kind, cpu ? 'cpu' : 'wgpu', JSON.stringify(r.backend));
+        const worst = worstDifference(r.values, fixture.pooled);
+        console.log(`nt_v2 in the page on ${r.backend.kind} (${r.backend.adapter}): max |page - PyTorch| = ${worst.toExponential(2)}`);
+        assert.ok(worst <= TOLERANCE, `${r.backend.kind}: max |page - PyTorch| = ${worst}`);
+      }
+      // The loaded model is an encoder for a run like the built-in ones: its files go with it.
+      await byTestId(app.page, 'task-files').setInputFiles(join(REPO, 'tests', 'e2e', 'fixtures', 'e2e_gc_vs_at.csv'));
+      await byTestId(app.page, 'model-random-cnn').setChecked(false);
+      for (const regime of ['10shot', '1shot']) await byTestId(app.page, `regime-${regime}`).setChecked(false);
+      await byTestId(app.page, 'compute').selectOption('cpu');
+      await runAndWait(app.page, 'run');
+      assert.equal(await byTestId(app.page, 'error').isHidden(), true, await byTestId(app.page, 'error').textContent());
+      const models = (await profileRows(app.page, 'full')).map((row) => row.model);
+      assert.ok(models.some((m) => m.includes('dropped-model')), `the hf model has a profile row: ${models.join(', ')}`);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+      await server.close();
+    }
+  });
+
+  it('loads a model by hub id with progress, then from the Cache API with the hub gone', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+    const id = 'test-org/nt-v2-tiny';
+    const rev = 'main';
+    const served = Object.fromEntries(Object.entries(files).filter(([n]) => n !== 'pipeline.json' && n !== 'expected.json'));
+    const hub = await startFakeHub(served, { id, rev });
+    const server = await startServer({ port: 0, mounts: pkgMounts(), hubOrigin: hub.origin });
+    const app = await openApp(browser, server, {
+      // openApp aborts every request that leaves the page's server; the local hub may be reached.
+      beforeGoto: (context) => context.route(`${hub.origin}/**`, (route) => route.continue()),
+    });
+    const { page } = app;
+    try {
+      await page.goto(`${app.origin}?hub=${encodeURIComponent(hub.origin)}`);
+      await waitReady(page);
+      // A damaged download is refused, not kept.
+      await byTestId(page, 'hub-id').fill(`${id}@corrupt`);
+      await byTestId(page, 'hub-load').click();
+      await byTestId(page, 'hub-confirm').click({ timeout: LOAD_TIMEOUT });
+      const corrupt = await waitModelError(page);
+      assert.match(corrupt, /model\.safetensors: sha256 [0-9a-f]{64} does not match the hub's [0-9a-f]{64}/, corrupt);
+      assert.equal(await byTestId(page, 'loaded-model').count(), 0);
+
+      await byTestId(page, 'hub-id').fill(`${id}@${rev}`);
+      await byTestId(page, 'hub-load').click();
+      await byTestId(page, 'hub-plan').waitFor({ timeout: LOAD_TIMEOUT });
+      const planText = await byTestId(page, 'hub-plan').textContent();
+      assert.match(planText, /model\.safetensors/);
+      assert.match(planText, /config\.json/);
+      assert.match(planText, /model\.safetensors 88 kB/, 'the weights size from the HEAD request');
+      // Record every status line, to see the byte progress go by.
+      await page.evaluate(() => {
+        window.__statuses = [];
+        const node = document.querySelector('[data-testid="model-status"]');
+        new MutationObserver(() => window.__statuses.push(node.textContent)).observe(node, { childList: true, characterData: true, subtree: true });
+      });
+      await byTestId(page, 'hub-confirm').click();
+      await waitLoaded(page, `hf:${id}@${rev}`);
+      const statuses = await page.evaluate(() => window.__statuses);
+      assert.ok(statuses.some((s) => /downloading model\.safetensors: .* of /.test(s)), statuses.join(' | '));
+      assert.match(await byTestId(page, 'loaded-model').textContent(), /kept for offline use/);
+      assert.ok(hub.hits.includes(`GET /${id}/resolve/${rev}/model.safetensors`), hub.hits.join('\n'));
+      assert.ok(hub.hits.some((h) => h.startsWith('GET /cdn/')), 'the weights came through the redirect');
+      const offsite = new Set(app.offsite.filter((u) => !u.startsWith(hub.origin)));
+      assert.deepEqual([...offsite], [], 'only the page server and the local hub');
+
+      await hub.close();
+      const before = hub.hits.length;
+      await page.reload();
+      await waitReady(page);
+      const cached = byTestId(page, 'cached-model');
+      await cached.first().waitFor({ timeout: LOAD_TIMEOUT });
+      assert.deepEqual(await cached.allTextContents(), [`${id}@${rev}`], 'only the verified download was kept');
+      await cached.first().click();
+      await waitLoaded(page, `hf:${id}@${rev}`);
+      assert.match(await byTestId(page, 'loaded-model').textContent(), /from this browser's cache/);
+      assert.equal(hub.hits.length, before, 'nothing asked of the (stopped) hub');
+      const r = await embedThroughPage(page, `hf:${id}@${rev}`, fixture.sequences.slice(0, 3), { cpu: true });
+      const worst = worstDifference(r.values, fixture.pooled.slice(0, 3));
+      assert.ok(worst <= TOLERANCE, `cached model: max |page - PyTorch| = ${worst}`);
+    } finally {
+      await app.close();
+      await server.close();
+      await hub.close();
+    }
+  });
+
+  it('a bad model gives a clear message and the page stays usable', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+    const server = await startServer({ port: 0, mounts: pkgMounts() });
+    const app = await openApp(browser, server);
+    const { page } = app;
+    try {
+      await waitReady(page);
+      const config = JSON.parse(files['config.json']);
+      const unsupported = { ...files, 'config.json': Buffer.from(JSON.stringify({ ...config, model_type: 'gpt2', architectures: ['GPT2LMHeadModel'], auto_map: undefined })) };
+      await dropModel(page, unsupported);
+      const typeError = await waitModelError(page);
+      assert.match(typeError, /model type 'gpt2' is not supported; geneb runs .*Nucleotide Transformer/, typeError);
+
+      const truncated = { ...files, 'model.safetensors': files['model.safetensors'].subarray(0, 4000) };
+      await page.evaluate(() => { document.querySelector('[data-testid="model-error"]').hidden = true; });
+      await dropModel(page, truncated);
+      const weightsError = await waitModelError(page);
+      assert.match(weightsError, /model\.safetensors/, weightsError);
+      assert.doesNotMatch(weightsError, /panicked|unreachable|RuntimeError/, weightsError);
+      console.log(`bad models, as the page says:\n  ${typeError}\n  ${weightsError}`);
+      assert.equal(await byTestId(page, 'loaded-model').count(), 0, 'neither bad model was kept');
+
+      // Still usable: the good model loads and embeds.
+      await dropModel(page, files);
+      await waitLoaded(page, 'hf:dropped-model');
+      const r = await embedThroughPage(page, 'hf:dropped-model', fixture.sequences.slice(0, 2), { cpu: true });
+      assert.ok(worstDifference(r.values, fixture.pooled.slice(0, 2)) <= TOLERANCE);
+      assert.equal(await byTestId(page, 'status').textContent(), 'ready');
+    } finally {
+      await app.close();
+      await server.close();
+    }
+  });
+});
