@@ -4,7 +4,7 @@
 use crate::encoder::Encoder;
 use crate::metrics::{self, Scores};
 use crate::protocol::{self, Regime};
-use crate::report::{Meta, SeedScores, Submission, TaskInfo};
+use crate::report::{ClassIndices, Meta, SeedScores, Submission, TaskInfo, TaskPredictions};
 use crate::task::{TaskData, fewshot};
 use crate::{Result, probe};
 use ndarray::{Array2, Axis};
@@ -31,18 +31,48 @@ pub struct Progress<'a> {
     pub task: &'a str,
     pub done: usize,
     pub total: usize,
+    /// The embeddings came from an earlier run's cache rather than from the encoder.
+    #[serde(rename = "fromCache")]
+    pub from_cache: bool,
+}
+
+/// Embeddings kept between runs, keyed by the encoder's identity (spec + a hash of its files)
+/// and the hash of the sequences, so a rerun, another regime or another probe setting never
+/// pays for a second embedding pass. A miss or an unreadable entry just means "embed again".
+pub trait EmbeddingStore {
+    fn get(&self, key: &str, rows: usize, dim: usize) -> Option<Array2<f32>>;
+    fn put(&self, key: &str, embeddings: &Array2<f32>) -> Result<()>;
+}
+
+/// The hex SHA-256 of a list of sequences (each length-prefixed, so boundaries count).
+pub fn sequences_hash(sequences: &[String]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for s in sequences {
+        hasher.update((s.len() as u64).to_le_bytes());
+        hasher.update(s.as_bytes());
+    }
+    hex(&hasher.finalize())
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 pub async fn evaluate(
     encoder: &Encoder,
     tasks: &[TaskData],
     regimes: &[Regime],
+    store: Option<&dyn EmbeddingStore>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Submission> {
     let spec = encoder.spec();
+    let identity = encoder.cache_identity();
+    let cache = store.zip(identity.as_deref());
     let mut results: BTreeMap<String, BTreeMap<String, Scores>> = BTreeMap::new();
     let mut fewshot_detail = BTreeMap::new();
     let mut task_info = BTreeMap::new();
+    let mut predictions = BTreeMap::new();
     let mut not_converged = Vec::new();
     let (mut embed_seconds, mut probe_seconds) = (0.0, 0.0);
 
@@ -51,26 +81,19 @@ pub async fn evaluate(
         let data = &task.data;
         check_memory(id, data.train.len() + data.test.len(), encoder.dim())?;
         let started = Instant::now();
-        let x_train = embed_all(
-            encoder,
-            &data.train.sequences,
-            &spec,
-            id,
-            0,
-            data.train.len() + data.test.len(),
-            progress,
-        )
-        .await?;
-        let x_test = embed_all(
-            encoder,
-            &data.test.sequences,
-            &spec,
-            id,
-            data.train.len(),
-            data.train.len() + data.test.len(),
-            progress,
-        )
-        .await?;
+        let total = data.train.len() + data.test.len();
+        let place = Place {
+            spec: &spec,
+            task: id,
+            offset: 0,
+            total,
+        };
+        let x_train = embed_all(encoder, &data.train.sequences, cache, place, progress).await?;
+        let place = Place {
+            offset: data.train.len(),
+            ..place
+        };
+        let x_test = embed_all(encoder, &data.test.sequences, cache, place, progress).await?;
         embed_seconds += started.elapsed().as_secs_f64();
 
         let started = Instant::now();
@@ -85,7 +108,16 @@ pub async fn evaluate(
             })
             .sum();
         let mut fits_done = 0;
+        let mut evidence = TaskPredictions {
+            y_true: ClassIndices::encode(&data.test.y)?,
+            regimes: BTreeMap::new(),
+        };
         for &regime in regimes {
+            // Every fit's test predictions, kept for bootstrap intervals over test examples.
+            let regime_predictions = evidence
+                .regimes
+                .entry(regime.key().to_string())
+                .or_default();
             let report = &mut |done| {
                 progress(Progress {
                     stage: Stage::Probe,
@@ -93,6 +125,7 @@ pub async fn evaluate(
                     task: id,
                     done,
                     total: fits_total,
+                    from_cache: false,
                 })
             };
             let scores = match regime.shots() {
@@ -103,7 +136,9 @@ pub async fn evaluate(
                     }
                     fits_done += 1;
                     report(fits_done);
-                    metrics::score(&data.test.y, &fit.predict(x_test.view()))
+                    let predicted = fit.predict(x_test.view());
+                    regime_predictions.push(ClassIndices::encode(&predicted)?);
+                    metrics::score(&data.test.y, &predicted)
                 }
                 Some(k) => {
                     let mut per_seed = Vec::with_capacity(protocol::FEWSHOT_SEEDS.len());
@@ -115,7 +150,9 @@ pub async fn evaluate(
                         if !fit.converged {
                             not_converged.push(format!("{}/{id}/seed{seed}", regime.key()));
                         }
-                        let scores = metrics::score(&data.test.y, &fit.predict(x_test.view()));
+                        let predicted = fit.predict(x_test.view());
+                        regime_predictions.push(ClassIndices::encode(&predicted)?);
+                        let scores = metrics::score(&data.test.y, &predicted);
                         per_seed.push(SeedScores {
                             seed,
                             scores,
@@ -138,6 +175,7 @@ pub async fn evaluate(
                 .insert(id.to_string(), scores);
         }
         probe_seconds += started.elapsed().as_secs_f64();
+        predictions.insert(id.to_string(), evidence);
         task_info.insert(
             id.to_string(),
             TaskInfo {
@@ -165,10 +203,14 @@ pub async fn evaluate(
         results,
         tasks: task_info,
         fewshot: fewshot_detail,
+        predictions,
         protocol: Some(protocol_block(
             encoder,
             regimes,
-            deviations(tasks),
+            deviations(tasks)
+                .into_iter()
+                .chain(encoder.deviation())
+                .collect(),
             not_converged,
             embed_seconds,
             probe_seconds,
@@ -198,30 +240,49 @@ fn check_memory(task: &str, rows: usize, dim: usize) -> Result<()> {
     Ok(())
 }
 
+/// Where a list of sequences sits in its task's progress.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    spec: &'a str,
+    task: &'a str,
+    offset: usize,
+    total: usize,
+}
+
 async fn embed_all(
     encoder: &Encoder,
     sequences: &[String],
-    spec: &str,
-    task: &str,
-    offset: usize,
-    total: usize,
+    cache: Option<(&dyn EmbeddingStore, &str)>,
+    place: Place<'_>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Array2<f64>> {
-    let mut out = Array2::<f64>::zeros((sequences.len(), encoder.dim()));
+    let report = |done: usize, from_cache: bool| Progress {
+        stage: Stage::Embed,
+        model: place.spec,
+        task: place.task,
+        done: place.offset + done,
+        total: place.total,
+        from_cache,
+    };
+    let key = cache.map(|(_, identity)| format!("{identity}/{}", sequences_hash(sequences)));
+    if let (Some((store, _)), Some(key)) = (cache, &key)
+        && let Some(hit) = store.get(key, sequences.len(), encoder.dim())
+    {
+        progress(report(sequences.len(), true));
+        return Ok(hit.mapv(f64::from));
+    }
+    let mut out = Array2::<f32>::zeros((sequences.len(), encoder.dim()));
     for (i, chunk) in sequences.chunks(EMBED_CHUNK).enumerate() {
         let start = i * EMBED_CHUNK;
         let embedded = encoder.embed(chunk).await?;
         out.slice_mut(ndarray::s![start..start + chunk.len(), ..])
-            .assign(&embedded.mapv(f64::from));
-        progress(Progress {
-            stage: Stage::Embed,
-            model: spec,
-            task,
-            done: offset + start + chunk.len(),
-            total,
-        });
+            .assign(&embedded);
+        progress(report(start + chunk.len(), false));
     }
-    Ok(out)
+    if let (Some((store, _)), Some(key)) = (cache, &key) {
+        store.put(key, &out)?;
+    }
+    Ok(out.mapv(f64::from))
 }
 
 fn mean_scores(scores: impl Iterator<Item = Scores>) -> Scores {

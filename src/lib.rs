@@ -1,10 +1,14 @@
 //! geneb: the GENEB probing protocol — frozen encoder → pooled embedding → logistic-regression
 //! probe → per-category profile — as one core for the native CLI and the browser (wasm32).
 
+#[cfg(feature = "cli")]
+pub mod embedding_cache;
 pub mod encoder;
 pub mod error;
 pub mod eval;
 pub mod hf;
+#[cfg(all(feature = "hub", not(target_arch = "wasm32")))]
+pub mod hub;
 pub mod metrics;
 #[cfg(feature = "cli")]
 pub mod npz;

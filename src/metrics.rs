@@ -51,25 +51,7 @@ pub fn score(y_true: &[usize], y_pred: &[usize]) -> Scores {
     }
     let n_correct: u64 = correct.iter().sum();
 
-    // sklearn's formula, in f64 as it does (counts are exact integers there).
-    let nf = n as f64;
-    let tp_dot: f64 = t_sum
-        .iter()
-        .zip(&p_sum)
-        .map(|(&t, &p)| t as f64 * p as f64)
-        .sum();
-    let pp_dot: f64 = p_sum.iter().map(|&p| (p as f64).powi(2)).sum();
-    let tt_dot: f64 = t_sum.iter().map(|&t| (t as f64).powi(2)).sum();
-    let cov_ytyp = n_correct as f64 * nf - tp_dot;
-    let cov_ypyp = nf * nf - pp_dot;
-    let cov_ytyt = nf * nf - tt_dot;
-    let denom = cov_ypyp * cov_ytyt;
-    let mcc = if denom == 0.0 {
-        0.0
-    } else {
-        cov_ytyp / denom.sqrt()
-    };
-
+    let mcc = mcc_from_counts(&t_sum, &p_sum, n_correct);
     // F1 per label = 2·tp / (|true| + |pred|); every label of the union has a positive
     // denominator, so sklearn's zero_division never applies.
     let f1 = (0..l)
@@ -79,8 +61,33 @@ pub fn score(y_true: &[usize], y_pred: &[usize]) -> Scores {
 
     Scores {
         mcc,
-        acc: n_correct as f64 / nf,
+        acc: n_correct as f64 / n as f64,
         f1,
+    }
+}
+
+/// sklearn's multiclass MCC from per-class counts (how often each class is true and predicted)
+/// and the number of correct predictions; 0 where it is undefined. The bootstrap calls it on
+/// resampled counts directly, which spares it building resampled label vectors.
+pub fn mcc_from_counts(t_sum: &[u64], p_sum: &[u64], n_correct: u64) -> f64 {
+    // sklearn's formula, in f64 as it does (counts are exact integers there).
+    let n: u64 = t_sum.iter().sum();
+    let nf = n as f64;
+    let tp_dot: f64 = t_sum
+        .iter()
+        .zip(p_sum)
+        .map(|(&t, &p)| t as f64 * p as f64)
+        .sum();
+    let pp_dot: f64 = p_sum.iter().map(|&p| (p as f64).powi(2)).sum();
+    let tt_dot: f64 = t_sum.iter().map(|&t| (t as f64).powi(2)).sum();
+    let cov_ytyp = n_correct as f64 * nf - tp_dot;
+    let cov_ypyp = nf * nf - pp_dot;
+    let cov_ytyt = nf * nf - tt_dot;
+    let denom = cov_ypyp * cov_ytyt;
+    if denom == 0.0 {
+        0.0
+    } else {
+        cov_ytyp / denom.sqrt()
     }
 }
 

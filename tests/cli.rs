@@ -1,5 +1,8 @@
 //! The native CLI end to end: the real binary on the smoke suite and on the bad-input fixtures.
 
+#[path = "support/hub_server.rs"]
+mod hub_server;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -381,5 +384,235 @@ fn profile_reads_the_pages_download_bundle() {
     assert_eq!(
         geneb(&["profile", bundle.to_str().unwrap()]).status.code(),
         Some(2)
+    );
+}
+
+/// `geneb` with the hub and the cache pointed at test-local places.
+fn geneb_with_hub(args: &[&str], endpoint: &str, cache: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_geneb"))
+        .args(args)
+        .env("GENEB_HF_ENDPOINT", endpoint)
+        .env("GENEB_CACHE", cache)
+        .output()
+        .expect("running geneb")
+}
+
+#[test]
+fn official_tasks_by_id_are_announced_downloaded_cached_and_listed() {
+    let server = hub_server::serve(None);
+    let cache = scratch("cli-hub-cache");
+    let ids = ["deep4mc_E.coli_4mC", "iDHS-EL_DNase_I"];
+    let eval = |endpoint: &str, extra: &[&str]| {
+        let mut args = vec!["eval", "--model", "kmer:3", "--regimes", "full", "--quiet"];
+        args.extend([
+            "--task",
+            "geneb:deep4mc_E.coli_4mC",
+            "--task",
+            "geneb:iDHS-EL_DNase_I",
+        ]);
+        // The Chromatin Acc. suite is iDHS-EL_DNase_I again: evaluated once, not an error.
+        args.extend(["--suite", "geneb:chromatin-acc"]);
+        args.extend(extra);
+        geneb_with_hub(&args, endpoint, &cache)
+    };
+
+    let out = eval(&server.endpoint, &[]);
+    let result = ok_json(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let fixture_bytes: u64 = ids
+        .iter()
+        .flat_map(|id| ["train", "test"].map(|s| format!("tasks/{id}/{s}.csv")))
+        .map(|p| {
+            std::fs::metadata(hub_server::fixture_root().join(p))
+                .unwrap()
+                .len()
+        })
+        .sum();
+    // Said before downloading: how many files, how big, from where.
+    let announced = format!(
+        "downloading 4 file(s), {:.1} MB",
+        fixture_bytes as f64 / 1e6
+    );
+    assert!(stderr.contains(&announced), "{stderr}");
+    assert!(
+        stderr.contains("tasks/iDHS-EL_DNase_I/train.csv"),
+        "{stderr}"
+    );
+    // Cached under the catalogue's pinned revision.
+    let cached = cache
+        .join("hub/datasets")
+        .join(hub_server::REPO)
+        .join(hub_server::REVISION)
+        .join("tasks/iDHS-EL_DNase_I/test.csv");
+    assert!(cached.is_file(), "{}", cached.display());
+    for (id, category) in ids.iter().zip(["DNA Methyl.", "Chromatin Acc."]) {
+        assert_eq!(
+            result["tasks"][id]["category"], category,
+            "catalogue category"
+        );
+        let mcc = result["results"]["full"][id]["MCC"].as_f64().unwrap();
+        assert!((-1.0..=1.0).contains(&mcc), "{id}: {mcc}");
+    }
+
+    // Listed as cached, with the tables' size; listing asks the hub nothing.
+    let requests_before = server.requests.lock().unwrap().len();
+    let listing = ok_json(&geneb_with_hub(
+        &["tasks", "--suite", "geneb:dna-methyl", "--json"],
+        &server.endpoint,
+        &cache,
+    ));
+    let listing = listing.as_array().unwrap();
+    assert_eq!(listing.len(), 8);
+    let cached: Vec<&Value> = listing.iter().filter(|t| t["status"] == "cached").collect();
+    assert_eq!(cached.len(), 1);
+    assert_eq!(cached[0]["id"], "deep4mc_E.coli_4mC");
+    assert_eq!(cached[0]["n_classes"], 2);
+    assert_eq!(server.requests.lock().unwrap().len(), requests_before);
+
+    // The hub gone: the same run works from the cache, announcing nothing, same result.
+    let again = eval(&hub_server::dead_endpoint(), &["--offline"]);
+    assert_eq!(ok_json(&again)["results"], result["results"]);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("downloading"));
+}
+
+#[test]
+fn official_task_errors_are_one_line_with_exit_2() {
+    let cache = scratch("cli-hub-errors");
+    let dead = hub_server::dead_endpoint();
+    for (args, expected) in [
+        (
+            vec!["eval", "--model", "kmer:3", "--task", "geneb:no_such_task"],
+            "no GENEB task with id 'no_such_task'",
+        ),
+        (
+            vec!["eval", "--model", "kmer:3", "--suite", "geneb:nope"],
+            "no suite named 'geneb:nope'",
+        ),
+        (
+            vec![
+                "eval",
+                "--model",
+                "kmer:3",
+                "--suite",
+                "geneb:coding-nc",
+                "--offline",
+            ],
+            "--offline forbids downloading",
+        ),
+        (
+            vec!["eval", "--model", "kmer:3", "--suite", "geneb-lite"],
+            "Check the network connection",
+        ),
+    ] {
+        let out = geneb_with_hub(&args, &dead, &cache);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+/// `hf:owner/name@rev`: the model's files are announced, downloaded through the hub's URL
+/// layout (the weights as an LFS redirect), verified, cached, and the embeddings equal
+/// PyTorch's; with the hub gone the cached copy serves.
+#[test]
+fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
+    let server = hub_server::serve(None);
+    let cache = scratch("cli-hub-model-cache");
+    let expected: Value = serde_json::from_slice(
+        &std::fs::read(repo("tests/fixtures/models/nt_v2/pipeline.json")).unwrap(),
+    )
+    .unwrap();
+    let input = cache.join("sequences.txt");
+    let sequences: Vec<&str> = expected["sequences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    std::fs::write(&input, sequences.join("\n")).unwrap();
+    let out_npy = cache.join("x.npy");
+    let spec = format!("hf:{}@main", hub_server::MODEL_REPO);
+    let embed = |endpoint: &str| {
+        geneb_with_hub(
+            &[
+                "embed",
+                "--model",
+                &spec,
+                "--input",
+                input.to_str().unwrap(),
+                "--out",
+                out_npy.to_str().unwrap(),
+            ],
+            endpoint,
+            &cache,
+        )
+    };
+    let check_embeddings = |out: &Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bytes = std::fs::read(&out_npy).unwrap();
+        // float32 .npy, little-endian, n × d after the header.
+        let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        let values: Vec<f32> = bytes[10 + header_len..]
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        let want: Vec<f32> = expected["pooled"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|row| {
+                row.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_f64().unwrap() as f32)
+            })
+            .collect();
+        assert_eq!(values.len(), want.len());
+        let worst = values
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(worst <= 1e-4, "max |geneb − PyTorch| = {worst}");
+    };
+    let first = embed(&server.endpoint);
+    check_embeddings(&first);
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        stderr.contains("downloading") && stderr.contains("model.safetensors"),
+        "{stderr}"
+    );
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(
+        requests.iter().any(|r| r.starts_with("GET /cdn/")),
+        "weights via the LFS redirect: {requests:?}"
+    );
+    // Files the repo does not have (tokenizer.json, vocab of other kinds) are simply absent.
+    let again = embed(&hub_server::dead_endpoint());
+    check_embeddings(&again);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("downloading"));
+    let missing = geneb_with_hub(
+        &[
+            "embed",
+            "--model",
+            "hf:geneb-fixtures/no-such-model",
+            "--input",
+            input.to_str().unwrap(),
+            "--out",
+            out_npy.to_str().unwrap(),
+        ],
+        &server.endpoint,
+        &cache,
+    );
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("config.json"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
     );
 }

@@ -240,3 +240,62 @@ fn unsupported_models_and_missing_files_are_clear_errors() {
     assert!(message.contains("truncated"), "{message}");
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// A rerun reuses the first run's embeddings (the progress says so) and gives the same result;
+/// a damaged cache entry is embedded again, never trusted.
+#[test]
+fn embedding_cache_is_reused_and_survives_damage() {
+    use geneb::eval::{self, EmbeddingStore, Progress};
+    use geneb::protocol::Regime;
+    let root = std::env::temp_dir().join(format!("geneb-cache-{}", std::process::id()));
+    let store = geneb::embedding_cache::FolderStore::new(root.clone());
+    let spec = format!(
+        "hf:{}/tests/fixtures/models/bert",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let encoder = pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu)).unwrap();
+    let tasks = geneb::seq::tasks_from_path(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv"),
+        None,
+    )
+    .unwrap();
+    let run = || {
+        let mut cached = Vec::new();
+        let mut progress = |p: Progress| cached.push(p.from_cache);
+        let store: &dyn EmbeddingStore = &store;
+        let sub = pollster::block_on(eval::evaluate(
+            &encoder,
+            &tasks,
+            &[Regime::Full],
+            Some(store),
+            &mut progress,
+        ))
+        .unwrap();
+        (sub.results, cached.contains(&true))
+    };
+    let (first, first_cached) = run();
+    let (second, second_cached) = run();
+    assert!(!first_cached && second_cached);
+    assert_eq!(first, second);
+    let entries: Vec<PathBuf> = walk(&root);
+    assert_eq!(entries.len(), 2, "train and test embeddings: {entries:?}");
+    std::fs::write(&entries[0], b"not an npy").unwrap();
+    let (third, _) = run();
+    assert_eq!(first, third);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}

@@ -4,8 +4,10 @@
 use clap::{Args, Parser, Subcommand};
 use geneb::encoder::{BackendKind, Encoder};
 use geneb::eval::{self, Progress};
+use geneb::hub::{Hub, Located};
 use geneb::protocol::Regime;
 use geneb::seq::{self, InputFile};
+use geneb::task::{TaskData, catalogue, official};
 use geneb::{Error, Result, metrics, probe, profile, task::fewshot};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -36,6 +38,8 @@ enum Command {
     Models,
     /// Pooled embeddings of a list of sequences as a float32 .npy (n × d, in input order).
     Embed(EmbedArgs),
+    /// List the official GENEB tasks (or one suite's) and whether they are cached.
+    Tasks(TasksArgs),
 }
 
 #[derive(Args)]
@@ -59,10 +63,18 @@ struct EvalArgs {
     /// Encoder spec: kmer:K, kmer:K:canonical, random-cnn, random-cnn:SEED.
     #[arg(long)]
     model: String,
-    /// A task table (text,label,split), a folder with train.csv + test.csv, FASTA, or a folder
-    /// of those. Repeat for more.
-    #[arg(long, required = true)]
-    task: Vec<PathBuf>,
+    /// A task table (text,label,split), a folder with train.csv + test.csv, FASTA, a Genomic
+    /// Benchmarks / GUE / NT / BED+FASTA folder, a folder of those, or `geneb:<task id>` for an
+    /// official task (downloaded once from the hub, then cached). Repeat for more.
+    #[arg(long, required_unless_present = "suite")]
+    task: Vec<String>,
+    /// Official tasks by suite: geneb (all 100), geneb-lite, geneb:<category> (`geneb tasks
+    /// --suites` lists them). Repeat for more.
+    #[arg(long)]
+    suite: Vec<String>,
+    /// Use only cached official tasks; never touch the network.
+    #[arg(long)]
+    offline: bool,
     /// Regimes to run, comma-separated.
     #[arg(long, default_value = "full,10shot,1shot", value_delimiter = ',')]
     regimes: Vec<String>,
@@ -78,6 +90,23 @@ struct EvalArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Embed again instead of reusing (and storing) embeddings under the cache folder
+    /// ($GENEB_CACHE, else $XDG_CACHE_HOME/geneb or ~/.cache/geneb).
+    #[arg(long)]
+    no_cache: bool,
+}
+
+#[derive(Args)]
+struct TasksArgs {
+    /// Only this suite's tasks (geneb, geneb-lite, geneb:<category>).
+    #[arg(long)]
+    suite: Option<String>,
+    /// List the suite names instead of tasks.
+    #[arg(long, conflicts_with = "suite")]
+    suites: bool,
+    /// Print JSON (the full catalogue records, plus cache state) instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -102,12 +131,33 @@ struct FewshotArgs {
 
 #[derive(Args)]
 struct ProfileArgs {
-    /// Result files written by `geneb eval` (or GENEB submission JSONs).
+    /// Result files written by `geneb eval` (or GENEB submission JSONs, or the page's download).
     #[arg(required = true)]
     results: Vec<PathBuf>,
-    /// Print the profile as JSON.
+    /// Print the whole analysis as JSON (profile, intervals, ranks, recommendations).
     #[arg(long)]
     json: bool,
+    /// Write the self-contained HTML report here.
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Write every table as CSV into this folder (one file per table).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write the plots as SVG into this folder.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Write each model's official submission JSON (reference schema only) into this folder.
+    #[arg(long)]
+    official: Option<PathBuf>,
+    /// Recommend only models with at most this many parameters (e.g. 120000000).
+    #[arg(long)]
+    max_params: Option<u64>,
+    /// Bootstrap replicates for the 95 % intervals and paired tests.
+    #[arg(long, default_value_t = 1000)]
+    bootstrap: usize,
+    /// Seed of the bootstrap resampling.
+    #[arg(long, default_value_t = 0)]
+    seed: u32,
 }
 
 fn main() -> ExitCode {
@@ -119,6 +169,7 @@ fn main() -> ExitCode {
         Command::Profile(args) => run_profile(args),
         Command::Models => geneb::encoder::catalogue().and_then(|c| print_json(&c)),
         Command::Embed(args) => run_embed(args),
+        Command::Tasks(args) => run_tasks(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -161,24 +212,50 @@ fn write_whole(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
 fn run_eval(args: EvalArgs) -> Result<()> {
     let regimes = Regime::parse_list(&args.regimes)?;
     let backend_kind = BackendKind::parse(&args.backend)?;
+    let show = !args.quiet && std::io::stderr().is_terminal();
     let mut tasks = Vec::new();
     let mut given_by = std::collections::BTreeMap::new();
-    for path in &args.task {
-        for task in seq::tasks_from_path(path, args.category.as_deref())? {
-            // Results are keyed by task id: a second task with the same id would overwrite one.
-            if let Some(first) = given_by.insert(task.task.id.clone(), path.clone()) {
-                return Err(Error::new(format!(
-                    "task id '{}' comes from both {} and {}; rename one",
-                    task.task.id,
-                    first.display(),
-                    path.display()
-                )));
+    let mut add = |task: TaskData, given: &str| {
+        // Results are keyed by task id: a second task with the same id would overwrite one.
+        if let Some(first) = given_by.insert(task.task.id.clone(), given.to_string()) {
+            return Err(Error::new(format!(
+                "task id '{}' comes from both {first} and {given}; give it once (or rename one)",
+                task.task.id
+            )));
+        }
+        tasks.push(task);
+        Ok(())
+    };
+    let mut official_tasks = Vec::new();
+    for name in &args.suite {
+        official_tasks.extend(
+            catalogue::suite(name)?
+                .into_iter()
+                .map(|t| (t, name.clone())),
+        );
+    }
+    for given in &args.task {
+        if given.starts_with(catalogue::PREFIX) {
+            official_tasks.push((catalogue::task_by_reference(given)?, given.clone()));
+        } else {
+            for task in seq::tasks_from_path(Path::new(given), args.category.as_deref())? {
+                add(task, given)?;
             }
-            tasks.push(task);
         }
     }
-    let encoder = pollster::block_on(Encoder::from_spec(&args.model, backend_kind))?;
-    let show = !args.quiet && std::io::stderr().is_terminal();
+    // A task named by two suites (or a suite and --task) is evaluated once.
+    let mut seen = std::collections::HashSet::new();
+    official_tasks.retain(|(task, _)| seen.insert(task.id.as_str()));
+    if !official_tasks.is_empty() {
+        let hub = Hub::from_env(args.offline)?;
+        let wanted: Vec<&catalogue::CatalogueTask> =
+            official_tasks.iter().map(|(t, _)| *t).collect();
+        fetch_official(&hub, &wanted, show)?;
+        for (task, given) in &official_tasks {
+            add(official::load(&hub, task)?, given)?;
+        }
+    }
+    let encoder = load_encoder(&args.model, backend_kind, args.offline, show)?;
     let mut on_progress = |p: Progress| {
         if show {
             eprint!(
@@ -188,8 +265,16 @@ fn run_eval(args: EvalArgs) -> Result<()> {
             let _ = std::io::stderr().flush();
         }
     };
-    let submission =
-        pollster::block_on(eval::evaluate(&encoder, &tasks, &regimes, &mut on_progress))?;
+    let store =
+        geneb::embedding_cache::FolderStore::new(geneb::hub::cache_root()?.join("embeddings"));
+    let store: Option<&dyn eval::EmbeddingStore> = (!args.no_cache).then_some(&store);
+    let submission = pollster::block_on(eval::evaluate(
+        &encoder,
+        &tasks,
+        &regimes,
+        store,
+        &mut on_progress,
+    ))?;
     if show {
         eprintln!();
     }
@@ -206,7 +291,7 @@ fn run_eval(args: EvalArgs) -> Result<()> {
 fn run_embed(args: EmbedArgs) -> Result<()> {
     let backend = BackendKind::parse(&args.backend)?;
     let sequences = seq::read_sequences(&read_file(&args.input)?)?;
-    let encoder = pollster::block_on(Encoder::from_spec(&args.model, backend))?;
+    let encoder = load_encoder(&args.model, backend, false, true)?;
     let texts: Vec<String> = sequences.into_iter().map(|s| s.sequence).collect();
     let embeddings = pollster::block_on(encoder.embed(&texts))?;
     let mut npy = Vec::new();
@@ -266,11 +351,207 @@ fn run_profile(args: ProfileArgs) -> Result<()> {
         let file = read_file(path)?;
         submissions.extend(geneb::report::read_results(&file.name, &file.bytes)?);
     }
-    let profile = profile::build(&submissions)?;
+    let settings = profile::bootstrap::Settings {
+        replicates: args.bootstrap,
+        seed: args.seed,
+    };
+    let analysis = profile::analysis::analyse(&submissions, settings, args.max_params)?;
+    let outputs = geneb::report::html::render(&analysis, &submissions)?;
+    if let Some(path) = &args.html {
+        write_whole(path, &outputs.html)?;
+    }
+    for (dir, files) in [
+        (&args.csv, &outputs.csv),
+        (&args.svg, &outputs.svg),
+        (&args.official, &outputs.official),
+    ] {
+        if let Some(dir) = dir {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::in_file(dir.display().to_string(), format!("cannot create: {e}"))
+            })?;
+            for (name, text) in files {
+                write_whole(&dir.join(name), text)?;
+            }
+        }
+    }
     if args.json {
-        print_json(&profile)
+        print_json(&analysis)
     } else {
-        print!("{}", profile::to_text(&profile));
+        print!("{}", profile::analysis::to_text(&analysis));
         Ok(())
     }
+}
+
+/// An encoder from its spec; `hf:owner/name[@revision]` that is not a local folder is fetched
+/// from the hub into the verified cache first (saying what is downloaded), then loaded.
+fn load_encoder(spec: &str, backend: BackendKind, offline: bool, show: bool) -> Result<Encoder> {
+    let (base, _) = geneb::encoder::hf::Window::split_spec(spec.trim())?;
+    let Some(id) = base.strip_prefix("hf:").map(str::trim) else {
+        return pollster::block_on(Encoder::from_spec(spec, backend));
+    };
+    let (repo, revision) = id.split_once('@').unwrap_or((id, "main"));
+    let looks_like_repo = repo.split('/').count() == 2 && !repo.starts_with(['.', '/', '~']);
+    if Path::new(id).exists() || !looks_like_repo {
+        return pollster::block_on(Encoder::from_spec(spec, backend));
+    }
+    let hub = Hub::from_env(offline)?;
+    let files = geneb::hub::fetch_model_files(
+        &hub,
+        repo,
+        revision,
+        &mut |file, size| {
+            let size = size.map_or_else(|| "size not stated".to_string(), megabytes);
+            eprintln!(
+                "geneb: downloading {} ({size}) into {}",
+                file.describe(),
+                hub.cache_dir().display()
+            );
+        },
+        &mut |p| {
+            if show {
+                let total = p
+                    .total
+                    .map_or_else(String::new, |t| format!(" of {}", megabytes(t)));
+                eprint!("\r{}{total}   ", megabytes(p.done));
+                let _ = std::io::stderr().flush();
+            }
+        },
+    )?;
+    pollster::block_on(Encoder::from_model_files(
+        spec.trim().to_string(),
+        files,
+        backend,
+    ))
+}
+
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// Downloads the official tasks' tables that are not cached, after saying what and how much.
+fn fetch_official(hub: &Hub, tasks: &[&catalogue::CatalogueTask], show: bool) -> Result<()> {
+    let planned = official::plan(hub, tasks)?;
+    let remote: Vec<&official::PlannedFile> = planned
+        .iter()
+        .filter(|p| matches!(p.located, Located::Remote(_)))
+        .collect();
+    if remote.is_empty() {
+        return Ok(());
+    }
+    let (bytes, some_unknown) = official::download_size(&planned);
+    eprintln!(
+        "geneb: downloading {} file(s), {}{}, from {} into {}:",
+        remote.len(),
+        megabytes(bytes),
+        if some_unknown {
+            " plus files of unstated size"
+        } else {
+            ""
+        },
+        hub.endpoint(),
+        hub.cache_dir().display()
+    );
+    for item in &remote {
+        if let Located::Remote(r) = &item.located {
+            let size = r
+                .size
+                .map_or_else(|| "size not stated".to_string(), megabytes);
+            eprintln!("  {} ({size})", item.file.path);
+        }
+    }
+    official::download(hub, &planned, &mut |file, p| {
+        if show {
+            let total = p
+                .total
+                .map_or_else(String::new, |t| format!(" of {}", megabytes(t)));
+            eprint!("\r{} {}{total}   ", file.path, megabytes(p.done));
+            let _ = std::io::stderr().flush();
+        }
+    })?;
+    if show {
+        eprintln!();
+    }
+    Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct TaskListing<'c> {
+    #[serde(flatten)]
+    record: &'c catalogue::CatalogueTask,
+    /// Bytes of the cached train + test tables; `None` unless both are cached.
+    cached_bytes: Option<u64>,
+    /// `cached` (both tables in the cache) or `remote` (fetched on first use).
+    status: &'static str,
+}
+
+fn run_tasks(args: TasksArgs) -> Result<()> {
+    if args.suites {
+        let suites: Vec<serde_json::Value> = catalogue::suites()
+            .into_iter()
+            .map(|(name, about)| serde_json::json!({"name": name, "about": about}))
+            .collect();
+        if args.json {
+            return print_json(&suites);
+        }
+        for suite in &suites {
+            println!(
+                "{:<22} {}",
+                suite["name"].as_str().unwrap_or(""),
+                suite["about"].as_str().unwrap_or("")
+            );
+        }
+        return Ok(());
+    }
+    let tasks = match &args.suite {
+        Some(name) => catalogue::suite(name)?,
+        None => catalogue::tasks().iter().collect(),
+    };
+    let hub = Hub::from_env(true)?;
+    let listing: Vec<TaskListing> = tasks
+        .into_iter()
+        .map(|record| {
+            let sizes: Option<Vec<u64>> = official::hub_files(record)
+                .iter()
+                .map(|f| hub.cached_size(f))
+                .collect();
+            let cached_bytes = sizes.map(|s| s.iter().sum());
+            TaskListing {
+                record,
+                cached_bytes,
+                status: if cached_bytes.is_some() {
+                    "cached"
+                } else {
+                    "remote"
+                },
+            }
+        })
+        .collect();
+    if args.json {
+        return print_json(&listing);
+    }
+    let mut out = std::io::stdout().lock();
+    let write_error = |e: std::io::Error| Error::new(format!("cannot write: {e}"));
+    writeln!(
+        out,
+        "{:<72} {:<15} {:<24} {:>9} status",
+        "id", "category", "source", "size"
+    )
+    .map_err(write_error)?;
+    for item in &listing {
+        let size = item.cached_bytes.map_or_else(|| "-".to_string(), megabytes);
+        writeln!(
+            out,
+            "{:<72} {:<15} {:<24} {size:>9} {}",
+            item.record.id, item.record.category, item.record.source, item.status
+        )
+        .map_err(write_error)?;
+    }
+    writeln!(
+        out,
+        "{} task(s); cache: {}; official tables come from {} at the pinned revision",
+        listing.len(),
+        hub.cache_dir().display(),
+        hub.endpoint()
+    )
+    .map_err(write_error)
 }

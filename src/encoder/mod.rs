@@ -143,9 +143,10 @@ impl Encoder {
                 )))
             }
             "hf" => {
-                let source = spec.trim()["hf:".len().min(spec.trim().len())..].trim();
-                let files = hf_files(spec, source)?;
-                Encoder::from_model_files(format!("hf:{source}"), files, backend).await
+                let spec = spec.trim();
+                let (base, _) = hf::Window::split_spec(spec)?;
+                let files = hf_files(spec, base["hf:".len()..].trim())?;
+                Encoder::from_model_files(spec.to_string(), files, backend).await
             }
             _ => Err(unknown_model(spec)),
         }
@@ -227,6 +228,40 @@ impl Encoder {
         }
     }
 
+    /// What identifies this encoder's embeddings for the cache: the model files' hash, the
+    /// windows, the backend and geneb's version (a fixed encoder gives other numbers). None for
+    /// the baselines, which are cheaper to recompute than to store.
+    pub fn cache_identity(&self) -> Option<String> {
+        #[cfg(feature = "burn")]
+        if let Encoder::Hf(e) = self {
+            let window = e
+                .window()
+                .map_or(String::new(), |w| format!("-w{}-{}", w.size, w.stride));
+            let backend = self.backend_info().kind;
+            return Some(format!(
+                "{}{window}-{backend}-geneb{}",
+                e.fingerprint(),
+                crate::VERSION
+            ));
+        }
+        None
+    }
+
+    /// How this encoder's input departs from GENEB's protocol, for the result's deviations.
+    pub fn deviation(&self) -> Option<String> {
+        #[cfg(feature = "burn")]
+        if let Encoder::Hf(e) = self
+            && let Some(w) = e.window()
+        {
+            return Some(format!(
+                "sequences are embedded in sliding windows ({} nt, stride {}) and averaged, \
+                 where GENEB's baselines truncate to the model's maximum length",
+                w.size, w.stride
+            ));
+        }
+        None
+    }
+
     pub fn describe(&self) -> EncoderDescription {
         let (layer, pooling, truncation) = match self {
             Encoder::Kmer(_) => (
@@ -244,7 +279,16 @@ impl Encoder {
             Encoder::Hf(e) => (
                 "final hidden layer (last_hidden_state)",
                 "mean over the attention mask, special tokens included",
-                format!("first {} tokens, special tokens included", e.max_length()),
+                match e.window() {
+                    None => format!("first {} tokens, special tokens included", e.max_length()),
+                    Some(w) => format!(
+                        "NON-STANDARD: windows of {} nt every {} nt (each truncated to {} tokens), \
+                         mean of the windows' embeddings; GENEB's baselines truncate",
+                        w.size,
+                        w.stride,
+                        e.max_length()
+                    ),
+                },
             ),
         };
         #[cfg(feature = "burn")]

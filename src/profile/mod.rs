@@ -2,10 +2,17 @@
 //! its tasks' MCC, macro = mean of the categories, micro = mean of the tasks; per regime, with
 //! the few-shot spread over seeds. GENEB's point is that this table is read by column: rankings
 //! flip between categories, so no single number stands for a model.
+//!
+//! `analysis` reads the profile the way the paper does — bootstrap intervals and paired tests
+//! (`bootstrap`), ranks and their instability (`stats`), the published leaderboard as context
+//! (`published`) — and `crate::report` renders it (tables, SVG, HTML).
 
+pub mod analysis;
+pub mod bootstrap;
 pub mod published;
 pub mod stats;
 
+use crate::metrics::Scores;
 use crate::protocol::{self, CATEGORIES, Regime};
 use crate::report::Submission;
 use crate::task::catalogue;
@@ -40,6 +47,9 @@ pub struct ModelRow {
     /// (100 tasks, 13 categories) is comparable with the leaderboard's figures.
     pub n_tasks: usize,
     pub n_categories: usize,
+    /// The task scores the row aggregates (few-shot: means over seeds).
+    #[serde(rename = "tasks")]
+    pub task_scores: BTreeMap<String, Scores>,
 }
 
 impl ModelRow {
@@ -203,6 +213,7 @@ fn model_row(sub: &Submission, regime: &str) -> Option<Result<ModelRow>> {
         micro_mean: mean(&task_values),
         n_tasks: task_values.len(),
         n_categories: category_values.len(),
+        task_scores: scores.clone(),
     }))
 }
 
@@ -247,27 +258,33 @@ pub fn to_text(profile: &Profile) -> String {
         }
         out.push('\n');
     }
-    if let Some(row) = profile
+    if let Some(note) = scope_note(profile) {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    out
+}
+
+/// Said wherever macro and micro are shown: when a model's run is not the full GENEB task set,
+/// its aggregates do not compare with the leaderboard's.
+pub fn scope_note(profile: &Profile) -> Option<String> {
+    let row = profile
         .regimes
         .iter()
         .flat_map(|r| &r.rows)
-        .find(|r| !r.is_full_geneb())
-    {
-        out.push_str(&format!(
-            "macro and micro average the {} in {} given here (e.g. {}); only a full GENEB run \
-             (100 tasks, 13 categories) compares with the published leaderboard.\n",
-            count(row.n_tasks, "task", "tasks"),
-            count(row.n_categories, "category", "categories"),
-            row.model
-        ));
-    }
-    out
+        .find(|r| !r.is_full_geneb())?;
+    Some(format!(
+        "macro and micro average the {} in {} given here (e.g. {}); only a full GENEB run \
+         (100 tasks, 13 categories) compares with the published leaderboard.",
+        count(row.n_tasks, "task", "tasks"),
+        count(row.n_categories, "category", "categories"),
+        row.model
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Scores;
     use crate::report::{Meta, SeedScores, TaskInfo};
 
     fn scores(mcc: f64) -> Scores {
@@ -330,6 +347,7 @@ mod tests {
             results: BTreeMap::from([("full".into(), full), ("10shot".into(), shot)]),
             tasks: info,
             fewshot: BTreeMap::from([("10shot".into(), per_seed)]),
+            predictions: BTreeMap::new(),
             protocol: None,
         }
     }

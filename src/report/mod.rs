@@ -1,8 +1,15 @@
 //! Result files: the GENEB submission schema (version 1.0, PROTOCOL.md), plus geneb's own
-//! additions under keys the reference schema does not use (`tasks`, `fewshot`, `protocol`), so
-//! a file can be submitted to the leaderboard as it is and still carry its evidence.
+//! additions under keys the reference schema does not use (`tasks`, `fewshot`, `predictions`,
+//! `protocol`), so a file can be submitted to the leaderboard as it is and still carry its
+//! evidence.
+
+pub mod evidence;
+pub mod html;
+pub mod svg;
+pub mod tables;
 
 use crate::metrics::Scores;
+pub use evidence::{ClassIndices, TaskPredictions};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -23,6 +30,9 @@ pub struct Submission {
     /// Few-shot scores per seed (regime → task → one entry per seed, in seed order).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fewshot: BTreeMap<String, BTreeMap<String, Vec<SeedScores>>>,
+    /// Test labels and predictions per task (see [`evidence`]), for bootstrap intervals.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub predictions: BTreeMap<String, TaskPredictions>,
     /// How the numbers were made: probe settings, encoder, backend, versions, timings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<serde_json::Value>,

@@ -3,6 +3,7 @@
 use super::InputFile;
 use super::dataset::{Collector, Part};
 use super::fasta::{FastaLayout, read_fasta};
+use super::import::{Reference, read_bed, read_sequence_file};
 use super::table::{TableKind, read_table};
 use super::text::{quote, read_to_string};
 use crate::protocol::UNCATEGORIZED;
@@ -36,6 +37,18 @@ pub(crate) enum Role<'n> {
         part: Part,
         class: &'n str,
     },
+    /// Genomic Benchmarks: `train/<class>/<n>.txt` of the task named by `folder`'s last
+    /// component, one sequence per file.
+    SequenceFile {
+        folder: Vec<&'n str>,
+        part: Part,
+        class: &'n str,
+    },
+    /// A BED task (regions, labels, splits); the FASTA files beside it are its reference.
+    Bed {
+        folder: Vec<&'n str>,
+        id: &'n str,
+    },
     /// Not task data (unknown extension, hidden file, a dev/validation split GENEB doesn't use).
     Ignored,
 }
@@ -47,6 +60,11 @@ pub(crate) enum Format {
 }
 
 const MANIFEST: &str = "tasks.json";
+/// What geneb reads, for the errors that find nothing it recognises.
+pub(crate) const KNOWN_LAYOUTS: &str = "geneb reads task tables (.csv or .tsv with columns text, \
+     label, split), train.csv + test.csv in a folder named after the task (GUE, NT), FASTA (.fa, \
+     .fasta, .fna), Genomic Benchmarks folders (task/train/<class>/*.txt) and a BED file with its \
+     reference FASTA, each optionally gzip-compressed (.gz)";
 const FASTA_EXTENSIONS: [&str; 3] = ["fa", "fasta", "fna"];
 const OTHER_COMPRESSIONS: [&str; 5] = ["bz2", "xz", "zip", "zst", "7z"];
 /// Splits some datasets ship that GENEB doesn't use; their files are skipped, not errors.
@@ -64,7 +82,7 @@ fn stem_and_extension(base: &str) -> Option<(&str, String)> {
 }
 
 fn is_data_extension(extension: &str) -> bool {
-    matches!(extension, "csv" | "tsv") || FASTA_EXTENSIONS.contains(&extension)
+    matches!(extension, "csv" | "tsv" | "bed") || FASTA_EXTENSIONS.contains(&extension)
 }
 
 fn is_unused_split(name: &str) -> bool {
@@ -108,6 +126,36 @@ pub(crate) fn role_of(name: &str) -> Result<Role<'_>> {
             _ => Ok(Role::Ignored),
         };
     }
+    match extension.as_str() {
+        // Genomic Benchmarks' one-sequence files live in `<task>/<split>/<class>/`.
+        "txt" => {
+            return Ok(match folder {
+                [task @ .., split, class] if !task.is_empty() => match Part::parse(split) {
+                    Some(part) => Role::SequenceFile {
+                        folder: task.to_vec(),
+                        part,
+                        class,
+                    },
+                    None => Role::Ignored,
+                },
+                _ => Role::Ignored,
+            });
+        }
+        "bed" => {
+            return Ok(Role::Bed {
+                folder: folder.to_vec(),
+                id: stem,
+            });
+        }
+        "parquet" => {
+            return Err(Error::in_file(
+                name,
+                "parquet is not read (it would need the Arrow/Parquet libraries and their codecs in geneb); \
+                 convert it to CSV first, e.g. python -c \"import pandas as p,sys; p.read_parquet(sys.argv[1]).to_csv(sys.argv[2], index=False)\" train.parquet train.csv",
+            ));
+        }
+        _ => {}
+    }
     let format = match extension.as_str() {
         "csv" => Format::Table { tab: false },
         "tsv" => Format::Table { tab: true },
@@ -150,6 +198,8 @@ struct Member<'f> {
 enum MemberLayout<'n> {
     Whole(Format),
     Class(&'n str),
+    /// One sequence of this class (Genomic Benchmarks).
+    Sequence(&'n str),
 }
 
 /// The train and test files of one task folder.
@@ -166,6 +216,10 @@ enum Source<'f> {
         tab: bool,
     },
     FastaTask(&'f InputFile),
+    Bed {
+        bed: &'f InputFile,
+        references: Vec<&'f InputFile>,
+    },
     Folder {
         folder: String,
         parts: FolderParts<'f>,
@@ -176,7 +230,9 @@ impl Source<'_> {
     /// How an error about two tasks with one id names this one.
     fn origin(&self) -> String {
         match self {
-            Source::Table { file, .. } | Source::FastaTask(file) => file.name.clone(),
+            Source::Table { file, .. }
+            | Source::FastaTask(file)
+            | Source::Bed { bed: file, .. } => file.name.clone(),
             Source::Folder { folder, .. } => format!("{folder}/"),
         }
     }
@@ -184,7 +240,9 @@ impl Source<'_> {
     /// The file such an error points to.
     fn first_file(&self) -> &str {
         match self {
-            Source::Table { file, .. } | Source::FastaTask(file) => &file.name,
+            Source::Table { file, .. }
+            | Source::FastaTask(file)
+            | Source::Bed { bed: file, .. } => &file.name,
             Source::Folder { parts, .. } => parts
                 .train
                 .first()
@@ -304,7 +362,7 @@ fn folder_source<'f>(folder: &[&str], mut parts: FolderParts<'f>) -> Result<(Str
             .iter()
             .filter_map(|m| match m.layout {
                 MemberLayout::Class(class) => Some((class, m.file.name.as_str())),
-                MemberLayout::Whole(_) => None,
+                MemberLayout::Whole(_) | MemberLayout::Sequence(_) => None,
             })
             .collect();
         classes.sort();
@@ -335,6 +393,7 @@ fn read_member(member: &Member<'_>, part: Part, collector: &mut Collector) -> Re
         MemberLayout::Class(class) => {
             read_fasta(name, bytes, FastaLayout::Class(part, class), collector)
         }
+        MemberLayout::Sequence(class) => read_sequence_file(name, bytes, part, class, collector),
     }
 }
 
@@ -368,6 +427,19 @@ fn read_source(source: &Source<'_>) -> Result<crate::task::Dataset> {
             )?;
             collector.finish(&file.name, &file.name)
         }
+        Source::Bed { bed, references } => {
+            let files: Vec<(&str, &[u8])> = references
+                .iter()
+                .map(|f| (f.name.as_str(), f.bytes.as_slice()))
+                .collect();
+            read_bed(
+                &bed.name,
+                &bed.bytes,
+                &Reference::read(&files)?,
+                &mut collector,
+            )?;
+            collector.finish(&bed.name, &bed.name)
+        }
         Source::Folder { folder, parts } => {
             for member in &parts.train {
                 read_member(member, Part::Train, &mut collector)?;
@@ -383,6 +455,22 @@ fn read_source(source: &Source<'_>) -> Result<crate::task::Dataset> {
     }
 }
 
+/// Files the task folder `folder` holds for split `part`.
+fn add_member<'f>(
+    folders: &mut BTreeMap<Vec<&'f str>, FolderParts<'f>>,
+    folder: Vec<&'f str>,
+    part: Part,
+    file: &'f InputFile,
+    layout: MemberLayout<'f>,
+) {
+    let parts = folders.entry(folder).or_default();
+    let member = Member { file, layout };
+    match part {
+        Part::Train => parts.train.push(member),
+        Part::Test => parts.test.push(member),
+    }
+}
+
 pub(crate) fn tasks_from_files(
     files: &[InputFile],
     category: Option<&str>,
@@ -394,43 +482,69 @@ pub(crate) fn tasks_from_files(
     let mut ignored = Vec::new();
     let mut sources: Vec<(String, Source<'_>)> = Vec::new();
     let mut folders: BTreeMap<Vec<&str>, FolderParts<'_>> = BTreeMap::new();
+    let mut beds = Vec::new();
+    let mut fasta_tasks = Vec::new();
     for file in files {
         match role_of(&file.name)? {
             Role::Manifest => manifests.push(file),
             Role::Ignored => ignored.push(file.name.as_str()),
             Role::Table { id, tab } => sources.push((id.to_string(), Source::Table { file, tab })),
-            Role::FastaTask { id } => sources.push((id.to_string(), Source::FastaTask(file))),
+            Role::FastaTask { id } => fasta_tasks.push((id, file)),
+            Role::Bed { folder, id } => beds.push((folder, id, file)),
             Role::PairPart {
                 folder,
                 part,
                 format,
-            } => {
-                let parts = folders.entry(folder).or_default();
-                let member = Member {
-                    file,
-                    layout: MemberLayout::Whole(format),
-                };
-                match part {
-                    Part::Train => parts.train.push(member),
-                    Part::Test => parts.test.push(member),
-                }
-            }
+            } => add_member(
+                &mut folders,
+                folder,
+                part,
+                file,
+                MemberLayout::Whole(format),
+            ),
             Role::FastaClass {
                 folder,
                 part,
                 class,
-            } => {
-                let parts = folders.entry(folder).or_default();
-                let member = Member {
-                    file,
-                    layout: MemberLayout::Class(class),
-                };
-                match part {
-                    Part::Train => parts.train.push(member),
-                    Part::Test => parts.test.push(member),
-                }
-            }
+            } => add_member(&mut folders, folder, part, file, MemberLayout::Class(class)),
+            Role::SequenceFile {
+                folder,
+                part,
+                class,
+            } => add_member(
+                &mut folders,
+                folder,
+                part,
+                file,
+                MemberLayout::Sequence(class),
+            ),
         }
+    }
+    // A FASTA file beside a BED file is that BED task's reference genome, not a task.
+    let mut references: BTreeMap<Vec<&str>, Vec<&InputFile>> = BTreeMap::new();
+    for (id, file) in fasta_tasks {
+        let parts = components(&file.name);
+        let folder = parts[..parts.len() - 1].to_vec();
+        if beds.iter().any(|(bed_folder, _, _)| *bed_folder == folder) {
+            references.entry(folder).or_default().push(file);
+        } else {
+            sources.push((id.to_string(), Source::FastaTask(file)));
+        }
+    }
+    for (folder, id, bed) in beds {
+        let Some(references) = references.get(&folder) else {
+            return Err(Error::in_file(
+                &bed.name,
+                "no reference FASTA beside this BED file: put the genome (.fa, .fasta or .fna, optionally .gz) in the same folder",
+            ));
+        };
+        sources.push((
+            id.to_string(),
+            Source::Bed {
+                bed,
+                references: references.clone(),
+            },
+        ));
     }
     for (folder, parts) in folders {
         sources.push(folder_source(&folder, parts)?);
@@ -439,9 +553,7 @@ pub(crate) fn tasks_from_files(
         let shown: Vec<&str> = ignored.iter().take(5).copied().collect();
         let more = if ignored.len() > 5 { ", …" } else { "" };
         return Err(Error::new(format!(
-            "no task data among the files ({}{more}); geneb reads task tables (.csv or .tsv with \
-             columns text, label, split), train.csv + test.csv in a folder named after the task, and \
-             FASTA (.fa, .fasta, .fna), each optionally gzip-compressed (.gz)",
+            "no task data among the files ({}{more}); {KNOWN_LAYOUTS}",
             shown.join(", ")
         )));
     }

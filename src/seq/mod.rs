@@ -17,6 +17,14 @@
 //!   - any other `<task>.fa`: `split=` and `label=` in every header; id = the file stem.
 //!
 //!   A `split=` or `label=` in a header must agree with what the file name says.
+//! - **Genomic Benchmarks** `<task>/train/<class>/<n>.txt` (and `test/`): one sequence per
+//!   file, the class folder names the label (see `import`).
+//! - **BED + FASTA** `<task>/<name>.bed` beside a reference `<genome>.fa`: regions with `label`
+//!   and `split` columns in a named header; FASTA files beside a BED file are its reference,
+//!   not tasks (see `import` for the columns).
+//! - GUE and NT downstream exports (`train.csv`/`dev.csv`/`test.csv`, `sequence,label`) are
+//!   train/test pairs. Parquet is refused with how to convert it: reading it natively would
+//!   bring the Arrow/Parquet crates and their compression codecs into every build.
 //! - **`tasks.json`** (optional): `{"tasks": [{"id": …, "category": …}]}` (or `"cat"`, as in
 //!   the published GENEB task list) gives the category of the user's own tasks. A task's category
 //!   is the GENEB catalogue's when it knows the id, else the manifest's, else the one the caller
@@ -30,6 +38,7 @@
 
 mod dataset;
 mod fasta;
+mod import;
 mod layout;
 #[cfg(not(target_arch = "wasm32"))]
 mod path;

@@ -1,6 +1,6 @@
 //! The CLI's entry: a path on disk → `InputFile`s → tasks.
 
-use super::layout::{Role, role_of};
+use super::layout::{KNOWN_LAYOUTS, Role, role_of};
 use super::{InputFile, tasks_from_files};
 use crate::task::TaskData;
 use crate::{Error, Result};
@@ -8,11 +8,12 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Folder levels read below PATH: enough for `PATH/<task>/train/<class>.fa`.
-const MAX_DEPTH: usize = 2;
+/// Folder levels read below PATH: enough for Genomic Benchmarks' `PATH/<task>/train/<class>/1.txt`.
+const MAX_DEPTH: usize = 3;
 
 /// The tasks at `path`: a task table or FASTA file, a task folder (train/test pair, per-class
-/// FASTA), or a folder of those (plus `tasks.json`), read up to two folder levels deep.
+/// FASTA, Genomic Benchmarks, BED + FASTA), or a folder of those (plus `tasks.json`), read up to
+/// three folder levels deep.
 /// Errors name files by their path on disk.
 pub fn tasks_from_path(path: &Path, category: Option<&str>) -> Result<Vec<TaskData>> {
     let metadata = fs::metadata(path).map_err(|err| io_error(path, "cannot open", &err))?;
@@ -26,7 +27,9 @@ pub fn tasks_from_path(path: &Path, category: Option<&str>) -> Result<Vec<TaskDa
     if metadata.is_dir() {
         collect(path, &own_name, 0, &mut files, &mut on_disk)?;
     } else {
-        if let Ok(Role::PairPart { .. } | Role::FastaClass { .. }) = role_of(&own_name) {
+        if let Ok(Role::PairPart { .. } | Role::FastaClass { .. } | Role::SequenceFile { .. }) =
+            role_of(&own_name)
+        {
             return Err(Error::in_file(
                 path.display().to_string(),
                 "this file is one split of a task: give the task's folder, which holds both train and test",
@@ -38,6 +41,12 @@ pub fn tasks_from_path(path: &Path, category: Option<&str>) -> Result<Vec<TaskDa
             name: own_name,
             bytes,
         });
+    }
+    if files.is_empty() {
+        return Err(Error::in_file(
+            path.display().to_string(),
+            format!("no task data in this folder (read {MAX_DEPTH} levels deep); {KNOWN_LAYOUTS}"),
+        ));
     }
     tasks_from_files(&files, category).map_err(|mut err| {
         // Errors about a split as a whole name its folder, `task/train/`.

@@ -41,8 +41,9 @@ fn legacy_permutation(rng: &mut Mt, n: usize) -> Vec<usize> {
 }
 
 /// numpy `random_interval(max)`: a uniform integer in `0..=max` by rejection on the smallest
-/// all-ones bit mask covering `max`.
-fn random_interval(rng: &mut Mt, max: u64) -> u64 {
+/// all-ones bit mask covering `max` — also what legacy `randint` draws per element, so the
+/// profile's bootstrap reuses it.
+pub(crate) fn random_interval(rng: &mut Mt, max: u64) -> u64 {
     if max == 0 {
         return 0;
     }

@@ -2,6 +2,8 @@
 
 pub mod catalogue;
 pub mod fewshot;
+#[cfg(all(feature = "hub", not(target_arch = "wasm32")))]
+pub mod official;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,49 @@
+//! The native embedding cache: one float32 `.npy` per (encoder identity, sequence list) under
+//! the cache folder, written atomically, so an interrupted run never leaves a half file that a
+//! later run would trust.
+
+use crate::eval::EmbeddingStore;
+use crate::{Error, Result};
+use ndarray::Array2;
+use ndarray_npy::{ReadNpyExt, WriteNpyExt};
+use std::path::PathBuf;
+
+pub struct FolderStore {
+    root: PathBuf,
+}
+
+impl FolderStore {
+    pub fn new(root: PathBuf) -> FolderStore {
+        FolderStore { root }
+    }
+
+    fn path(&self, key: &str) -> PathBuf {
+        self.root.join(format!("{key}.npy"))
+    }
+}
+
+impl EmbeddingStore for FolderStore {
+    fn get(&self, key: &str, rows: usize, dim: usize) -> Option<Array2<f32>> {
+        let file = std::fs::File::open(self.path(key)).ok()?;
+        let x = Array2::<f32>::read_npy(std::io::BufReader::new(file)).ok()?;
+        (x.dim() == (rows, dim)).then_some(x)
+    }
+
+    fn put(&self, key: &str, embeddings: &Array2<f32>) -> Result<()> {
+        let path = self.path(key);
+        let fail = |e: String| {
+            Error::in_file(
+                path.display().to_string(),
+                format!("cannot write the embedding cache: {e} (run with --no-cache to skip it)"),
+            )
+        };
+        let folder = path.parent().ok_or_else(|| fail("no folder".into()))?;
+        std::fs::create_dir_all(folder).map_err(|e| fail(e.to_string()))?;
+        let tmp = path.with_extension("npy.partial");
+        let file = std::fs::File::create(&tmp).map_err(|e| fail(e.to_string()))?;
+        embeddings
+            .write_npy(std::io::BufWriter::new(file))
+            .map_err(|e| fail(e.to_string()))?;
+        std::fs::rename(&tmp, &path).map_err(|e| fail(e.to_string()))
+    }
+}

@@ -1,0 +1,472 @@
+//! The category-aware profile: its statistics against numpy/scipy/scikit-learn
+//! (`tests/oracle/make_profile_fixtures.py` → `tests/fixtures/profile/expected.json`), its plots
+//! and report, and `geneb profile` writing every output.
+
+use geneb::metrics::Scores;
+use geneb::profile::analysis::{self, Analysis};
+use geneb::profile::bootstrap::{self, Settings};
+use geneb::profile::stats;
+use geneb::report::{ClassIndices, Meta, Submission, TaskInfo, TaskPredictions};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+fn expected() -> Value {
+    let text = std::fs::read_to_string(repo("tests/fixtures/profile/expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+fn indices(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as usize)
+        .collect()
+}
+
+fn close(a: f64, b: f64, what: &str) {
+    assert!((a - b).abs() < 1e-12, "{what}: {a} vs numpy {b}");
+}
+
+fn settings(fixture: &Value) -> Settings {
+    Settings {
+        replicates: fixture["replicates"].as_u64().unwrap() as usize,
+        seed: fixture["seed"].as_u64().unwrap() as u32,
+    }
+}
+
+#[test]
+fn resampling_stream_is_numpys_randint() {
+    let fixture = expected();
+    let mut rng = rand_mt::Mt::new(13);
+    assert_eq!(
+        bootstrap::resample(&mut rng, 20),
+        indices(&fixture["randint_seed13"]["n20"])
+    );
+    let next = bootstrap::resample(&mut rng, 1000);
+    assert_eq!(
+        next[..25],
+        indices(&fixture["randint_seed13"]["then_n1000"])[..]
+    );
+    for (task, crc) in fixture["crc32"].as_object().unwrap() {
+        assert_eq!(
+            bootstrap::task_seed(0, task),
+            crc.as_u64().unwrap() as u32,
+            "{task}"
+        );
+    }
+}
+
+#[test]
+fn task_replicates_and_intervals_equal_numpy() {
+    let fixture = expected();
+    let settings = settings(&fixture);
+    for (task, entry) in fixture["tasks"].as_object().unwrap() {
+        assert_eq!(
+            u64::from(bootstrap::task_seed(settings.seed, task)),
+            entry["task_seed"].as_u64().unwrap()
+        );
+        let y_true = indices(&entry["y_true"]);
+        for (model, m) in entry["models"].as_object().unwrap() {
+            let fits: Vec<Vec<usize>> = m["fits"].as_array().unwrap().iter().map(indices).collect();
+            let got = bootstrap::replicates(&[(&y_true, &fits)], task, settings).remove(0);
+            let want = floats(&m["replicates"]);
+            assert_eq!(got.len(), want.len());
+            for (b, (g, w)) in got.iter().zip(&want).enumerate() {
+                close(*g, *w, &format!("{task}/{model} replicate {b}"));
+            }
+            let interval = floats(&m["interval"]);
+            close(bootstrap::percentile(&got, 2.5), interval[0], "lo");
+            close(bootstrap::percentile(&got, 97.5), interval[1], "hi");
+        }
+    }
+}
+
+#[test]
+fn rank_statistics_and_percentiles_equal_scipy() {
+    let fixture = expected();
+    let ranks = &fixture["ranks"];
+    let (x, y) = (floats(&ranks["x"]), floats(&ranks["y"]));
+    close(
+        stats::spearman(&x, &y).unwrap(),
+        ranks["spearman"].as_f64().unwrap(),
+        "spearman",
+    );
+    close(
+        stats::kendall_tau_b(&x, &y).unwrap(),
+        ranks["kendall_tau_b"].as_f64().unwrap(),
+        "kendall",
+    );
+    for (q, v) in ranks["percentiles"].as_object().unwrap() {
+        close(
+            bootstrap::percentile(&y, q.parse().unwrap()),
+            v.as_f64().unwrap(),
+            q,
+        );
+    }
+}
+
+/// The fixture's two models as result files: both tasks in one category, "10shot" regime
+/// (A with one fit, B with five), evidence encoded as `geneb eval` writes it.
+fn fixture_submissions(fixture: &Value) -> Vec<Submission> {
+    ["A", "B"]
+        .iter()
+        .map(|model| {
+            let mut results = BTreeMap::new();
+            let mut predictions = BTreeMap::new();
+            let mut tasks = BTreeMap::new();
+            for (task, entry) in fixture["tasks"].as_object().unwrap() {
+                let m = &entry["models"][model];
+                let y_true = indices(&entry["y_true"]);
+                let fits: Vec<ClassIndices> = m["fits"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| ClassIndices::encode(&indices(f)).unwrap())
+                    .collect();
+                results.insert(
+                    task.clone(),
+                    Scores {
+                        mcc: m["mcc"].as_f64().unwrap(),
+                        acc: 0.0,
+                        f1: 0.0,
+                    },
+                );
+                tasks.insert(
+                    task.clone(),
+                    TaskInfo {
+                        category: "Promoters".into(),
+                        n_train: 10,
+                        n_test: y_true.len(),
+                        n_classes: 3,
+                    },
+                );
+                predictions.insert(
+                    task.clone(),
+                    TaskPredictions {
+                        y_true: ClassIndices::encode(&y_true).unwrap(),
+                        regimes: BTreeMap::from([("10shot".to_string(), fits)]),
+                    },
+                );
+            }
+            Submission {
+                schema_version: "1.0".into(),
+                model_id: format!("model-{model}"),
+                harness_version: "test".into(),
+                meta: Meta {
+                    display: model.to_string(),
+                    params: 0,
+                    url: String::new(),
+                    zero_shot: false,
+                    training_data: String::new(),
+                    provenance: "self-reported".into(),
+                    submitted_by: String::new(),
+                },
+                results: BTreeMap::from([("10shot".to_string(), results)]),
+                tasks,
+                fewshot: BTreeMap::new(),
+                predictions,
+                protocol: None,
+            }
+        })
+        .collect()
+}
+
+fn fixture_analysis() -> (Value, Analysis) {
+    let fixture = expected();
+    let subs = fixture_submissions(&fixture);
+    let analysis = analysis::analyse(&subs, settings(&fixture), None).unwrap();
+    (fixture, analysis)
+}
+
+#[test]
+fn category_intervals_and_paired_test_equal_numpy() {
+    let (fixture, analysis) = fixture_analysis();
+    for model in ["A", "B"] {
+        let u = analysis
+            .uncertainty
+            .iter()
+            .find(|u| u.model == model)
+            .unwrap();
+        let want = floats(&fixture["category_interval"][model]);
+        let got = u.categories["Promoters"];
+        close(got.lo, want[0], "category lo");
+        close(got.hi, want[1], "category hi");
+        for (task, entry) in fixture["tasks"].as_object().unwrap() {
+            let want = floats(&entry["models"][model]["interval"]);
+            close(u.tasks[task].lo, want[0], "task lo");
+            close(u.tasks[task].hi, want[1], "task hi");
+        }
+    }
+    assert_eq!(analysis.paired.len(), 1, "one pair, one category");
+    let paired = &analysis.paired[0];
+    assert_eq!(
+        (paired.a.as_str(), paired.b.as_str(), paired.n_tasks),
+        ("A", "B", 2)
+    );
+    let want = &fixture["paired_A_minus_B"];
+    let interval = floats(&want["interval"]);
+    close(paired.difference.lo, interval[0], "paired lo");
+    close(paired.difference.hi, interval[1], "paired hi");
+    close(paired.difference.p, want["p"].as_f64().unwrap(), "paired p");
+}
+
+#[test]
+fn edited_evidence_is_a_clear_error_not_a_wrong_interval() {
+    let fixture = expected();
+    let mut subs = fixture_submissions(&fixture);
+    let scores = subs[0].results.get_mut("10shot").unwrap();
+    scores.get_mut("binary_task").unwrap().mcc += 0.01;
+    let err = analysis::analyse(&subs, settings(&fixture), None).unwrap_err();
+    assert!(
+        err.message.contains("model A, task binary_task")
+            && err.message.contains("re-run geneb eval"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_heatmap_has_one_cell_per_model_and_column_and_the_report_stands_alone() {
+    let (_, analysis) = fixture_analysis();
+    let svg = geneb::report::svg::heatmap(&analysis, "10shot").unwrap();
+    // 2 models × (1 category + macro).
+    assert_eq!(svg.matches("class=\"cell\"").count(), 4, "{svg}");
+    for mark in [
+        "<title>MCC by category, 10-shot</title>",
+        "<desc>",
+        ">Promoters<",
+        ">macro<",
+        ">#1<",
+        ">#2<",
+    ] {
+        assert!(svg.contains(mark), "{mark} missing in {svg}");
+    }
+
+    let outputs =
+        geneb::report::html::render(&analysis, &fixture_submissions(&expected())).unwrap();
+    let html = &outputs.html;
+    for forbidden in ["<script", "src=", "href=", "url(", "@import"] {
+        assert!(!html.contains(forbidden), "{forbidden} in the report");
+    }
+    // The only "http" is the SVG namespace, which browsers never fetch.
+    assert_eq!(
+        html.matches("http").count(),
+        html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+    );
+    assert!(html.contains(analysis::PUBLISHED_CREDIT));
+    assert!(html.contains("Paired comparisons"));
+    assert!(outputs.csv.contains_key("paired.csv"));
+    let official: Value = serde_json::from_str(&outputs.official["model-A.json"]).unwrap();
+    let keys: Vec<&str> = official
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "harness_version",
+            "meta",
+            "model_id",
+            "results",
+            "schema_version"
+        ]
+    );
+}
+
+#[test]
+fn recommendations_respect_the_budget_and_never_crown_an_incomparable_model() {
+    let fixture = expected();
+    let mut subs = fixture_submissions(&fixture);
+    subs[0].meta.params = 1_000_000;
+    let analysis = analysis::analyse(&subs, settings(&fixture), Some(50_000_000)).unwrap();
+    let r = analysis
+        .recommendations
+        .iter()
+        .find(|r| r.category == "Promoters")
+        .unwrap();
+    assert!(r.published && r.params <= 50_000_000, "{r:?}");
+    let yours = r.yours.as_ref().unwrap();
+    assert!(!yours.comparable);
+    assert!(r.note.contains("not directly comparable"), "{}", r.note);
+    // The parameter-count scatter places A (1M) in colour among the published models.
+    let svg = geneb::report::svg::params_scatter(&analysis, "10shot").unwrap();
+    assert!(svg.contains(">A<") && svg.contains("Not shown") && !svg.contains(">B<"));
+}
+
+fn geneb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_geneb"))
+        .args(args)
+        .output()
+        .expect("running geneb")
+}
+
+#[test]
+fn cli_writes_report_tables_plots_and_submissions() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("profile_cli");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut results = Vec::new();
+    for model in ["kmer:2", "kmer:3"] {
+        let out = dir.join(format!("{}.json", model.replace(':', "_")));
+        let run = geneb(&[
+            "eval",
+            "--model",
+            model,
+            "--task",
+            repo("tasks/smoke").to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        results.push(out.to_str().unwrap().to_string());
+    }
+    // A file from before per-example evidence: still profiled, said plainly.
+    let mut old: Value = serde_json::from_slice(&std::fs::read(&results[1]).unwrap()).unwrap();
+    old.as_object_mut().unwrap().remove("predictions");
+    old["meta"]["display"] = "kmer:3 (old file)".into();
+    let old_path = dir.join("old.json");
+    std::fs::write(&old_path, old.to_string()).unwrap();
+
+    let report = dir.join("report.html");
+    let (csv, svg, official) = (dir.join("csv"), dir.join("svg"), dir.join("official"));
+    let mut args = vec![
+        "profile",
+        "--bootstrap",
+        "200",
+        "--html",
+        report.to_str().unwrap(),
+    ];
+    args.extend([
+        "--csv",
+        csv.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    args.extend([
+        "--official",
+        official.to_str().unwrap(),
+        "--max-params",
+        "120000000",
+    ]);
+    args.extend(results.iter().map(String::as_str));
+    args.push(old_path.to_str().unwrap());
+    let run = geneb(&args);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        stdout.contains("kmer:3 (old file): the result file has no per-example predictions"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Paired comparisons") && stdout.contains("kmer:2 − kmer:3"),
+        "{stdout}"
+    );
+
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
+    for name in [
+        "profile_full.csv",
+        "paired.csv",
+        "recommendations.csv",
+        "tasks.csv",
+        "published_1shot.csv",
+    ] {
+        let text = std::fs::read_to_string(csv.join(name)).unwrap_or_else(|_| panic!("{name}"));
+        assert!(text.lines().count() > 1, "{name}: {text}");
+    }
+    let profile = std::fs::read_to_string(csv.join("profile_full.csv")).unwrap();
+    assert!(
+        profile.starts_with("model,params,Promoters,Promoters_ci_lo,Promoters_ci_hi,"),
+        "{profile}"
+    );
+    for name in [
+        "heatmap_full.svg",
+        "rank_changes.svg",
+        "fewshot_degradation.svg",
+        "params_vs_macro_full.svg",
+    ] {
+        let text = std::fs::read_to_string(svg.join(name)).unwrap_or_else(|_| panic!("{name}"));
+        assert!(
+            text.starts_with("<svg") && text.contains("<title>"),
+            "{name}"
+        );
+    }
+    assert!(official.join("kmer_2.json").exists() && official.join("kmer_3.json").exists());
+
+    // Same inputs and seed, same numbers; the JSON carries the intervals the page shows.
+    let json = |seed: &str| {
+        let mut a = vec!["profile", "--json", "--bootstrap", "200", "--seed", seed];
+        a.extend(results.iter().map(String::as_str));
+        let out = geneb(&a);
+        assert!(out.status.success());
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let (first, again, other) = (json("3"), json("3"), json("4"));
+    assert_eq!(first["uncertainty"], again["uncertainty"]);
+    assert_ne!(first["uncertainty"], other["uncertainty"]);
+    assert!(first["uncertainty"][0]["macro"]["lo"].is_f64());
+
+    // Bad input: one line, exit 2.
+    let bad = geneb(&["profile", "--bootstrap", "1", &results[0]]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr)
+            .trim_end()
+            .lines()
+            .count(),
+        1
+    );
+    let unwritable = geneb(&["profile", "--html", "/nonexistent/dir/r.html", &results[0]]);
+    assert_eq!(unwritable.status.code(), Some(2));
+}
+
+#[test]
+fn tasks_scored_on_other_examples_are_left_out_of_the_pairing_and_said() {
+    let fixture = expected();
+    let mut subs = fixture_submissions(&fixture);
+    // B's binary task on the same examples in reverse order: same MCC, other test labels.
+    let evidence = subs[1].predictions.get_mut("binary_task").unwrap();
+    let reversed = |v: &ClassIndices| {
+        let mut x = v.decode("t").unwrap();
+        x.reverse();
+        ClassIndices::encode(&x).unwrap()
+    };
+    evidence.y_true = reversed(&evidence.y_true);
+    for fit in evidence.regimes.get_mut("10shot").unwrap() {
+        *fit = reversed(fit);
+    }
+    let analysis = analysis::analyse(&subs, settings(&fixture), None).unwrap();
+    assert_eq!(analysis.paired[0].n_tasks, 1, "only three_class_task pairs");
+    assert!(
+        analysis
+            .notes
+            .iter()
+            .any(|n| n.contains("different test examples for task binary_task")),
+        "{:?}",
+        analysis.notes
+    );
+}
