@@ -96,7 +96,7 @@ function taskRow(t) {
     t.source,
     t.species ?? 'species not confirmed',
     t.n_classes ? `${t.n_classes} classes` : 'classes not confirmed',
-    `licence: ${t.licence ?? 'not stated upstream'}`,
+    `licence: ${t.licence ?? 'not confirmed'}`,
   ].join(' · ');
   return h('li', { class: 'choice task-choice', 'data-testid': 'geneb-task', 'data-task-id': t.id },
     h('input', { type: 'checkbox', name: 'geneb-task', value: t.id, id }),
