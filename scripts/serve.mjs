@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Local static server for the geneb page: serves www/ (the page, its worker and the generated
-// wasm in www/pkg/) plus the built-in demo suite tasks/smoke/ and tasks/geneb-tasks.json, on
-// 127.0.0.1 only. Nothing here talks to any other host; the page runs everything in the tab.
+// wasm in www/pkg/) plus the built-in suites tasks/smoke/ and tasks/offline/, the official task
+// catalogue tasks/catalogue/geneb-catalogue.json and tasks/geneb-tasks.json, on 127.0.0.1 only.
+// Nothing here talks to any other host; the page runs everything in the tab.
 //
 //   node scripts/serve.mjs [--port N]     (or PORT=N; default 8787; 0 picks a free port)
 //
@@ -73,6 +74,8 @@ const MIME = {
 function defaultMounts(repo) {
   return [
     ['/tasks/smoke/', join(repo, 'tasks', 'smoke')],
+    ['/tasks/offline/', join(repo, 'tasks', 'offline')],
+    ['/tasks/catalogue/geneb-catalogue.json', join(repo, 'tasks', 'catalogue', 'geneb-catalogue.json')],
     ['/tasks/geneb-tasks.json', join(repo, 'tasks', 'geneb-tasks.json')],
     ['/', join(repo, 'www')],
   ];

@@ -9,6 +9,7 @@ import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.j
 import { CATEGORIES, renderProfile } from './profile-view.js';
 import { keepTaskFiles, keptTaskFiles } from './store.js';
 import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './models.js';
+import { OFFLINE_MANIFEST, initTasks } from './tasks.js';
 
 /** The baselines the demo runs. */
 const DEMO_MODELS = ['kmer:4', 'random-cnn'];
@@ -45,6 +46,7 @@ const el = {
   run: $('#run'),
   cancel: $('#cancel'),
   demo: $('#demo'),
+  offline: $('#offline'),
   runHint: $('#run-hint'),
   progressBar: $('#progress-bar'),
   progressText: $('#progress-text'),
@@ -470,6 +472,7 @@ function updateControls() {
   else if (!regimes.length) why = 'Choose at least one regime.';
   el.run.disabled = !ready || Boolean(why);
   el.demo.disabled = !ready;
+  el.offline.disabled = !ready;
   el.cancel.disabled = !running;
   el.filesInput.disabled = running;
   el.folderInput.disabled = running;
@@ -559,11 +562,11 @@ async function onRunClick(event) {
   });
 }
 
-function demoPaths(manifest) {
+function suitePaths(manifest, manifestPath) {
   const list = Array.isArray(manifest) ? manifest
     : Array.isArray(manifest?.tasks) ? manifest.tasks
       : Array.isArray(manifest?.files) ? manifest.files : null;
-  if (!list) throw new Error(`${DEMO_MANIFEST}: expected a list of tasks`);
+  if (!list) throw new Error(`${manifestPath}: expected a list of tasks`);
   const paths = [];
   for (const t of list) {
     const p = typeof t === 'string' ? t : (t.file ?? t.path ?? t.table ?? (t.id ? `${t.id}.csv` : null));
@@ -572,30 +575,30 @@ function demoPaths(manifest) {
   }
   for (const p of paths) {
     if (typeof p !== 'string' || p.startsWith('/') || p.split('/').includes('..') || /^[a-z]+:/i.test(p)) {
-      throw new Error(`${DEMO_MANIFEST}: bad file name ${JSON.stringify(p)}`);
+      throw new Error(`${manifestPath}: bad file name ${JSON.stringify(p)}`);
     }
   }
-  if (!paths.length) throw new Error(`${DEMO_MANIFEST}: lists no task files`);
+  if (!paths.length) throw new Error(`${manifestPath}: lists no task files`);
   return paths;
 }
 
-/** The built-in demo suite from this server: its manifest, then every task file it lists. */
-async function fetchDemoFiles() {
-  const base = new URL(DEMO_MANIFEST, document.baseURI);
+/** A built-in suite from this server (demo, offline): its manifest, then every task file it lists. */
+async function fetchSuiteFiles(manifestPath) {
+  const base = new URL(manifestPath, document.baseURI);
   const res = await fetch(base, { cache: 'no-cache' });
-  if (!res.ok) throw new Error(`${DEMO_MANIFEST}: the demo suite is not available from this server (HTTP ${res.status})`);
+  if (!res.ok) throw new Error(`${manifestPath}: the suite is not available from this server (HTTP ${res.status})`);
   const manifestBytes = new Uint8Array(await res.arrayBuffer());
   let manifest;
   try {
     manifest = JSON.parse(new TextDecoder().decode(manifestBytes));
   } catch {
-    throw new Error(`${DEMO_MANIFEST}: not valid JSON`);
+    throw new Error(`${manifestPath}: not valid JSON`);
   }
-  // The manifest travels too: it gives the demo tasks their categories.
+  // The manifest travels too: it gives the suite's tasks their categories.
   const files = [{ name: 'tasks.json', bytes: manifestBytes }];
-  for (const p of demoPaths(manifest)) {
+  for (const p of suitePaths(manifest, manifestPath)) {
     const r = await fetch(new URL(p, base), { cache: 'no-cache' });
-    if (!r.ok) throw new Error(`tasks/smoke/${p}: could not be fetched (HTTP ${r.status})`);
+    if (!r.ok) throw new Error(`${new URL(p, base).pathname}: could not be fetched (HTTP ${r.status})`);
     files.push({ name: p, bytes: new Uint8Array(await r.arrayBuffer()) });
   }
   return files;
@@ -605,12 +608,31 @@ async function onDemoClick() {
   if (state.phase !== 'ready') return;
   clearError();
   showNotice('');
-  const files = await loadRunInput('fetching the demo suite', fetchDemoFiles);
+  const files = await loadRunInput('fetching the demo suite', () => fetchSuiteFiles(DEMO_MANIFEST));
   if (!files) return;
   const models = DEMO_MODELS.filter((m) => m.startsWith('kmer:') || state.models.some((x) => x.spec === m));
   startRun({
     files, models, regimes: DEMO_REGIMES, category: null, source: 'demo',
     label: `Demo: the built-in suite (${files.length - 1} task${files.length === 2 ? '' : 's'})`,
+  });
+}
+
+/** The committed offline real-genome suite, with the encoders and regimes chosen above. */
+async function onOfflineClick() {
+  if (state.phase !== 'ready') return;
+  clearError();
+  showNotice('');
+  const models = selectedModels();
+  const regimes = selectedRegimes();
+  if (!models.length || !regimes.length) {
+    showError('Choose at least one encoder and one regime for the offline suite.');
+    return;
+  }
+  const files = await loadRunInput('fetching the offline suite', () => fetchSuiteFiles(OFFLINE_MANIFEST));
+  if (!files) return;
+  startRun({
+    files, models, regimes, category: null,
+    label: `The offline real-genome suite (${files.length - 1} tasks)`,
   });
 }
 
@@ -797,6 +819,7 @@ function init() {
   el.setup.addEventListener('submit', onRunClick);
   el.cancel.addEventListener('click', onCancelClick);
   el.demo.addEventListener('click', onDemoClick);
+  el.offline.addEventListener('click', onOfflineClick);
   el.download.addEventListener('click', onDownloadClick);
   el.clearFiles.addEventListener('click', () => { state.files = []; renderFiles(); el.filesSummary.focus(); });
   el.models.addEventListener('change', updateControls);
@@ -833,6 +856,7 @@ function init() {
   renderFiles();
   restoreKeptFiles();
   initModels($('#models-panel'), { getWorker: () => state.worker, onChange: updateControls });
+  initTasks($('#tasks-panel'), { addTaskFiles: addFiles });
   startWorker();
   initLibrary({ requestReport, modelName });
   setUpOffline();

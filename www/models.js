@@ -1,17 +1,14 @@
 // Foundation models in the page: the known-models table (with the GENEB authors' published
 // profiles), loading a model from dropped files or by Hugging Face hub id (streamed download with
-// byte progress, sha256-verified, kept in the Cache API for offline reuse), and a small "embed
-// sequences" tool that runs the loaded model in the worker.
-//
-// The hub endpoint is https://huggingface.co. Tests (and nobody else) point it at a local server
-// with `?hub=http://127.0.0.1:PORT` or localStorage `geneb.hub`; the page's CSP only lets the page
-// reach the real hub's hosts, so another endpoint works only where the server serving the page
-// adds it to the CSP (scripts/serve.mjs `hubOrigin`, used by the browser tests).
+// byte progress, sha256-verified, kept in the Cache API for offline reuse: www/hub.js), and a small
+// "embed sequences" tool that runs the loaded model in the worker.
 
-const DEFAULT_HUB = 'https://huggingface.co';
+import {
+  bundle, bytesText, cachedManifests, confirmPlan, downloadAll, fromCache, h, hubEndpoint, messageOf,
+  plannedBytes, probe, store, verificationNote,
+} from './hub.js';
+
 const CACHE_NAME = 'geneb-models-v1';
-/** The Cache API entry listing a downloaded model's files (a key no hub file can have). */
-const MANIFEST = '.geneb-manifest.json';
 
 const CONFIG = 'config.json';
 const WEIGHTS = ['model.safetensors', 'pytorch_model.bin'];
@@ -20,44 +17,12 @@ const TOKENIZER_FILES = ['tokenizer.json', 'vocab.txt', 'tokenizer_config.json',
 const MODEL_FILES = new Set([CONFIG, ...WEIGHTS, ...TOKENIZER_FILES]);
 
 const HUB_ID = /^([A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*)(?:@([\w.\-/]+))?$/;
-const SHA256 = /^[0-9a-f]{64}$/;
 
 const loaded = new Map(); // spec → {spec, label, source, files: [{name, bytes}], checked}
 let ctx = null; // {getWorker, onChange}
 let known = [];
 let nextRequestId = 1;
 let panel = null;
-
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === false || v == null) continue;
-    node.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children.flat()) if (c != null) node.append(c);
-  return node;
-}
-
-function bytesText(n) {
-  if (!Number.isFinite(n)) return 'unknown size';
-  if (n < 1024) return `${n} B`;
-  const units = ['kB', 'MB', 'GB'];
-  let v = n;
-  let u = -1;
-  do { v /= 1024; u++; } while (v >= 1024 && u < units.length - 1);
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
-}
-
-function messageOf(err) {
-  return (err && typeof err.message === 'string' && err.message) || String(err);
-}
-
-export function hubEndpoint() {
-  const fromQuery = new URLSearchParams(location.search).get('hub');
-  let stored = null;
-  try { stored = localStorage.getItem('geneb.hub'); } catch { stored = null; }
-  return (fromQuery || stored || DEFAULT_HUB).replace(/\/+$/, '');
-}
 
 /** `owner/name@rev` → {id, rev}; throws a message saying what a hub id looks like. */
 export function parseHubId(text) {
@@ -67,151 +32,27 @@ export function parseHubId(text) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hub download and cache
+// Hub download and cache (www/hub.js)
 
-function fileUrl(endpoint, id, rev, file) {
-  return `${endpoint}/${id}/resolve/${encodeURIComponent(rev)}/${file}`;
-}
-
-async function sha256Hex(bytes) {
-  const digest = await crypto.subtle.digest('SHA-256', bytes);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-/** The sha256 a hub response vouches for: LFS files carry it as their (linked) ETag. */
-function announcedSha256(response) {
-  for (const name of ['x-linked-etag', 'etag']) {
-    const value = (response.headers.get(name) || '').replace(/^W\//, '').replace(/"/g, '').toLowerCase();
-    if (SHA256.test(value)) return value;
-  }
-  return null;
-}
-
-/** HEAD one file: {name, size, sha256} when it exists, null on 404. */
-async function probe(endpoint, id, rev, name) {
-  let response;
-  try {
-    response = await fetch(fileUrl(endpoint, id, rev, name), { method: 'HEAD', cache: 'no-store' });
-  } catch (err) {
-    throw new Error(`cannot reach ${endpoint} (${messageOf(err)}): check the connection, or load the model from files`);
-  }
-  if (response.status === 404) return null;
-  if (response.status === 401 || response.status === 403) {
-    throw new Error(`${id}@${rev}: ${name} needs a login (gated or private model): download it yourself and load the files`);
-  }
-  if (!response.ok) throw new Error(`${id}@${rev}: ${name}: the hub answered ${response.status}`);
-  const size = Number(response.headers.get('x-linked-size') || response.headers.get('content-length'));
-  return { name, size: Number.isFinite(size) ? size : NaN, sha256: announcedSha256(response) };
-}
-
-/** What loading `id@rev` will download: config, the tokenizer files it has, one weights file. */
-async function plan(endpoint, id, rev) {
-  const config = await probe(endpoint, id, rev, CONFIG);
-  if (!config) throw new Error(`${id}@${rev}: no config.json on ${endpoint}: check the id and the revision`);
+/** What loading a model will download: config, the tokenizer files it has, one weights file. */
+async function plan(b) {
+  const config = await probe(b, CONFIG);
+  if (!config) throw new Error(`${b.label}: no config.json on ${b.endpoint}: check the id and the revision`);
   const files = [config];
   for (const name of TOKENIZER_FILES) {
-    const f = await probe(endpoint, id, rev, name);
+    const f = await probe(b, name);
     if (f) files.push(f);
   }
   let weights = null;
   for (const name of WEIGHTS) {
-    weights = await probe(endpoint, id, rev, name);
+    weights = await probe(b, name);
     if (weights) break;
   }
   if (!weights) {
-    throw new Error(`${id}@${rev}: no model.safetensors or pytorch_model.bin (sharded checkpoints are not supported yet)`);
+    throw new Error(`${b.label}: no model.safetensors or pytorch_model.bin (sharded checkpoints are not supported yet)`);
   }
   files.push(weights);
   return files;
-}
-
-/** GET one file with streamed reads, reporting bytes as they arrive; verifies the sha256. */
-async function download(endpoint, id, rev, file, onBytes) {
-  const response = await fetch(fileUrl(endpoint, id, rev, file.name), { cache: 'no-store' });
-  if (!response.ok || !response.body) throw new Error(`${id}@${rev}: ${file.name}: the hub answered ${response.status}`);
-  const reader = response.body.getReader();
-  const chunks = [];
-  let received = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    received += value.length;
-    onBytes(value.length);
-  }
-  const bytes = new Uint8Array(received);
-  let at = 0;
-  for (const c of chunks) { bytes.set(c, at); at += c.length; }
-  if (Number.isFinite(file.size) && file.size !== received) {
-    throw new Error(`${id}@${rev}: ${file.name}: got ${received} bytes, the hub announced ${file.size}: the download was cut; try again`);
-  }
-  const sha256 = await sha256Hex(bytes);
-  const expected = file.sha256 || announcedSha256(response);
-  if (expected && expected !== sha256) {
-    throw new Error(`${id}@${rev}: ${file.name}: sha256 ${sha256} does not match the hub's ${expected}: the download is corrupt; try again`);
-  }
-  return { name: file.name, bytes, sha256, verified: Boolean(expected) };
-}
-
-async function openCache() {
-  if (!('caches' in self)) return null; // an insecure context has no Cache API: nothing is kept
-  return caches.open(CACHE_NAME);
-}
-
-/** The files of a cached model, checked against the sha256 recorded when it was stored. */
-async function fromCache(endpoint, id, rev) {
-  const cache = await openCache();
-  if (!cache) return null;
-  const manifestResponse = await cache.match(fileUrl(endpoint, id, rev, MANIFEST));
-  if (!manifestResponse) return null;
-  const manifest = await manifestResponse.json();
-  const files = [];
-  for (const entry of manifest.files) {
-    const r = await cache.match(fileUrl(endpoint, id, rev, entry.name));
-    if (!r) return null;
-    const bytes = new Uint8Array(await r.arrayBuffer());
-    if ((await sha256Hex(bytes)) !== entry.sha256) {
-      await cache.delete(fileUrl(endpoint, id, rev, MANIFEST));
-      throw new Error(`${id}@${rev}: the cached ${entry.name} is damaged; it was removed, load the model again`);
-    }
-    files.push({ name: entry.name, bytes });
-  }
-  return { files, manifest };
-}
-
-async function store(endpoint, id, rev, files) {
-  const cache = await openCache();
-  if (!cache) return false;
-  for (const f of files) {
-    await cache.put(fileUrl(endpoint, id, rev, f.name), new Response(f.bytes, {
-      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(f.bytes.length) },
-    }));
-  }
-  // Written last: a manifest means every file it names is in the cache.
-  const manifest = {
-    id, rev, endpoint, storedAt: new Date().toISOString(),
-    files: files.map((f) => ({ name: f.name, size: f.bytes.length, sha256: f.sha256, verified: f.verified })),
-  };
-  await cache.put(fileUrl(endpoint, id, rev, MANIFEST), new Response(JSON.stringify(manifest), {
-    headers: { 'Content-Type': 'application/json' },
-  }));
-  return true;
-}
-
-/** The models kept in the Cache API for this endpoint: [{id, rev, size}]. */
-async function cachedModels(endpoint) {
-  const cache = await openCache();
-  if (!cache) return [];
-  const out = [];
-  for (const request of await cache.keys()) {
-    if (!request.url.startsWith(`${endpoint}/`) || !request.url.endsWith(`/${MANIFEST}`)) continue;
-    const r = await cache.match(request);
-    try {
-      const m = await r.json();
-      out.push({ id: m.id, rev: m.rev, size: m.files.reduce((s, f) => s + f.size, 0) });
-    } catch { /* a damaged manifest: fromCache reports it when used */ }
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -345,33 +186,30 @@ async function onHubLoad(text) {
   const spec = `hf:${id}@${rev}`;
   ui.hubButton.disabled = true;
   try {
-    const cached = await fromCache(endpoint, id, rev);
+    const b = bundle(endpoint, id, rev);
+    const cached = await fromCache(CACHE_NAME, b);
     if (cached) {
       await addModel({ spec, label: id, source: `from this browser's cache (stored ${cached.manifest.storedAt})`, files: cached.files });
       return;
     }
     say(ui.status, `asking ${endpoint} what ${id}@${rev} holds…`);
-    const files = await plan(endpoint, id, rev);
-    const total = files.reduce((s, f) => s + (Number.isFinite(f.size) ? f.size : 0), 0);
-    const agreed = await confirmDownload(id, rev, endpoint, files, total);
+    const files = await plan(b);
+    const total = plannedBytes(files);
+    say(ui.status, 'confirm the download');
+    const agreed = await confirmPlan(ui.plan, {
+      summary: `${id}@${rev} from ${endpoint}: ${files.length} files, ${bytesText(total)} in all.`, files, total,
+    });
     if (!agreed) { say(ui.status, 'download cancelled'); return; }
-    let done = 0;
     ui.progress.hidden = false;
     ui.progress.max = total || 1;
-    const got = [];
-    for (const f of files) {
-      got.push(await download(endpoint, id, rev, f, (n) => {
-        done += n;
-        ui.progress.value = done;
-        say(ui.status, `downloading ${f.name}: ${bytesText(done)} of ${bytesText(total)}`);
-      }));
-    }
-    const kept = await store(endpoint, id, rev, got);
-    const unverified = got.filter((f) => !f.verified).map((f) => f.name);
-    const verifiedNote = unverified.length ? `; no sha256 from the hub for ${unverified.join(', ')}` : '; every file sha256-verified';
+    const got = await downloadAll(b, files, (done, name) => {
+      ui.progress.value = done;
+      say(ui.status, `downloading ${name}: ${bytesText(done)} of ${bytesText(total)}`);
+    });
+    const kept = await store(CACHE_NAME, b, got, { id, rev });
     await addModel({
       spec, label: id,
-      source: `downloaded from ${endpoint}${kept ? ', kept for offline use' : ''}${verifiedNote}`,
+      source: `downloaded from ${endpoint}${kept ? ', kept for offline use' : ''}; ${verificationNote(got)}`,
       files: got.map(({ name, bytes }) => ({ name, bytes })),
     });
     refreshCached();
@@ -384,28 +222,10 @@ async function onHubLoad(text) {
   }
 }
 
-/** Say what will be fetched and how big, and wait for the user's answer. */
-function confirmDownload(id, rev, endpoint, files, total) {
-  return new Promise((resolve) => {
-    const yes = h('button', { type: 'button', class: 'primary', 'data-testid': 'hub-confirm' }, `Download ${bytesText(total)}`);
-    const no = h('button', { type: 'button', 'data-testid': 'hub-decline' }, 'Cancel');
-    const box = h('div', { class: 'confirm', 'data-testid': 'hub-plan', role: 'group', 'aria-label': 'Download plan' },
-      h('p', {}, `${id}@${rev} from ${endpoint}: ${files.length} files, ${bytesText(total)} in all.`),
-      h('ul', {}, files.map((f) => h('li', {}, h('code', {}, f.name), ` ${bytesText(f.size)}`))),
-      h('div', { class: 'buttons' }, yes, no));
-    const finish = (answer) => { box.remove(); resolve(answer); };
-    yes.addEventListener('click', () => finish(true));
-    no.addEventListener('click', () => finish(false));
-    ui.plan.replaceChildren(box);
-    say(ui.status, 'confirm the download');
-    yes.focus();
-  });
-}
-
 async function refreshCached() {
   const endpoint = hubEndpoint();
   let list = [];
-  try { list = await cachedModels(endpoint); } catch { list = []; }
+  try { list = await cachedManifests(CACHE_NAME, endpoint); } catch { list = []; }
   ui.cached.replaceChildren(...list.map((m) => h('li', {},
     h('button', { type: 'button', class: 'linkish', 'data-hub-id': `${m.id}@${m.rev}`, 'data-testid': 'cached-model' }, `${m.id}@${m.rev}`),
     ` ${bytesText(m.size)}`)));

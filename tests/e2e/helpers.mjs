@@ -1,8 +1,10 @@
 // Shared setup for the browser end-to-end tests: the local server on a free port, Debian's
-// Chromium through playwright-core, and a recorder that fails the test when any request goes
-// anywhere but the local server (data: and blob: URLs excepted).
+// Chromium through playwright-core, a recorder that fails the test when any request goes
+// anywhere but the local server (data: and blob: URLs excepted), and a local stand-in for the hub.
 
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -152,4 +154,54 @@ export function ensureArtifacts() {
 export function cellMean(text) {
   const m = /^(-?\d+\.\d{3})(\s*±\s*\d+\.\d{3})?$/.exec(text.trim());
   return m ? Number(m[1]) : NaN;
+}
+
+/**
+ * A stand-in for the hub on 127.0.0.1: `/{repo}/resolve/{rev}/{file}` serves `files` (name →
+ * bytes; `repo` is `owner/name` for a model, `datasets/owner/name` for a dataset). Like the real
+ * hub, LFS files (those `lfs(name)` picks) answer 302 to a CDN URL with their sha256 as
+ * X-Linked-Etag, and the CDN answers with the sha256 as ETag; small files carry a git blob id as
+ * ETag (not a sha256, so not verifiable). `hits` records every request.
+ */
+export async function startFakeHub(files, { repo, rev, lfs }) {
+  const hits = [];
+  const sha256 = (b) => createHash('sha256').update(b).digest('hex');
+  const gitId = (b) => createHash('sha1').update(`blob ${b.length}\0`).update(b).digest('hex');
+  const cors = {
+    'Access-Control-Allow-Origin': '*',
+    'Access-Control-Expose-Headers': 'ETag, X-Linked-Etag, X-Linked-Size, Content-Length',
+  };
+  const server = createServer((req, res) => {
+    hits.push(`${req.method} ${req.url}`);
+    const send = (status, headers, body) => {
+      res.writeHead(status, { ...cors, ...headers });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    };
+    // Revision `corrupt` serves the same files, but its CDN flips one byte, as a damaged
+    // transfer would.
+    const cdn = /^\/cdn\/(\w+)\/([0-9a-f]{64})$/.exec(req.url);
+    if (cdn) {
+      let body = Object.values(files).find((b) => sha256(b) === cdn[2]);
+      if (!body) return send(404, {}, 'no such object');
+      if (cdn[1] === 'corrupt') { body = Buffer.from(body); body[body.length >> 1] ^= 0xff; }
+      return send(200, { ETag: `"${cdn[2]}"`, 'Content-Length': body.length, 'Content-Type': 'application/octet-stream' }, body);
+    }
+    const resolved = /^\/(.+)\/resolve\/([^/]+)\/(.+)$/.exec(req.url);
+    const revision = resolved && resolved[1] === repo && (resolved[2] === rev || resolved[2] === 'corrupt') ? resolved[2] : null;
+    const name = revision ? decodeURIComponent(resolved[3]) : null;
+    const body = name != null && Object.hasOwn(files, name) ? files[name] : null;
+    if (!body) return send(404, { 'Content-Type': 'text/plain' }, 'Entry not found');
+    if (lfs(name)) {
+      const sha = sha256(body);
+      return send(302, { Location: `/cdn/${revision}/${sha}`, 'X-Linked-Etag': `"${sha}"`, 'X-Linked-Size': body.length, 'Content-Length': 0 }, '');
+    }
+    return send(200, { ETag: `"${gitId(body)}"`, 'Content-Length': body.length }, body);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  return {
+    origin,
+    hits,
+    close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()); }),
+  };
 }

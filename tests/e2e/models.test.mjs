@@ -5,13 +5,11 @@
 // give a clear message while the page stays usable.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { createServer } from 'node:http';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, launchBrowser, openApp, pkgMounts, profileRows, runAndWait, waitReady,
-  wasmBuilt,
+  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, launchBrowser, openApp, pkgMounts, profileRows, runAndWait,
+  startFakeHub, waitReady, wasmBuilt,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
@@ -80,53 +78,6 @@ function worstDifference(values, pooled) {
   return worst;
 }
 
-/**
- * A stand-in for the hub on 127.0.0.1: `/{owner}/{name}/resolve/{rev}/{file}` serves the
- * fixture folder. Like the real hub, LFS files (the weights) answer 302 to a CDN URL with their
- * sha256 as X-Linked-Etag, and the CDN answers with the sha256 as ETag; small files carry a git
- * blob id as ETag (not a sha256, so not verifiable). Revision `corrupt` serves the same files
- * but its CDN flips one byte of the weights, as a damaged transfer would.
- */
-async function startFakeHub(files, { id, rev }) {
-  const hits = [];
-  const sha256 = (b) => createHash('sha256').update(b).digest('hex');
-  const gitId = (b) => createHash('sha1').update(`blob ${b.length}\0`).update(b).digest('hex');
-  const cors = {
-    'Access-Control-Allow-Origin': '*',
-    'Access-Control-Expose-Headers': 'ETag, X-Linked-Etag, X-Linked-Size, Content-Length',
-  };
-  const server = createServer((req, res) => {
-    hits.push(`${req.method} ${req.url}`);
-    const send = (status, headers, body) => {
-      res.writeHead(status, { ...cors, ...headers });
-      res.end(req.method === 'HEAD' ? undefined : body);
-    };
-    const cdn = /^\/cdn\/(\w+)\/([0-9a-f]{64})$/.exec(req.url);
-    if (cdn) {
-      let body = Object.values(files).find((b) => sha256(b) === cdn[2]);
-      if (!body) return send(404, {}, 'no such object');
-      if (cdn[1] === 'corrupt') { body = Buffer.from(body); body[body.length >> 1] ^= 0xff; }
-      return send(200, { ETag: `"${cdn[2]}"`, 'Content-Length': body.length, 'Content-Type': 'application/octet-stream' }, body);
-    }
-    const resolved = new RegExp(`^/${id}/resolve/(${rev}|corrupt)/(.+)$`).exec(req.url);
-    const name = resolved ? decodeURIComponent(resolved[2]) : null;
-    const body = name != null && Object.hasOwn(files, name) ? files[name] : null;
-    if (!body) return send(404, { 'Content-Type': 'text/plain' }, 'Entry not found');
-    if (name.endsWith('.safetensors')) {
-      const sha = sha256(body);
-      return send(302, { Location: `/cdn/${resolved[1]}/${sha}`, 'X-Linked-Etag': `"${sha}"`, 'X-Linked-Size': body.length, 'Content-Length': 0 }, '');
-    }
-    return send(200, { ETag: `"${gitId(body)}"`, 'Content-Length': body.length }, body);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const origin = `http://127.0.0.1:${server.address().port}`;
-  return {
-    origin,
-    hits,
-    close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()); }),
-  };
-}
-
 describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
   let browser;
   let fixture;
@@ -178,7 +129,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     const id = 'test-org/nt-v2-tiny';
     const rev = 'main';
     const served = Object.fromEntries(Object.entries(files).filter(([n]) => n !== 'pipeline.json' && n !== 'expected.json'));
-    const hub = await startFakeHub(served, { id, rev });
+    const hub = await startFakeHub(served, { repo: id, rev, lfs: (name) => name.endsWith('.safetensors') });
     const server = await startServer({ port: 0, mounts: pkgMounts(), hubOrigin: hub.origin });
     const app = await openApp(browser, server, {
       // openApp aborts every request that leaves the page's server; the local hub may be reached.

@@ -61,10 +61,17 @@ test('serves the page with the CSP, no-cache and the right types', async () => {
   }
 });
 
-test('serves the demo suite and the task catalogue', async () => {
+test('serves the demo and offline suites and the task catalogues', async () => {
   const cat = await rawGet('/tasks/geneb-tasks.json');
   assert.equal(cat.status, 200);
   assert.equal(JSON.parse(cat.body).tasks.length, 100);
+  const official = await rawGet('/tasks/catalogue/geneb-catalogue.json');
+  assert.equal(official.status, 200);
+  assert.equal(JSON.parse(official.body).tasks.length, 100);
+  const offline = await rawGet('/tasks/offline/tasks.json');
+  assert.equal(offline.status, 200);
+  const first = JSON.parse(offline.body).tasks[0];
+  assert.equal((await rawGet(`/tasks/offline/${first.id}.csv`)).status, 200, 'the offline suite\'s tables');
   const smoke = await rawGet('/tasks/smoke/tasks.json');
   if (smoke.status === 404) return; // the demo suite is optional for the server itself
   assert.equal(smoke.status, 200);
@@ -101,7 +108,8 @@ test('refuses directory traversal and unknown paths', async () => {
     assert.equal(r.headers['content-security-policy'], CSP, path);
   }
   assert.equal((await rawGet('/nope.html')).status, 404);
-  assert.equal((await rawGet('/tasks/')).status, 404, 'only tasks/smoke and the catalogue are served');
+  assert.equal((await rawGet('/tasks/catalogue/README.md')).status, 404, 'the catalogue file alone');
+  assert.equal((await rawGet('/tasks/')).status, 404, 'only the suites and the catalogues are served');
   assert.equal((await rawGet('/', 'POST')).status, 405);
   const head = await rawGet('/app.js', 'HEAD');
   assert.equal(head.status, 200);

@@ -1,0 +1,220 @@
+// Downloads from the Hugging Face hub, shared by the model panel (models.js) and the GENEB task
+// picker (tasks.js): a HEAD plan of what will be fetched and how big, a confirmation box, streamed
+// GETs with byte progress, sha256 verification, and the Cache API for offline reuse.
+//
+// A "bundle" is a set of files under one resolve URL prefix, fetched and cached together: a model
+// (`{endpoint}/{id}/resolve/{rev}/`) or one GENEB task's tables
+// (`{endpoint}/datasets/{id}/resolve/{rev}/tasks/{task}/`). Its cache manifest lists its files
+// with their sha256 and is written last, so a manifest means every file it names is stored.
+//
+// The hub endpoint is https://huggingface.co. Tests (and nobody else) point it at a local server
+// with `?hub=http://127.0.0.1:PORT` or localStorage `geneb.hub`; the page's CSP only lets the page
+// reach the real hub's hosts, so another endpoint works only where the server serving the page
+// adds it to the CSP (scripts/serve.mjs `hubOrigin`, used by the browser tests).
+
+const DEFAULT_HUB = 'https://huggingface.co';
+/** The Cache API entry listing a bundle's files (a key no hub file can have). */
+const MANIFEST = '.geneb-manifest.json';
+const SHA256 = /^[0-9a-f]{64}$/;
+
+export function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === false || v == null) continue;
+    node.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) if (c != null) node.append(c);
+  return node;
+}
+
+export function bytesText(n) {
+  if (!Number.isFinite(n)) return 'unknown size';
+  if (n < 1024) return `${n} B`;
+  const units = ['kB', 'MB', 'GB'];
+  let v = n;
+  let u = -1;
+  do { v /= 1024; u++; } while (v >= 1024 && u < units.length - 1);
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
+}
+
+export function messageOf(err) {
+  return (err && typeof err.message === 'string' && err.message) || String(err);
+}
+
+export function hubEndpoint() {
+  const fromQuery = new URLSearchParams(location.search).get('hub');
+  let stored = null;
+  try { stored = localStorage.getItem('geneb.hub'); } catch { stored = null; }
+  return (fromQuery || stored || DEFAULT_HUB).replace(/\/+$/, '');
+}
+
+/**
+ * A bundle: `repo` is `owner/name` for a model or `datasets/owner/name` for a dataset, `dir` an
+ * optional folder inside it; `label` names it in messages.
+ */
+export function bundle(endpoint, repo, rev, { dir = '', label = `${repo}@${rev}` } = {}) {
+  const folder = dir ? `${dir.replace(/\/+$/, '')}/` : '';
+  return { endpoint, label, base: `${endpoint}/${repo}/resolve/${encodeURIComponent(rev)}/${folder}` };
+}
+
+async function sha256Hex(bytes) {
+  const digest = await crypto.subtle.digest('SHA-256', bytes);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** The sha256 a hub response vouches for: LFS files carry it as their (linked) ETag. */
+function announcedSha256(response) {
+  for (const name of ['x-linked-etag', 'etag']) {
+    const value = (response.headers.get(name) || '').replace(/^W\//, '').replace(/"/g, '').toLowerCase();
+    if (SHA256.test(value)) return value;
+  }
+  return null;
+}
+
+/** HEAD one file of a bundle: {name, size, sha256} when it exists, null on 404. */
+export async function probe(b, name) {
+  let response;
+  try {
+    response = await fetch(b.base + name, { method: 'HEAD', cache: 'no-store' });
+  } catch (err) {
+    throw new Error(`cannot reach ${b.endpoint} (${messageOf(err)}): check the connection, or load the files yourself`);
+  }
+  if (response.status === 404) return null;
+  if (response.status === 401 || response.status === 403) {
+    throw new Error(`${b.label}: ${name} needs a login (gated or private): download it yourself and load the files`);
+  }
+  if (!response.ok) throw new Error(`${b.label}: ${name}: the hub answered ${response.status}`);
+  const size = Number(response.headers.get('x-linked-size') || response.headers.get('content-length'));
+  return { name, size: Number.isFinite(size) ? size : NaN, sha256: announcedSha256(response) };
+}
+
+/** GET one file with streamed reads, reporting bytes as they arrive; verifies the sha256. */
+export async function download(b, file, onBytes) {
+  const response = await fetch(b.base + file.name, { cache: 'no-store' });
+  if (!response.ok || !response.body) throw new Error(`${b.label}: ${file.name}: the hub answered ${response.status}`);
+  const reader = response.body.getReader();
+  const chunks = [];
+  let received = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    received += value.length;
+    onBytes(value.length);
+  }
+  const bytes = new Uint8Array(received);
+  let at = 0;
+  for (const c of chunks) { bytes.set(c, at); at += c.length; }
+  if (Number.isFinite(file.size) && file.size !== received) {
+    throw new Error(`${b.label}: ${file.name}: got ${received} bytes, the hub announced ${file.size}: the download was cut; try again`);
+  }
+  const sha256 = await sha256Hex(bytes);
+  const expected = file.sha256 || announcedSha256(response);
+  if (expected && expected !== sha256) {
+    throw new Error(`${b.label}: ${file.name}: sha256 ${sha256} does not match the hub's ${expected}: the download is corrupt; try again`);
+  }
+  return { name: file.name, bytes, sha256, verified: Boolean(expected) };
+}
+
+/** The bytes a plan announces (files of unknown size count 0). */
+export function plannedBytes(files) {
+  return files.reduce((s, f) => s + (Number.isFinite(f.size) ? f.size : 0), 0);
+}
+
+/** Download every planned file of a bundle in turn; `onProgress(doneBytes, fileName)`. */
+export async function downloadAll(b, files, onProgress) {
+  let done = 0;
+  const got = [];
+  for (const f of files) {
+    got.push(await download(b, f, (n) => { done += n; onProgress(done, f.name); }));
+  }
+  return got;
+}
+
+/** How far the hub vouched for downloaded files (small git files come with no sha256). */
+export function verificationNote(got) {
+  const unverified = got.filter((f) => !f.verified).map((f) => f.name);
+  return unverified.length ? `no sha256 from the hub for ${unverified.join(', ')}` : 'every file sha256-verified';
+}
+
+async function openCache(cacheName) {
+  if (!('caches' in self)) return null; // an insecure context has no Cache API: nothing is kept
+  return caches.open(cacheName);
+}
+
+/** A cached bundle's files, checked against the sha256 recorded when it was stored; null if absent. */
+export async function fromCache(cacheName, b) {
+  const cache = await openCache(cacheName);
+  if (!cache) return null;
+  const manifestResponse = await cache.match(b.base + MANIFEST);
+  if (!manifestResponse) return null;
+  const manifest = await manifestResponse.json();
+  const files = [];
+  for (const entry of manifest.files) {
+    const r = await cache.match(b.base + entry.name);
+    if (!r) return null;
+    const bytes = new Uint8Array(await r.arrayBuffer());
+    if ((await sha256Hex(bytes)) !== entry.sha256) {
+      await cache.delete(b.base + MANIFEST);
+      throw new Error(`${b.label}: the cached ${entry.name} is damaged; it was removed, load it again`);
+    }
+    files.push({ name: entry.name, bytes });
+  }
+  return { files, manifest };
+}
+
+/** Keep downloaded files; `about` (e.g. {id, rev}) goes into the manifest. False without a Cache API. */
+export async function store(cacheName, b, files, about = {}) {
+  const cache = await openCache(cacheName);
+  if (!cache) return false;
+  for (const f of files) {
+    await cache.put(b.base + f.name, new Response(f.bytes, {
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(f.bytes.length) },
+    }));
+  }
+  const manifest = {
+    ...about, endpoint: b.endpoint, storedAt: new Date().toISOString(),
+    files: files.map((f) => ({ name: f.name, size: f.bytes.length, sha256: f.sha256, verified: f.verified })),
+  };
+  await cache.put(b.base + MANIFEST, new Response(JSON.stringify(manifest), {
+    headers: { 'Content-Type': 'application/json' },
+  }));
+  return true;
+}
+
+/** The manifests of the bundles kept under `endpoint`, each with its total `size`. */
+export async function cachedManifests(cacheName, endpoint) {
+  const cache = await openCache(cacheName);
+  if (!cache) return [];
+  const out = [];
+  for (const request of await cache.keys()) {
+    if (!request.url.startsWith(`${endpoint}/`) || !request.url.endsWith(`/${MANIFEST}`)) continue;
+    const r = await cache.match(request);
+    try {
+      const m = await r.json();
+      out.push({ ...m, size: m.files.reduce((s, f) => s + f.size, 0) });
+    } catch { /* a damaged manifest: fromCache reports it when used */ }
+  }
+  return out;
+}
+
+/**
+ * Say what will be fetched and how big in `container`, and resolve to the user's answer.
+ * `files` are [{name, size}]; `warning` (optional) is shown above the buttons.
+ */
+export function confirmPlan(container, { summary, files, total, warning = '' }) {
+  return new Promise((resolve) => {
+    const yes = h('button', { type: 'button', class: 'primary', 'data-testid': 'hub-confirm' }, `Download ${bytesText(total)}`);
+    const no = h('button', { type: 'button', 'data-testid': 'hub-decline' }, 'Cancel');
+    const box = h('div', { class: 'confirm', 'data-testid': 'hub-plan', role: 'group', 'aria-label': 'Download plan' },
+      h('p', {}, summary),
+      h('ul', {}, files.map((f) => h('li', {}, h('code', {}, f.name), ` ${bytesText(f.size)}`))),
+      warning ? h('p', { class: 'warning', 'data-testid': 'hub-plan-warning' }, warning) : null,
+      h('div', { class: 'buttons' }, yes, no));
+    const finish = (answer) => { box.remove(); resolve(answer); };
+    yes.addEventListener('click', () => finish(true));
+    no.addEventListener('click', () => finish(false));
+    container.replaceChildren(box);
+    yes.focus();
+  });
+}
