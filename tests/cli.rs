@@ -615,6 +615,8 @@ fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
         "{}",
         String::from_utf8_lossy(&missing.stderr)
     );
+}
+
 #[test]
 fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profiles() {
     let listing = ok_json(&geneb(&["models"]));

@@ -57,6 +57,8 @@ struct Layer {
 }
 
 pub struct Bert {
+    /// Floats per token of the widest activation (fused QKV, or the FFN's inner width).
+    widest: usize,
     word_embeddings: Tensor<2>,
     token_type: Tensor<1>,
     positions: Positions,
@@ -220,7 +222,13 @@ impl Bert {
         ckpt.skip_prefix(&p("pooler."));
         ckpt.skip_prefix("cls.");
         ckpt.skip_prefix("classifier.");
+        let ffn_width = if fused {
+            2 * intermediate_size
+        } else {
+            intermediate_size
+        };
         Ok(Bert {
+            widest: (3 * hidden).max(ffn_width),
             word_embeddings: upload(word, [vocab, hidden], device),
             token_type,
             positions,
@@ -232,6 +240,10 @@ impl Bert {
             max_tokens,
             device: device.clone(),
         })
+    }
+
+    pub fn widest_activation(&self) -> usize {
+        self.widest
     }
 
     pub fn hidden_size(&self) -> usize {

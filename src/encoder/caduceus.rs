@@ -67,6 +67,8 @@ pub fn matches(config: &Value) -> bool {
 }
 
 pub struct Caduceus {
+    /// Floats per token of the widest activation (in_proj's output, both RC streams).
+    widest: usize,
     embeddings: Tensor<2>,
     /// RC-equivariant (PS): the complement of every token id, for the embedding's RC stream.
     complement: Option<Tensor<1, Int>>,
@@ -204,6 +206,7 @@ impl Caduceus {
             });
         }
         Ok(Caduceus {
+            widest: 2 * shape.d_inner * if rcps { 2 } else { 1 },
             embeddings,
             complement,
             layers,
@@ -281,6 +284,10 @@ impl Caduceus {
     }
 
     /// d_model, doubled for the RC-equivariant (PS) variant.
+    pub fn widest_activation(&self) -> usize {
+        self.widest
+    }
+
     pub fn hidden_size(&self) -> usize {
         if self.complement.is_some() {
             2 * self.d_model

@@ -12,6 +12,7 @@ use super::backend::Compute;
 use super::bert::{self, Bert};
 use super::caduceus::{self, Caduceus};
 use super::hyena::{self, Hyena};
+use super::layers::MAX_BUFFER_FLOATS;
 use super::nt::{self, NucleotideTransformer};
 use crate::hf::{Checkpoint, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
@@ -19,10 +20,8 @@ use crate::{Error, Result};
 use burn::tensor::{Int, Tensor, TensorData};
 use ndarray::Array2;
 
-/// Token positions per forward pass (batch × padded length), bounding activations.
+/// Token positions per forward pass (batch × padded length), bounding host-side work per step.
 const BATCH_TOKENS: usize = 8192;
-/// Attention-score entries per pass (batch × heads-independent length²), bounding the L² term.
-const BATCH_SCORES: usize = 1 << 22;
 
 /// The architectures geneb runs, as `geneb models` and errors name them.
 pub const SUPPORTED: &str = "HyenaDNA, Caduceus (PH, PS), BERT (DNABERT, GROVER, SpliceBERT), \
@@ -104,6 +103,11 @@ impl Architecture {
 
     pub fn max_tokens(&self) -> usize {
         each!(self, m => m.max_tokens())
+    }
+
+    /// Floats per token of the widest intermediate tensor, for sizing batches.
+    pub fn widest_activation(&self) -> usize {
+        each!(self, m => m.widest_activation())
     }
 
     pub fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
@@ -299,10 +303,16 @@ impl HfModel {
         let mut start = 0;
         while start < order.len() {
             let mut end = start + 1;
+            let widest = self.architecture.widest_activation();
             while end < order.len() {
                 let width = tokens[order[end]].len().max(1);
                 let rows = end + 1 - start;
-                if rows * width > BATCH_TOKENS || rows * width * width > BATCH_SCORES {
+                // Every tensor of the pass must fit one GPU buffer: the widest activation, and
+                // one head's attention scores (attention() splits the heads).
+                if rows * width > BATCH_TOKENS
+                    || rows * width * widest > MAX_BUFFER_FLOATS
+                    || rows * width * width > MAX_BUFFER_FLOATS
+                {
                     break;
                 }
                 end += 1;

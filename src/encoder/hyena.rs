@@ -51,6 +51,8 @@ pub fn matches(config: &Value) -> bool {
 }
 
 pub struct Hyena {
+    /// Floats per token of the widest activation (in_proj's 3·d_model or the MLP's d_inner).
+    widest: usize,
     word_embeddings: Tensor<2>,
     blocks: Vec<Block>,
     ln_f: LayerNorm,
@@ -192,6 +194,7 @@ impl Hyena {
         }
         let ln_f = LayerNorm::load(ckpt, &format!("{p}ln_f"), d, ln_eps, device)?;
         Ok(Hyena {
+            widest: (3 * d).max(d_inner),
             word_embeddings,
             blocks,
             ln_f,
@@ -215,6 +218,10 @@ impl Hyena {
             h = block.forward(h);
         }
         self.ln_f.forward(h)
+    }
+
+    pub fn widest_activation(&self) -> usize {
+        self.widest
     }
 
     pub fn hidden_size(&self) -> usize {

@@ -131,8 +131,13 @@ pub fn split_heads(x: Tensor<3>, heads: usize) -> Tensor<4> {
         .swap_dims(1, 2)
 }
 
+/// The most floats one tensor may hold: WebGPU's (and wgpu's) default limit for one storage
+/// buffer binding is 128 MiB; a quarter is kept free for backends that pad.
+pub const MAX_BUFFER_FLOATS: usize = 24 << 20;
+
 /// softmax(q kᵀ · scale + bias) v, heads merged back: q, k, v [batch, heads, tokens, head_dim],
-/// bias broadcastable to [batch, heads, tokens, tokens].
+/// bias broadcastable to [batch, heads or 1, tokens, tokens]. The score matrix is built for as
+/// many heads at a time as fit in one GPU buffer, so long inputs never exceed the limit.
 pub fn attention(
     q: Tensor<4>,
     k: Tensor<4>,
@@ -140,10 +145,39 @@ pub fn attention(
     scale: f64,
     bias: Tensor<4>,
 ) -> Tensor<3> {
+    let [batch, heads, tokens, _] = q.dims();
+    let group = (MAX_BUFFER_FLOATS / (batch * tokens * tokens).max(1)).clamp(1, heads);
+    attention_in_groups(q, k, v, scale, bias, group)
+}
+
+/// `attention` computing the scores of `group` heads at a time.
+fn attention_in_groups(
+    q: Tensor<4>,
+    k: Tensor<4>,
+    v: Tensor<4>,
+    scale: f64,
+    bias: Tensor<4>,
+    group: usize,
+) -> Tensor<3> {
     let [batch, heads, tokens, head_dim] = q.dims();
-    let scores = q.matmul(k.swap_dims(2, 3)) * scale + bias;
-    softmax(scores, 3)
-        .matmul(v)
+    let bias_heads = bias.dims()[1];
+    let mut contexts = Vec::with_capacity(heads.div_ceil(group));
+    for start in (0..heads).step_by(group) {
+        let n = group.min(heads - start);
+        let bias = if bias_heads == 1 {
+            bias.clone()
+        } else {
+            bias.clone().narrow(1, start, n)
+        };
+        let scores = q
+            .clone()
+            .narrow(1, start, n)
+            .matmul(k.clone().narrow(1, start, n).swap_dims(2, 3))
+            * scale
+            + bias;
+        contexts.push(softmax(scores, 3).matmul(v.clone().narrow(1, start, n)));
+    }
+    Tensor::cat(contexts, 1)
         .swap_dims(1, 2)
         .reshape([batch, tokens, heads * head_dim])
 }
@@ -222,4 +256,38 @@ pub fn config_activation(config: &serde_json::Value, default: &str) -> Result<Ac
             format!("hidden_act '{name}' is not supported (gelu, gelu_new, relu, silu)"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attention_by_head_groups_equals_all_heads_at_once() {
+        let device = crate::encoder::backend::cpu().device;
+        let values = |n: usize, seed: f32| -> Vec<f32> {
+            (0..n)
+                .map(|i| (i as f32 * 0.37 + seed).sin() * 1.3)
+                .collect()
+        };
+        let shape = [2, 4, 5, 3];
+        let n = shape.iter().product();
+        let q = upload(values(n, 0.1), shape, &device);
+        let k = upload(values(n, 0.7), shape, &device);
+        let v = upload(values(n, 1.9), shape, &device);
+        let bias = upload(values(2 * 4 * 5 * 5, 2.3), [2, 4, 5, 5], &device);
+        let all: Vec<f32> =
+            attention_in_groups(q.clone(), k.clone(), v.clone(), 0.5, bias.clone(), 4)
+                .into_data()
+                .try_to_vec()
+                .unwrap();
+        for group in [1, 3] {
+            let grouped: Vec<f32> =
+                attention_in_groups(q.clone(), k.clone(), v.clone(), 0.5, bias.clone(), group)
+                    .into_data()
+                    .try_to_vec()
+                    .unwrap();
+            assert_eq!(all, grouped, "group {group}");
+        }
+    }
 }

@@ -201,6 +201,11 @@ impl NucleotideTransformer {
         })
     }
 
+    /// Floats per token of the widest activation: the SwiGLU projection.
+    pub fn widest_activation(&self) -> usize {
+        2 * self.intermediate
+    }
+
     pub fn hidden_size(&self) -> usize {
         self.hidden
     }
