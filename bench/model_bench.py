@@ -17,7 +17,8 @@
 4. Refuses to report a speed for wrong numbers: geneb's embeddings must equal PyTorch's
    (max |delta| <= 1e-3, printed) or the run exits 1.
 Results also go to target/bench-models/results.json. wgpu needs a Vulkan driver (lavapipe on
-a machine without a GPU); a geneb run longer than --timeout seconds is reported as a timeout.
+a machine without a GPU). A geneb run that fails or outlasts --timeout seconds is reported in its
+row, the others still run, and the bench exits 1 at the end.
 """
 
 import argparse
@@ -195,8 +196,8 @@ def torch_child(job):
 
 
 def measure(command, env, timeout):
-    """Run one process: {wall_s, rss_mib, stdout, stderr}, or None past the timeout. Peak RSS
-    is this child's own (wait4), not the maximum over every child so far (getrusage)."""
+    """Run one process: {wall_s, rss_mib, stdout, stderr, returncode}, or None past the timeout.
+    Peak RSS is this child's own (wait4), not the maximum over every child so far (getrusage)."""
     with open(os.devnull) as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         child = subprocess.Popen(command, env=env, stdin=stdin, stdout=out, stderr=err)
@@ -215,11 +216,8 @@ def measure(command, env, timeout):
         child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        result = {"wall_s": wall, "rss_mib": usage.ru_maxrss / 1024, "stdout": out.read().decode(),
-                  "stderr": err.read().decode()}
-    if child.returncode != 0:
-        sys.exit(f"model_bench: {' '.join(command)} failed ({child.returncode}):\n{result['stderr']}")
-    return result
+        return {"wall_s": wall, "rss_mib": usage.ru_maxrss / 1024, "stdout": out.read().decode(),
+                "stderr": err.read().decode(), "returncode": child.returncode}
 
 
 def write_fasta(path, texts):
@@ -231,6 +229,8 @@ def time_pytorch(name, folder, texts_path, batch, threads, work):
     out = os.path.join(work, f"torch_b{batch}.npy")
     job = {"model": name, "folder": folder, "input": texts_path, "batch": batch, "threads": threads, "out": out}
     run = measure([sys.executable, os.path.abspath(__file__), "--torch-child", json.dumps(job)], os.environ, 1e9)
+    if run["returncode"] != 0:
+        sys.exit(f"model_bench: the PyTorch reference failed:\n{run['stderr']}")
     timing = json.loads(run["stdout"])
     n = len(np.load(out))
     return {"seq_s": n / timing["run_s"], "load_s": timing["load_s"], "rss_mib": run["rss_mib"],
@@ -248,9 +248,17 @@ def time_geneb(geneb, folder, texts, backend, threads, work, timeout):
         command = [geneb, "embed", "--model", f"hf:{folder}", "--input", fasta, "--out", npy, "--backend", backend]
         runs[count] = measure(command, env, timeout)
         if runs[count] is None:
-            return {"timeout": timeout}
+            return {"failed": f"timeout (> {timeout:.0f} s)"}
+        if runs[count]["returncode"] != 0:
+            # A geneb failure is a finding to report beside the speeds, not a reason to stop.
+            reason = runs[count]["stderr"].strip().splitlines()[-1]
+            # wgpu's chained errors put the cause at the end of one long line.
+            short = reason if len(reason) <= 300 else f"{reason[:120]} ... {reason[-180:]}"
+            return {"failed": f"on {count} seq: {short}"}
     one, all_ = runs[1], runs[len(texts)]
-    return {"seq_s": (len(texts) - 1) / max(all_["wall_s"] - one["wall_s"], 1e-9), "load_s": one["wall_s"],
+    if all_["wall_s"] <= one["wall_s"]:
+        sys.exit(f"model_bench: geneb-{backend} took no longer on {len(texts)} sequences than on 1; time more")
+    return {"seq_s": (len(texts) - 1) / (all_["wall_s"] - one["wall_s"]), "load_s": one["wall_s"],
             "rss_mib": all_["rss_mib"], "embeddings": np.load(npy)}
 
 
@@ -260,10 +268,6 @@ def build_geneb():
     return os.path.join(target, "release", "geneb")
 
 
-def fmt(value, spec):
-    return format(value, spec) if isinstance(value, (int, float)) else str(value)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_COUNTS} sequences per length")
@@ -271,6 +275,7 @@ def main():
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                     help="torch.set_num_threads and RAYON_NUM_THREADS (default: the CPUs this process may use)")
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated, of: " + ", ".join(MODELS))
+    ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)), help="sequence lengths in nt")
     ap.add_argument("--backends", default="cpu,wgpu", help="geneb backends to time")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to one geneb run")
     ap.add_argument("--torch-child", help=argparse.SUPPRESS)
@@ -280,13 +285,16 @@ def main():
     geneb = args.geneb or build_geneb()
     backends = args.backends.split(",")
     counts = QUICK_COUNTS if args.quick else COUNTS
+    lengths = [int(n) for n in args.lengths.split(",")]
+    if not set(lengths) <= set(counts):
+        sys.exit(f"model_bench: --lengths takes {', '.join(map(str, LENGTHS))}")
     print(f"geneb: {os.path.normpath(geneb)}; threads: {args.threads} (torch.set_num_threads, RAYON_NUM_THREADS)")
-    rows, mismatches = [], []
+    rows, failures = [], []
     for name in args.models.split(","):
         if name not in MODELS:
             sys.exit(f"model_bench: unknown model '{name}'; choose from {', '.join(MODELS)}")
         folder = make_checkpoint(name, MODELS[name])
-        for length in LENGTHS:
+        for length in lengths:
             texts = sequences(length, counts[length])
             work = os.path.join(MODELS_DIR, "runs", f"{name}_{length}")
             os.makedirs(work, exist_ok=True)
@@ -304,7 +312,10 @@ def main():
                 if "embeddings" in result:
                     result["max_delta"] = float(np.abs(result["embeddings"] - reference).max())
                     if not result["max_delta"] <= TOLERANCE:
-                        mismatches.append(f"{name} {length} nt geneb-{backend}: max |delta| {result['max_delta']:.2e}")
+                        failures.append(f"{name} {length} nt geneb-{backend}: max |delta| {result['max_delta']:.2e} "
+                                        "(geneb disagrees with PyTorch: its speed is void)")
+                else:
+                    failures.append(f"{name} {length} nt geneb-{backend}: {result['failed']}")
                 row[f"geneb_{backend}"] = result
             row["load_avg_after"] = os.getloadavg()[0]
             for result in row.values():
@@ -313,8 +324,8 @@ def main():
             rows.append(row)
             report_row(row, backends)
     write_json(os.path.join(MODELS_DIR, "results.json"), {"threads": args.threads, "quick": args.quick, "rows": rows})
-    if mismatches:
-        sys.exit("model_bench: geneb disagrees with PyTorch, speeds above are void:\n  " + "\n  ".join(mismatches))
+    if failures:
+        sys.exit("model_bench: failures:\n  " + "\n  ".join(failures))
 
 
 def report_row(row, backends):
@@ -324,10 +335,10 @@ def report_row(row, backends):
     print(f"  {'runner':<12} {'seq/s':>8} {'vs best torch':>13} {'load s':>7} {'peak RSS MiB':>12} {'max |delta|':>11}")
     for key in ["torch_b1", "torch_b32"] + [f"geneb_{b}" for b in backends]:
         r = row[key]
-        if "timeout" in r:
-            print(f"  {key:<12} {'timeout > ' + fmt(r['timeout'], '.0f') + ' s':>8}")
+        if "failed" in r:
+            print(f"  {key:<12} FAILED {r['failed']}")
             continue
-        delta = "reference" if key == "torch_b32" else fmt(r["max_delta"], ".1e")
+        delta = "reference" if key == "torch_b32" else f"{r['max_delta']:.1e}"
         print(f"  {key:<12} {r['seq_s']:>8.2f} {r['seq_s'] / best_torch:>12.2f}x {r['load_s']:>7.2f} "
               f"{r['rss_mib']:>12.0f} {delta:>11}", flush=True)
 
