@@ -170,9 +170,8 @@ def alibi_slopes(n):
     return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: n - closest]
 
 
-def dnabert2():
-    torch.manual_seed(2)
-    h, heads, inter, vocab, layers = 24, 6, 40, 1024, 2
+def dnabert2_encoder(h, heads, inter, vocab, layers):
+    """The MosaicBERT encoder (embeddings, layers, pooler), biases and LayerNorms perturbed."""
     bert = nn.Module()
     bert.embeddings = nn.Module()
     bert.embeddings.word_embeddings = nn.Embedding(vocab, h)
@@ -186,8 +185,13 @@ def dnabert2():
         for n, p in bert.named_parameters():
             if n.endswith("bias") or "LayerNorm" in n or "layernorm" in n:
                 p.add_(torch.randn_like(p) * 0.1)
-    # 6 heads is not a power of two: exercises ALiBi's interleaved slopes.
-    ids, mask = batch_ids(real_sequences(), char_ids(5), 0)
+    return bert
+
+
+def dnabert2_forward(bert):
+    """(input_ids, attention_mask) -> last hidden state, as MosaicBERT computes it."""
+    heads = bert.encoder.layer[0].heads
+
     def forward(ids, mask):
         t = ids.shape[1]
         rel = (torch.arange(t)[None, :] - torch.arange(t)[:, None]).abs()
@@ -199,8 +203,14 @@ def dnabert2():
             x = layer(x, bias)
         return x
 
-    with torch.no_grad():
-        x = forward(ids, mask)
+    return forward
+
+
+def dnabert2_checkpoint(bert):
+    """config.json and the tensors of the real checkpoint's layout (MLM head included)."""
+    h = bert.embeddings.word_embeddings.embedding_dim
+    vocab = bert.embeddings.word_embeddings.num_embeddings
+    first = bert.encoder.layer[0]
     state = {f"bert.{k}": v for k, v in bert.state_dict().items()}
     # The MLM head the real checkpoint carries (BertForMaskedLM), unused by the encoder.
     state["cls.predictions.bias"] = torch.zeros(vocab)
@@ -208,15 +218,30 @@ def dnabert2():
     config = {
         "architectures": ["BertForMaskedLM"], "model_type": "bert", "alibi_starting_size": 512,
         "auto_map": {"AutoModel": "bert_layers.BertModel"},
-        "hidden_size": h, "num_attention_heads": heads, "num_hidden_layers": layers,
-        "intermediate_size": inter, "vocab_size": vocab, "type_vocab_size": 2,
+        "hidden_size": h, "num_attention_heads": first.heads, "num_hidden_layers": len(bert.encoder.layer),
+        "intermediate_size": first.inter, "vocab_size": vocab, "type_vocab_size": 2,
         "hidden_act": "gelu", "layer_norm_eps": 1e-12, "max_position_embeddings": 512,
     }
+    return config, state
+
+
+def dnabert2():
+    torch.manual_seed(2)
+    # 6 heads is not a power of two: exercises ALiBi's interleaved slopes.
+    bert = dnabert2_encoder(h=24, heads=6, inter=40, vocab=1024, layers=2)
+    ids, mask = batch_ids(real_sequences(), char_ids(5), 0)
+    forward = dnabert2_forward(bert)
+    with torch.no_grad():
+        x = forward(ids, mask)
+    config, state = dnabert2_checkpoint(bert)
     write("dnabert2", config, state, ids, mask, x)
     write_pipeline("dnabert2", "dnabert2", lambda s: s, forward)
 
 
-def nt_v2():
+def nt_v2_model(vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size,
+                max_position_embeddings):
+    """transformers' EsmForMaskedLM with NT-v2's bias-free SwiGLU feed-forward (the checkpoints'
+    remote modeling_esm.py), biases and LayerNorms perturbed. Returns (model, config)."""
     from transformers import EsmConfig, EsmForMaskedLM
     from transformers.models.esm import modeling_esm
 
@@ -239,10 +264,10 @@ def nt_v2():
 
     modeling_esm.EsmIntermediate = GatedIntermediate
     modeling_esm.EsmOutput = BiasFreeOutput
-    torch.manual_seed(3)
     config = EsmConfig(
-        vocab_size=75, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=48, max_position_embeddings=90, position_embedding_type="rotary",
+        vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
+        num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
+        max_position_embeddings=max_position_embeddings, position_embedding_type="rotary",
         layer_norm_eps=1e-12, pad_token_id=1, mask_token_id=2, token_dropout=False,
         emb_layer_norm_before=False,
     )
@@ -252,10 +277,15 @@ def nt_v2():
         for n, p in model.named_parameters():
             if n.endswith("bias") or "LayerNorm" in n or "layer_norm" in n:
                 p.add_(torch.randn_like(p) * 0.1)
-    ids, mask = batch_ids(real_sequences(), lambda s: [3] + [5 + "ACGTN".index(c) if c in "ACGT" else 9 for c in s], 1)
-    with torch.no_grad():
-        out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
-    hidden = out.hidden_states[-1]
+    return model, config
+
+
+def nt_v2_hidden(model, ids, mask):
+    return model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
+
+
+def nt_v2_checkpoint(model, config):
+    """config.json and the tensors as the real NT-v2 checkpoints lay them out."""
     cfg = config.to_dict()
     cfg.pop("model_type", None)
     cfg["add_bias_fnn"] = False
@@ -269,11 +299,21 @@ def nt_v2():
     for i in range(config.num_hidden_layers):
         state[f"esm.encoder.layer.{i}.attention.self.rotary_embeddings.inv_freq"] = inv_freq
     state.pop("lm_head.decoder.weight", None)
-    write("nt_v2", cfg, state, ids, mask, hidden)
-    write_pipeline(
-        "nt_v2", "nt3", lambda s: s,
-        lambda i, m: model(input_ids=i, attention_mask=m, output_hidden_states=True).hidden_states[-1],
+    return cfg, state
+
+
+def nt_v2():
+    torch.manual_seed(3)
+    model, config = nt_v2_model(
+        vocab_size=75, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=48, max_position_embeddings=90,
     )
+    ids, mask = batch_ids(real_sequences(), lambda s: [3] + [5 + "ACGTN".index(c) if c in "ACGT" else 9 for c in s], 1)
+    with torch.no_grad():
+        hidden = nt_v2_hidden(model, ids, mask)
+    cfg, state = nt_v2_checkpoint(model, config)
+    write("nt_v2", cfg, state, ids, mask, hidden)
+    write_pipeline("nt_v2", "nt3", lambda s: s, lambda i, m: nt_v2_hidden(model, i, m))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,347 @@
+"""Encoder speed: PyTorch on CPU vs `geneb embed` (Burn flex CPU and wgpu), same weights, same DNA.
+
+    python3 bench/model_bench.py [--quick] [--geneb PATH] [--threads N] [--models a,b] [--backends cpu,wgpu]
+
+1. Writes, once, random checkpoints shaped like the real models under target/bench-models/
+   (NT-v2-50m: hidden 512, 12 layers, 16 heads, SwiGLU 2048, vocab 4107, rotary; DNABERT-2-117M:
+   hidden 768, 12 layers, 12 heads, GLU 3072, vocab 4096, ALiBi) with the PyTorch reference
+   builders of tests/oracle/make_transformer_fixtures.py, and their tokenizer files: the
+   committed NT 6-mer vocabulary; for DNABERT-2 a 4096-token BPE trained with HF `tokenizers`
+   on two smoke tables the bench does not time (the committed fixture has 1024 tokens only).
+2. Cuts real DNA from the other smoke tables into sequences of 200 and 1,000 nt.
+3. Times, each in its own process (peak RSS from wait4): PyTorch (HF tokenizer + model + masked
+   mean, torch.set_num_threads(N)) at batch 1 and 32 after loading and one warm-up call; and
+   `geneb embed` (its own length-sorted, token-budget batches; rayon with N threads) on each
+   backend, once on 1 sequence and once on all: seq/s = (n - 1) / (t_all - t_1), which leaves
+   out process start, model load and first-call set-up; load = t_1.
+4. Refuses to report a speed for wrong numbers: geneb's embeddings must equal PyTorch's
+   (max |delta| <= 1e-3, printed) or the run exits 1.
+Results also go to target/bench-models/results.json. wgpu needs a Vulkan driver (lavapipe on
+a machine without a GPU). A geneb run that fails or outlasts --timeout seconds is reported in its
+row, the others still run, and the bench exits 1 at the end.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, ".."))
+MODELS_DIR = os.path.join(ROOT, "target", "bench-models")
+SMOKE = os.path.join(ROOT, "tasks", "smoke")
+TOKENIZERS = os.path.join(ROOT, "tests", "fixtures", "tokenizers")
+# Real genomic DNA only (the CTCF table's negatives are dinucleotide shuffles); the BPE
+# tokenizer is trained on the two tables the bench does not time.
+BENCH_TABLES = ["smoke_yeast_coding_vs_intergenic.csv", "smoke_yeast_promoter_vs_terminator.csv",
+                "smoke_yeast_vs_fly_species.csv"]
+BPE_TRAINING_TABLES = ["smoke_ctcf_gm12878_vs_dinuc_shuffled.csv", "smoke_lambda_phage_vs_ecoli.csv"]
+LENGTHS = (200, 1000)
+TORCH_BATCHES = (1, 32)
+COUNTS = {200: 128, 1000: 64}
+QUICK_COUNTS = {200: 32, 1000: 32}
+TOLERANCE = 1e-3
+MODELS = {
+    "nt-v2-50m": dict(kind="nt", vocab=4107, hidden=512, layers=12, heads=16, inter=2048, positions=2050,
+                      max_length=2048),
+    "dnabert2-117m": dict(kind="dnabert2", vocab=4096, hidden=768, layers=12, heads=12, inter=3072,
+                          max_length=512),
+}
+
+
+def oracle():
+    """The reference builders of the committed fixtures, imported by path (tests/ is no package)."""
+    path = os.path.join(ROOT, "tests", "oracle", "make_transformer_fixtures.py")
+    spec = importlib.util.spec_from_file_location("make_transformer_fixtures", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def smoke_rows(table):
+    with open(os.path.join(SMOKE, table)) as f:
+        return [line.split(",")[0] for line in f.read().splitlines()[1:]]
+
+
+def sequences(length, count):
+    """Consecutive `length`-nt pieces of the bench tables' rows, concatenated in file order."""
+    stream = "".join(row for table in BENCH_TABLES for row in smoke_rows(table))
+    if len(stream) < length * count:
+        sys.exit(f"model_bench: the smoke tables hold {len(stream)} nt, fewer than {count} x {length}")
+    return [stream[i * length:(i + 1) * length] for i in range(count)]
+
+
+def write_json(path, value):
+    with open(path, "w") as f:
+        json.dump(value, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def nt_tokenizer(folder, spec):
+    for name in ("vocab.txt", "special_tokens_map.json"):
+        shutil.copy(os.path.join(TOKENIZERS, "nt6", name), folder)
+    write_json(os.path.join(folder, "tokenizer_config.json"),
+               {"tokenizer_class": "EsmTokenizer", "model_max_length": spec["max_length"], "eos_token": None})
+
+
+def dnabert2_tokenizer(folder, spec):
+    """DNABERT-2's tokenizer.json layout (the committed fixture's pipeline) with a BPE vocabulary
+    of the real size, trained on DNA the bench does not time."""
+    from tokenizers import Tokenizer
+    from tokenizers.trainers import BpeTrainer
+
+    fixture = os.path.join(TOKENIZERS, "dnabert2")
+    tokenizer = Tokenizer.from_file(os.path.join(fixture, "tokenizer.json"))
+    specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+    corpus = [row for table in BPE_TRAINING_TABLES for row in smoke_rows(table)]
+    tokenizer.train_from_iterator(corpus, BpeTrainer(vocab_size=spec["vocab"], special_tokens=specials,
+                                                     show_progress=False))
+    if tokenizer.get_vocab_size() != spec["vocab"]:
+        sys.exit(f"model_bench: the trained BPE has {tokenizer.get_vocab_size()} tokens, not {spec['vocab']}")
+    tokenizer.save(os.path.join(folder, "tokenizer.json"))
+    with open(os.path.join(fixture, "tokenizer_config.json")) as f:
+        config = json.load(f)
+    write_json(os.path.join(folder, "tokenizer_config.json"), {**config, "model_max_length": spec["max_length"]})
+
+
+def make_checkpoint(name, spec):
+    """config.json, model.safetensors and tokenizer files in target/bench-models/NAME, once."""
+    folder = os.path.join(MODELS_DIR, name)
+    done = os.path.join(folder, ".complete")
+    if os.path.exists(done):
+        return folder
+    import torch
+    from safetensors.torch import save_file
+
+    ref = oracle()
+    os.makedirs(folder, exist_ok=True)
+    torch.manual_seed(0)
+    if spec["kind"] == "nt":
+        model, config = ref.nt_v2_model(spec["vocab"], spec["hidden"], spec["layers"], spec["heads"],
+                                         spec["inter"], spec["positions"])
+        config, state = ref.nt_v2_checkpoint(model, config)
+        nt_tokenizer(folder, spec)
+    else:
+        bert = ref.dnabert2_encoder(spec["hidden"], spec["heads"], spec["inter"], spec["vocab"], spec["layers"])
+        config, state = ref.dnabert2_checkpoint(bert)
+        dnabert2_tokenizer(folder, spec)
+    write_json(os.path.join(folder, "config.json"), config)
+    save_file({k: v.detach().clone().contiguous() for k, v in state.items()}, os.path.join(folder, "model.safetensors"))
+    open(done, "w").close()
+    return folder
+
+
+def load_torch_model(folder, spec):
+    """The PyTorch reference with the checkpoint's tensors: (input_ids, mask) -> last hidden state."""
+    from safetensors.torch import load_file
+
+    ref = oracle()
+    state = load_file(os.path.join(folder, "model.safetensors"))
+    if spec["kind"] == "nt":
+        model, _ = ref.nt_v2_model(spec["vocab"], spec["hidden"], spec["layers"], spec["heads"], spec["inter"],
+                                   spec["positions"])
+        # The per-layer rotary buffers are the model's one fixed inv_freq, stored once per layer.
+        state = {k: v for k, v in state.items() if not k.endswith("rotary_embeddings.inv_freq")}
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        expected_missing = {"lm_head.decoder.weight", "esm.rotary_embeddings.inv_freq"}
+        if unexpected or set(missing) - expected_missing:
+            sys.exit(f"model_bench: checkpoint/model mismatch: missing {missing}, unexpected {unexpected}")
+        return lambda ids, mask: ref.nt_v2_hidden(model, ids, mask)
+    bert = ref.dnabert2_encoder(spec["hidden"], spec["heads"], spec["inter"], spec["vocab"], spec["layers"])
+    bert.load_state_dict({k[len("bert."):]: v for k, v in state.items() if k.startswith("bert.")}, strict=True)
+    return ref.dnabert2_forward(bert)
+
+
+def torch_child(job):
+    """One PyTorch timing in this process: load, one warm-up call, then every sequence in order."""
+    import torch
+    import transformers
+
+    torch.set_num_threads(job["threads"])
+    spec = MODELS[job["model"]]
+    ref = oracle()
+    started = time.perf_counter()
+    forward = load_torch_model(job["folder"], spec)
+    with open(os.path.join(job["folder"], "tokenizer_config.json")) as f:
+        tokenizer_class = json.load(f)["tokenizer_class"]
+    tokenizer = getattr(transformers, tokenizer_class).from_pretrained(job["folder"])
+    load_s = time.perf_counter() - started
+    with open(job["input"]) as f:
+        texts = f.read().split()
+
+    def embed(batch):
+        enc = tokenizer(batch, padding=True, truncation=True, max_length=spec["max_length"], return_tensors="pt")
+        hidden = forward(enc["input_ids"], enc["attention_mask"])
+        return ref.masked_mean(hidden, enc["attention_mask"]), int(enc["attention_mask"].sum())
+
+    batch = job["batch"]
+    with torch.inference_mode():
+        embed(texts[:1])
+        started = time.perf_counter()
+        pooled, tokens = [], 0
+        for i in range(0, len(texts), batch):
+            vectors, n = embed(texts[i:i + batch])
+            pooled.append(vectors.numpy())
+            tokens += n
+        run_s = time.perf_counter() - started
+    np.save(job["out"], np.concatenate(pooled).astype(np.float32))
+    json.dump({"load_s": load_s, "run_s": run_s, "tokens": tokens}, sys.stdout)
+
+
+def measure(command, env, timeout):
+    """Run one process: {wall_s, rss_mib, stdout, stderr, returncode}, or None past the timeout.
+    Peak RSS is this child's own (wait4), not the maximum over every child so far (getrusage)."""
+    with open(os.devnull) as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        child = subprocess.Popen(command, env=env, stdin=stdin, stdout=out, stderr=err)
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - started > timeout:
+                child.kill()
+                os.wait4(child.pid, 0)
+                child.returncode = -9
+                return None
+            time.sleep(0.02)
+        wall = time.perf_counter() - started
+        # Popen must not wait for the process wait4 already reaped.
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return {"wall_s": wall, "rss_mib": usage.ru_maxrss / 1024, "stdout": out.read().decode(),
+                "stderr": err.read().decode(), "returncode": child.returncode}
+
+
+def write_fasta(path, texts):
+    with open(path, "w") as f:
+        f.writelines(f">s{i}\n{t}\n" for i, t in enumerate(texts))
+
+
+def time_pytorch(name, folder, texts_path, batch, threads, work):
+    out = os.path.join(work, f"torch_b{batch}.npy")
+    job = {"model": name, "folder": folder, "input": texts_path, "batch": batch, "threads": threads, "out": out}
+    run = measure([sys.executable, os.path.abspath(__file__), "--torch-child", json.dumps(job)], os.environ, 1e9)
+    if run["returncode"] != 0:
+        sys.exit(f"model_bench: the PyTorch reference failed:\n{run['stderr']}")
+    timing = json.loads(run["stdout"])
+    n = len(np.load(out))
+    return {"seq_s": n / timing["run_s"], "load_s": timing["load_s"], "rss_mib": run["rss_mib"],
+            "tokens_per_seq": timing["tokens"] / n, "embeddings": np.load(out)}
+
+
+def time_geneb(geneb, folder, texts, backend, threads, work, timeout):
+    """seq/s from embedding 1 and n sequences (the difference leaves out start-up and load)."""
+    env = {**os.environ, "RAYON_NUM_THREADS": str(threads)}
+    runs = {}
+    for count in (1, len(texts)):
+        fasta = os.path.join(work, f"seqs_{count}.fa")
+        write_fasta(fasta, texts[:count])
+        npy = os.path.join(work, f"geneb_{backend}_{count}.npy")
+        command = [geneb, "embed", "--model", f"hf:{folder}", "--input", fasta, "--out", npy, "--backend", backend]
+        runs[count] = measure(command, env, timeout)
+        if runs[count] is None:
+            return {"failed": f"timeout (> {timeout:.0f} s)"}
+        if runs[count]["returncode"] != 0:
+            # A geneb failure is a finding to report beside the speeds, not a reason to stop.
+            reason = runs[count]["stderr"].strip().splitlines()[-1]
+            # wgpu's chained errors put the cause at the end of one long line.
+            short = reason if len(reason) <= 300 else f"{reason[:120]} ... {reason[-180:]}"
+            return {"failed": f"on {count} seq: {short}"}
+    one, all_ = runs[1], runs[len(texts)]
+    if all_["wall_s"] <= one["wall_s"]:
+        sys.exit(f"model_bench: geneb-{backend} took no longer on {len(texts)} sequences than on 1; time more")
+    return {"seq_s": (len(texts) - 1) / (all_["wall_s"] - one["wall_s"]), "load_s": one["wall_s"],
+            "rss_mib": all_["rss_mib"], "embeddings": np.load(npy)}
+
+
+def build_geneb():
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "geneb"], cwd=ROOT, check=True)
+    return os.path.join(target, "release", "geneb")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help=f"{QUICK_COUNTS} sequences per length")
+    ap.add_argument("--geneb", help="a geneb binary (with the Burn encoders) instead of building one")
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+                    help="torch.set_num_threads and RAYON_NUM_THREADS (default: the CPUs this process may use)")
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated, of: " + ", ".join(MODELS))
+    ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)), help="sequence lengths in nt")
+    ap.add_argument("--backends", default="cpu,wgpu", help="geneb backends to time")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to one geneb run")
+    ap.add_argument("--torch-child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.torch_child:
+        return torch_child(json.loads(args.torch_child))
+    geneb = args.geneb or build_geneb()
+    backends = args.backends.split(",")
+    counts = QUICK_COUNTS if args.quick else COUNTS
+    lengths = [int(n) for n in args.lengths.split(",")]
+    if not set(lengths) <= set(counts):
+        sys.exit(f"model_bench: --lengths takes {', '.join(map(str, LENGTHS))}")
+    print(f"geneb: {os.path.normpath(geneb)}; threads: {args.threads} (torch.set_num_threads, RAYON_NUM_THREADS)")
+    rows, failures = [], []
+    for name in args.models.split(","):
+        if name not in MODELS:
+            sys.exit(f"model_bench: unknown model '{name}'; choose from {', '.join(MODELS)}")
+        folder = make_checkpoint(name, MODELS[name])
+        for length in lengths:
+            texts = sequences(length, counts[length])
+            work = os.path.join(MODELS_DIR, "runs", f"{name}_{length}")
+            os.makedirs(work, exist_ok=True)
+            texts_path = os.path.join(work, "seqs.txt")
+            with open(texts_path, "w") as f:
+                f.write("\n".join(texts) + "\n")
+            # Other work on the machine slows every runner; the load average says how busy it was.
+            row = {"model": name, "length": length, "n": len(texts), "load_avg_before": os.getloadavg()[0]}
+            for batch in TORCH_BATCHES:
+                row[f"torch_b{batch}"] = time_pytorch(name, folder, texts_path, batch, args.threads, work)
+            reference = row[f"torch_b{TORCH_BATCHES[-1]}"]["embeddings"]
+            row["torch_b1"]["max_delta"] = float(np.abs(row["torch_b1"]["embeddings"] - reference).max())
+            for backend in backends:
+                result = time_geneb(geneb, folder, texts, backend, args.threads, work, args.timeout)
+                if "embeddings" in result:
+                    result["max_delta"] = float(np.abs(result["embeddings"] - reference).max())
+                    if not result["max_delta"] <= TOLERANCE:
+                        failures.append(f"{name} {length} nt geneb-{backend}: max |delta| {result['max_delta']:.2e} "
+                                        "(geneb disagrees with PyTorch: its speed is void)")
+                else:
+                    failures.append(f"{name} {length} nt geneb-{backend}: {result['failed']}")
+                row[f"geneb_{backend}"] = result
+            row["load_avg_after"] = os.getloadavg()[0]
+            for result in row.values():
+                if isinstance(result, dict):
+                    result.pop("embeddings", None)
+            rows.append(row)
+            report_row(row, backends)
+    write_json(os.path.join(MODELS_DIR, "results.json"), {"threads": args.threads, "quick": args.quick, "rows": rows})
+    if failures:
+        sys.exit("model_bench: failures:\n  " + "\n  ".join(failures))
+
+
+def report_row(row, backends):
+    best_torch = max(row["torch_b1"]["seq_s"], row["torch_b32"]["seq_s"])
+    print(f"\n{row['model']}, {row['length']} nt x {row['n']} ({row['torch_b32']['tokens_per_seq']:.0f} tokens/seq; "
+          f"load average {row['load_avg_before']:.1f} -> {row['load_avg_after']:.1f})")
+    print(f"  {'runner':<12} {'seq/s':>8} {'vs best torch':>13} {'load s':>7} {'peak RSS MiB':>12} {'max |delta|':>11}")
+    for key in ["torch_b1", "torch_b32"] + [f"geneb_{b}" for b in backends]:
+        r = row[key]
+        if "failed" in r:
+            print(f"  {key:<12} FAILED {r['failed']}")
+            continue
+        delta = "reference" if key == "torch_b32" else f"{r['max_delta']:.1e}"
+        print(f"  {key:<12} {r['seq_s']:>8.2f} {r['seq_s'] / best_torch:>12.2f}x {r['load_s']:>7.2f} "
+              f"{r['rss_mib']:>12.0f} {delta:>11}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
