@@ -46,7 +46,7 @@ const el = {
   run: $('#run'),
   cancel: $('#cancel'),
   demo: $('#demo'),
-  offline: $('#offline'),
+  offlineSuite: $('#offline-suite'),
   runHint: $('#run-hint'),
   progressBar: $('#progress-bar'),
   progressText: $('#progress-text'),
@@ -472,7 +472,7 @@ function updateControls() {
   else if (!regimes.length) why = 'Choose at least one regime.';
   el.run.disabled = !ready || Boolean(why);
   el.demo.disabled = !ready;
-  el.offline.disabled = !ready;
+  el.offlineSuite.disabled = !ready;
   el.cancel.disabled = !running;
   el.filesInput.disabled = running;
   el.folderInput.disabled = running;
@@ -750,7 +750,7 @@ async function onAddDemoSuite() {
   el.addDemoSuite.disabled = true;
   clearError();
   try {
-    const files = await fetchDemoFiles();
+    const files = await fetchSuiteFiles(DEMO_MANIFEST);
     addFiles(files.map((f) => ({ path: f.name, file: new File([f.bytes], f.name.split('/').pop()) })));
     showNotice(`Added the demo suite: ${plural(files.length - 1, 'task file')} and its tasks.json.`);
   } catch (err) {
@@ -819,7 +819,7 @@ function init() {
   el.setup.addEventListener('submit', onRunClick);
   el.cancel.addEventListener('click', onCancelClick);
   el.demo.addEventListener('click', onDemoClick);
-  el.offline.addEventListener('click', onOfflineClick);
+  el.offlineSuite.addEventListener('click', onOfflineClick);
   el.download.addEventListener('click', onDownloadClick);
   el.clearFiles.addEventListener('click', () => { state.files = []; renderFiles(); el.filesSummary.focus(); });
   el.models.addEventListener('change', updateControls);

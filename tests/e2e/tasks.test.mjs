@@ -200,7 +200,7 @@ describe('official GENEB tasks and the offline suite in the page', { timeout: 15
         assert.ok(credits.includes(p), `credit for ${p}`);
       }
       await chooseKmer3Full(page);
-      await runAndWait(page, 'offline');
+      await runAndWait(page, 'offline-suite');
       const error = byTestId(page, 'error');
       assert.ok(!(await error.isVisible()), await error.textContent());
       const byCategory = await profileByCategory(page);
