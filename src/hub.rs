@@ -639,6 +639,49 @@ mod tests {
     }
 }
 
+/// Every model repo in the cache (`owner/name` → revisions) whose config.json and weights are
+/// there, for listings: nothing is re-hashed or fetched.
+pub fn cached_models(hub: &Hub) -> std::collections::BTreeMap<String, Vec<String>> {
+    let probe = hub.cache_path(&HubFile::model("o/n", "_", MODEL_CONFIG));
+    // <cache>/hub/models/o/n/_/config.json → <cache>/hub/models
+    let Some(models_dir) = probe.ancestors().nth(4) else {
+        return Default::default();
+    };
+    let dirs = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| {
+                e.ok()
+                    .filter(|e| e.path().is_dir())?
+                    .file_name()
+                    .into_string()
+                    .ok()
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    let mut out = std::collections::BTreeMap::new();
+    for owner in dirs(models_dir) {
+        for name in dirs(&models_dir.join(&owner)) {
+            let repo = format!("{owner}/{name}");
+            let revisions: Vec<String> = dirs(&models_dir.join(&owner).join(&name))
+                .into_iter()
+                .filter(|rev| {
+                    let cached =
+                        |path: &str| hub.cached_size(&HubFile::model(&repo, rev, path)).is_some();
+                    cached(MODEL_CONFIG) && MODEL_WEIGHTS.iter().any(|w| cached(w))
+                })
+                .collect();
+            if !revisions.is_empty() {
+                out.insert(repo, revisions);
+            }
+        }
+    }
+    out
+}
+
 /// The files geneb reads from a model repo: config.json and the weights are required, the
 /// tokenizer files are taken where the repo has them.
 const MODEL_CONFIG: &str = "config.json";

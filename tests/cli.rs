@@ -593,6 +593,16 @@ fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
         "weights via the LFS redirect: {requests:?}"
     );
     // Files the repo does not have (tokenizer.json, vocab of other kinds) are simply absent.
+    let listing = ok_json(&geneb_with_hub(
+        &["models"],
+        &hub_server::dead_endpoint(),
+        &cache,
+    ));
+    assert_eq!(
+        listing["cached"][hub_server::MODEL_REPO],
+        serde_json::json!(["main"]),
+        "{listing}"
+    );
     let again = embed(&hub_server::dead_endpoint());
     check_embeddings(&again);
     assert!(!String::from_utf8_lossy(&again.stderr).contains("downloading"));

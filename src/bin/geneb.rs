@@ -167,7 +167,7 @@ fn main() -> ExitCode {
         Command::Probe(args) => run_probe(args),
         Command::Fewshot(args) => run_fewshot(args),
         Command::Profile(args) => run_profile(args),
-        Command::Models => geneb::encoder::catalogue().and_then(|c| print_json(&c)),
+        Command::Models => run_models(),
         Command::Embed(args) => run_embed(args),
         Command::Tasks(args) => run_tasks(args),
     };
@@ -380,6 +380,21 @@ fn run_profile(args: ProfileArgs) -> Result<()> {
         print!("{}", profile::analysis::to_text(&analysis));
         Ok(())
     }
+}
+
+/// The built-in encoders, the known hub models, and the model repos the cache already holds
+/// (so `--offline` and an air-gapped machine know what they can run).
+fn run_models() -> Result<()> {
+    #[derive(serde::Serialize)]
+    struct Listing {
+        #[serde(flatten)]
+        catalogue: geneb::encoder::Catalogue,
+        /// hub id → cached revisions.
+        cached: std::collections::BTreeMap<String, Vec<String>>,
+    }
+    let catalogue = geneb::encoder::catalogue()?;
+    let cached = geneb::hub::cached_models(&Hub::from_env(true)?);
+    print_json(&Listing { catalogue, cached })
 }
 
 /// An encoder from its spec; `hf:owner/name[@revision]` that is not a local folder is fetched
