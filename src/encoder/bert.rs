@@ -9,7 +9,7 @@
 
 use super::layers::{
     Activation, LayerNorm, Linear, attention, checkpoint_prefix, config_activation, config_f64,
-    config_usize, head_dim, padding_bias, split_heads, upload,
+    config_usize, head_dim, load_qkv, padding_bias, split_heads, upload,
 };
 use crate::Result;
 use crate::hf::Checkpoint;
@@ -138,21 +138,8 @@ impl Bert {
                     device,
                 )?)
             } else {
-                let mut proj = |name: &str| {
-                    Linear::load(
-                        ckpt,
-                        &l(&format!("attention.self.{name}")),
-                        hidden,
-                        hidden,
-                        true,
-                        device,
-                    )
-                };
-                SelfAttention::Separate {
-                    query: proj("query")?,
-                    key: proj("key")?,
-                    value: proj("value")?,
-                }
+                let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, device)?;
+                SelfAttention::Separate { query, key, value }
             };
             let attention_out = Linear::load(
                 ckpt,

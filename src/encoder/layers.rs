@@ -57,6 +57,27 @@ impl Linear {
     }
 }
 
+/// The separate query, key and value projections of an HF self-attention block
+/// (`{prefix}.query`, `.key`, `.value`, each [hidden, hidden] with bias).
+pub fn load_qkv(
+    ckpt: &mut Checkpoint,
+    prefix: &str,
+    hidden: usize,
+    device: &Device,
+) -> Result<(Linear, Linear, Linear)> {
+    let mut proj = |name: &str| {
+        Linear::load(
+            ckpt,
+            &format!("{prefix}.{name}"),
+            hidden,
+            hidden,
+            true,
+            device,
+        )
+    };
+    Ok((proj("query")?, proj("key")?, proj("value")?))
+}
+
 pub struct LayerNorm {
     gamma: Tensor<1>,
     beta: Tensor<1>,

@@ -7,7 +7,7 @@
 //! mean over the attention mask, `<cls>` included.
 
 use super::layers::{
-    LayerNorm, Linear, attention, checkpoint_prefix, config_f64, config_usize, head_dim,
+    LayerNorm, Linear, attention, checkpoint_prefix, config_f64, config_usize, head_dim, load_qkv,
     padding_bias, split_heads, upload,
 };
 use crate::hf::Checkpoint;
@@ -123,17 +123,7 @@ impl NucleotideTransformer {
         let mut inv_freq = None;
         for i in 0..n_layers {
             let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));
-            let mut proj = |name: &str| {
-                Linear::load(
-                    ckpt,
-                    &l(&format!("attention.self.{name}")),
-                    hidden,
-                    hidden,
-                    true,
-                    device,
-                )
-            };
-            let (query, key, value) = (proj("query")?, proj("key")?, proj("value")?);
+            let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, device)?;
             // Every layer stores the same rotary frequencies; the first copy is used.
             let freq = ckpt.take(
                 &l("attention.self.rotary_embeddings.inv_freq"),
