@@ -269,7 +269,7 @@ impl ImplicitFilter {
     fn kernel(&self, len: usize) -> Tensor<2> {
         let mut h = self.z.clone().narrow(0, 0, len);
         for (linear, freq) in &self.hidden {
-            h = (linear.forward(h) * freq.clone()).sin();
+            h = sin_precise(linear.forward(h) * freq.clone());
         }
         let t = self.t.clone().narrow(0, 0, len);
         let window = (t * self.neg_abs_deltas.clone())
@@ -277,6 +277,22 @@ impl ImplicitFilter {
             .add_scalar(MODULATION_SHIFT);
         (self.output.forward(h) * window).transpose()
     }
+}
+
+/// sin(x) to f32 precision on every backend. GPU sin only has to be within 2⁻¹¹ absolute
+/// (Vulkan/WebGPU precision rules); SwiftShader's WebGPU is that loose, which put HyenaDNA's
+/// pooled embeddings 2e-3 off PyTorch. So: reduce x to [−π, π], then its Taylor series to x¹⁷
+/// by Horner's rule in x² (truncation error < 3e-8 there), with multiplies and adds only.
+fn sin_precise(x: Tensor<2>) -> Tensor<2> {
+    use std::f64::consts::TAU;
+    let r = x.clone() - (x * (1.0 / TAU)).round() * TAU;
+    let r2 = r.clone() * r.clone();
+    let mut series = r2.ones_like();
+    for n in (1..=8u32).rev() {
+        let k = f64::from(2 * n * (2 * n + 1));
+        series = (r2.clone() * series).mul_scalar(-1.0 / k).add_scalar(1.0);
+    }
+    r * series
 }
 
 /// `y[c, t] = Σ_{s ≤ t} k[c, s] · v[c, t − s]` for v [batch, channels, len], k [channels, len]:
