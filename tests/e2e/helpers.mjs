@@ -11,6 +11,16 @@ import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
 
 export const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+
+/**
+ * The native CLI the tests check the page against: GENEB_BIN, else the debug then release build
+ * under CARGO_TARGET_DIR (when set) or the repo's target/. Undefined when none is built.
+ */
+export function nativeGeneb() {
+  const targets = [process.env.CARGO_TARGET_DIR, join(REPO, 'target')].filter(Boolean);
+  return [process.env.GENEB_BIN, ...targets.flatMap((t) => [join(t, 'debug', 'geneb'), join(t, 'release', 'geneb')])]
+    .find((p) => p && existsSync(p));
+}
 export const FIXTURES = join(REPO, 'tests', 'e2e', 'fixtures');
 export const ARTIFACTS = join(REPO, 'test-artifacts');
 export const CHROMIUM = process.env.GENEB_CHROMIUM || '/usr/bin/chromium';

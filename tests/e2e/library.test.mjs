@@ -18,13 +18,13 @@ import { pathToFileURL } from 'node:url';
 import {
   ARTIFACTS, FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, RUN_TIMEOUT,
   byTestId, ensureArtifacts, launchBrowser, openApp, pkgMounts, runAndWait,
-  startTestServer, waitReady, wasmBuilt,
+  startTestServer, waitReady, nativeGeneb, wasmBuilt,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
 const TEST_TIMEOUT = RUN_TIMEOUT + LOAD_TIMEOUT;
 const SMOKE = join(REPO, 'tasks', 'smoke');
-const GENEB_CLI = join(REPO, 'target', 'debug', 'geneb');
+const GENEB_CLI = nativeGeneb() ?? join(REPO, 'target', 'debug', 'geneb');
 
 const savedRows = (page) => page.locator('[data-testid="saved-result"]');
 

@@ -12,7 +12,7 @@ import { CSP } from '../../scripts/serve.mjs';
 import {
   ARTIFACTS, FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, RUN_TIMEOUT,
   byTestId, cellMean, ensureArtifacts, launchBrowser, openApp, profileRows, runAndWait,
-  startTestServer, waitReady, waitRunEnd, wasmBuilt,
+  startTestServer, waitReady, waitRunEnd, nativeGeneb, wasmBuilt,
 } from './helpers.mjs';
 
 const GOOD = join(FIXTURES, 'e2e_gc_vs_at.csv');
@@ -31,7 +31,7 @@ function assertModels(ids, specs, what) {
 }
 
 /** The native CLI, built by `cargo build` (or `cargo test`). */
-const GENEB_CLI = join(REPO, 'target', 'debug', 'geneb');
+const GENEB_CLI = nativeGeneb() ?? join(REPO, 'target', 'debug', 'geneb');
 
 /** Read the downloaded result JSON; with `saveAs`, also keep the file there. */
 async function downloadResult(page, { saveAs } = {}) {

@@ -6,12 +6,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   LOAD_TIMEOUT, NO_WASM, REPO, byTestId, cellMean, launchBrowser, openApp, pkgMounts, runAndWait,
-  startFakeHub, waitReady, wasmBuilt,
+  startFakeHub, waitReady, nativeGeneb, wasmBuilt,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
@@ -25,9 +24,7 @@ const TASK_IDS = ['deep4mc_E.coli_4mC', 'iDHS-EL_DNase_I'];
 const NATIVE_FALLBACK = join(REPO, 'tests', 'e2e', 'fixtures', 'geneb-tasks-kmer3.json');
 
 async function nativeMcc() {
-  const targets = [process.env.CARGO_TARGET_DIR, join(REPO, 'target')].filter(Boolean);
-  const bin = [process.env.GENEB_BIN, ...targets.flatMap((t) => [join(t, 'release', 'geneb'), join(t, 'debug', 'geneb')])]
-    .find((p) => p && existsSync(p));
+  const bin = nativeGeneb();
   let submission;
   if (bin) {
     const out = execFileSync(bin, ['eval', '--model', 'kmer:3', '--regimes', 'full', '--quiet',
