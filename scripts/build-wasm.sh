@@ -16,7 +16,7 @@ if [ "$have" != "$want" ]; then
 fi
 
 profile=${GENEB_WASM_PROFILE:-release}
-cargo build --lib --target wasm32-unknown-unknown --profile "$profile" \
+cargo rustc --lib --crate-type cdylib --target wasm32-unknown-unknown --profile "$profile" \
   --no-default-features --features burn
 # The name section (4 MB of function names) only helps a debugger; panics still print their message.
 wasm-bindgen --target web --no-typescript --remove-name-section --out-dir www/pkg \
