@@ -2,7 +2,7 @@
 //! the cache folder, written atomically, so an interrupted run never leaves a half file that a
 //! later run would trust.
 
-use crate::eval::EmbeddingStore;
+use crate::eval::{EmbeddingStore, StoreFuture};
 use crate::{Error, Result};
 use ndarray::Array2;
 use ndarray_npy::{ReadNpyExt, WriteNpyExt};
@@ -22,14 +22,14 @@ impl FolderStore {
     }
 }
 
-impl EmbeddingStore for FolderStore {
-    fn get(&self, key: &str, rows: usize, dim: usize) -> Option<Array2<f32>> {
+impl FolderStore {
+    fn read(&self, key: &str, rows: usize, dim: usize) -> Option<Array2<f32>> {
         let file = std::fs::File::open(self.path(key)).ok()?;
         let x = Array2::<f32>::read_npy(std::io::BufReader::new(file)).ok()?;
         (x.dim() == (rows, dim)).then_some(x)
     }
 
-    fn put(&self, key: &str, embeddings: &Array2<f32>) -> Result<()> {
+    fn write(&self, key: &str, embeddings: &Array2<f32>) -> Result<()> {
         let path = self.path(key);
         let fail = |e: String| {
             Error::in_file(
@@ -45,5 +45,20 @@ impl EmbeddingStore for FolderStore {
             .write_npy(std::io::BufWriter::new(file))
             .map_err(|e| fail(e.to_string()))?;
         std::fs::rename(&tmp, &path).map_err(|e| fail(e.to_string()))
+    }
+}
+
+impl EmbeddingStore for FolderStore {
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+        rows: usize,
+        dim: usize,
+    ) -> StoreFuture<'a, Option<Array2<f32>>> {
+        Box::pin(std::future::ready(self.read(key, rows, dim)))
+    }
+
+    fn put<'a>(&'a self, key: &'a str, embeddings: &'a Array2<f32>) -> StoreFuture<'a, Result<()>> {
+        Box::pin(std::future::ready(self.write(key, embeddings)))
     }
 }

@@ -39,10 +39,19 @@ pub struct Progress<'a> {
 /// Embeddings kept between runs, keyed by the encoder's identity (spec + a hash of its files)
 /// and the hash of the sequences, so a rerun, another regime or another probe setting never
 /// pays for a second embedding pass. A miss or an unreadable entry just means "embed again".
+/// The methods return futures because the page's store is IndexedDB, which only answers
+/// asynchronously; the native folder store is ready at once.
 pub trait EmbeddingStore {
-    fn get(&self, key: &str, rows: usize, dim: usize) -> Option<Array2<f32>>;
-    fn put(&self, key: &str, embeddings: &Array2<f32>) -> Result<()>;
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+        rows: usize,
+        dim: usize,
+    ) -> StoreFuture<'a, Option<Array2<f32>>>;
+    fn put<'a>(&'a self, key: &'a str, embeddings: &'a Array2<f32>) -> StoreFuture<'a, Result<()>>;
 }
+
+pub type StoreFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>>;
 
 /// The hex SHA-256 of a list of sequences (each length-prefixed, so boundaries count).
 pub fn sequences_hash(sequences: &[String]) -> String {
@@ -266,7 +275,7 @@ async fn embed_all(
     };
     let key = cache.map(|(_, identity)| format!("{identity}/{}", sequences_hash(sequences)));
     if let (Some((store, _)), Some(key)) = (cache, &key)
-        && let Some(hit) = store.get(key, sequences.len(), encoder.dim())
+        && let Some(hit) = store.get(key, sequences.len(), encoder.dim()).await
     {
         progress(report(sequences.len(), true));
         return Ok(hit.mapv(f64::from));
@@ -280,7 +289,7 @@ async fn embed_all(
         progress(report(start + chunk.len(), false));
     }
     if let (Some((store, _)), Some(key)) = (cache, &key) {
-        store.put(key, &out)?;
+        store.put(key, &out).await?;
     }
     Ok(out.mapv(f64::from))
 }

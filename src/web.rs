@@ -8,6 +8,7 @@ use crate::protocol::Regime;
 use crate::seq::{self, InputFile};
 use crate::{Error, Result, profile};
 use serde::{Deserialize, Serialize};
+use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(start)]
@@ -66,21 +67,109 @@ struct Outcome {
 }
 
 /// Run the protocol on the dropped files for each model. `on_progress` receives
-/// `{stage, model, task, done, total}` objects.
+/// `{stage, model, task, done, total, fromCache}` objects. `embedding_cache` is the page's
+/// store of earlier embeddings (`{get, put}`, see [`PageStore`]), or null to embed afresh.
 #[wasm_bindgen]
 pub async fn evaluate(
     request: JsValue,
     on_progress: js_sys::Function,
+    embedding_cache: JsValue,
 ) -> std::result::Result<JsValue, JsError> {
     let request: Request = serde_wasm_bindgen::from_value(request)
         .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
-    let outcome = run(request, &on_progress)
+    let store = PageStore::from_js(&embedding_cache).map_err(|e| JsError::new(&e.to_string()))?;
+    let outcome = run(request, &on_progress, store.as_ref())
         .await
         .map_err(|e| JsError::new(&e.to_string()))?;
     to_js(&outcome)
 }
 
-async fn run(request: Request, on_progress: &js_sys::Function) -> Result<Outcome> {
+/// The page's embedding cache (IndexedDB, `www/embedding-cache.js`), reached through two
+/// functions: `get(key, rows, dim)` → `Promise<Float32Array | null>` and
+/// `put(key, dim, Float32Array)` → `Promise`. An entry of the wrong size is a miss.
+struct PageStore {
+    get: js_sys::Function,
+    put: js_sys::Function,
+}
+
+impl PageStore {
+    fn from_js(value: &JsValue) -> Result<Option<PageStore>> {
+        if value.is_null() || value.is_undefined() {
+            return Ok(None);
+        }
+        let method = |name: &str| {
+            js_sys::Reflect::get(value, &JsValue::from_str(name))
+                .ok()
+                .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+                .ok_or_else(|| {
+                    Error::new(format!("the page's embedding cache has no {name} function"))
+                })
+        };
+        Ok(Some(PageStore {
+            get: method("get")?,
+            put: method("put")?,
+        }))
+    }
+}
+
+/// A JS promise (or plain value) settled.
+async fn settled(
+    value: std::result::Result<JsValue, JsValue>,
+) -> std::result::Result<JsValue, JsValue> {
+    wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&value?)).await
+}
+
+impl eval::EmbeddingStore for PageStore {
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+        rows: usize,
+        dim: usize,
+    ) -> eval::StoreFuture<'a, Option<ndarray::Array2<f32>>> {
+        Box::pin(async move {
+            let found = self.get.call3(
+                &JsValue::NULL,
+                &JsValue::from_str(key),
+                &JsValue::from(rows as f64),
+                &JsValue::from(dim as f64),
+            );
+            let values = settled(found)
+                .await
+                .ok()?
+                .dyn_into::<js_sys::Float32Array>()
+                .ok()?;
+            ndarray::Array2::from_shape_vec((rows, dim), values.to_vec()).ok()
+        })
+    }
+
+    fn put<'a>(
+        &'a self,
+        key: &'a str,
+        embeddings: &'a ndarray::Array2<f32>,
+    ) -> eval::StoreFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let values: Vec<f32> = embeddings.iter().copied().collect();
+            let stored = self.put.call3(
+                &JsValue::NULL,
+                &JsValue::from_str(key),
+                &JsValue::from(embeddings.ncols() as f64),
+                &js_sys::Float32Array::from(values.as_slice()),
+            );
+            settled(stored).await.map(|_| ()).map_err(|e| {
+                let why = e
+                    .dyn_ref::<js_sys::Error>()
+                    .map_or_else(|| format!("{e:?}"), |e| String::from(e.message()));
+                Error::new(format!("cannot keep the embeddings in this browser: {why}"))
+            })
+        })
+    }
+}
+
+async fn run(
+    request: Request,
+    on_progress: &js_sys::Function,
+    store: Option<&PageStore>,
+) -> Result<Outcome> {
     if request.models.is_empty() {
         return Err(Error::new("choose at least one model"));
     }
@@ -111,7 +200,8 @@ async fn run(request: Request, on_progress: &js_sys::Function) -> Result<Outcome
     let mut model_files = request.model_files;
     for spec in &request.models {
         let encoder = load_encoder(spec, model_files.remove(spec), backend).await?;
-        submissions.push(eval::evaluate(&encoder, &tasks, &regimes, None, &mut report).await?);
+        let store = store.map(|s| s as &dyn eval::EmbeddingStore);
+        submissions.push(eval::evaluate(&encoder, &tasks, &regimes, store, &mut report).await?);
         backends.push(encoder.backend_info());
     }
     let profile = profile::build(&submissions)?;

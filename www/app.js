@@ -8,6 +8,7 @@ import { downloadText, formatBytes, h, messageOf, plural } from './dom.js';
 import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.js';
 import { CATEGORIES, renderProfile } from './profile-view.js';
 import { keepTaskFiles, keptTaskFiles } from './store.js';
+import { cacheSize, clearCache } from './embedding-cache.js';
 import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './models.js';
 import { OFFLINE_MANIFEST, initTasks } from './tasks.js';
 
@@ -58,6 +59,9 @@ const el = {
   profile: $('#profile'),
   compute: $('#compute'),
   computeHint: $('#compute-hint'),
+  reuseEmbeddings: $('#reuse-embeddings'),
+  embeddingCacheSize: $('#embedding-cache-size'),
+  clearEmbeddings: $('#clear-embeddings'),
   addDemoSuite: $('#add-demo-suite'),
   offline: $('#offline'),
 };
@@ -132,15 +136,16 @@ function setPhase(phase) {
   updateControls();
 }
 
-function setProgress({ stage = '', model = '', task = '', done = 0, total = 0 } = {}, text) {
+function setProgress({ stage = '', model = '', task = '', done = 0, total = 0, fromCache = false } = {}, text) {
   if (total > 0) {
     el.progressBar.max = total;
     el.progressBar.value = Math.min(done, total);
   } else {
     el.progressBar.removeAttribute('value'); // indeterminate
   }
+  const count = total > 0 ? `${done}/${total}` : '';
   el.progressText.textContent = text
-    ?? [stage, model, task, total > 0 ? `${done}/${total}` : ''].filter(Boolean).join(' · ');
+    ?? [stage, model, task, count, fromCache ? 'reused from the embedding cache' : ''].filter(Boolean).join(' · ');
   // Screen readers hear each new stage and model, not every count.
   announce(text ?? [stage, model].filter(Boolean).join(' · '));
 }
@@ -479,6 +484,7 @@ function updateControls() {
   el.clearFiles.disabled = running;
   el.keepFiles.disabled = running;
   el.compute.disabled = running;
+  el.reuseEmbeddings.disabled = running;
   el.addDemoSuite.disabled = running;
   el.runHint.textContent = running ? '' : why;
   el.setup.setAttribute('aria-busy', running ? 'true' : 'false');
@@ -520,7 +526,10 @@ function startRun({ files, models, regimes, category, label, source = 'run' }) {
     forcedCpu: el.compute.value === 'cpu',
     cpuChosen: el.compute.value === 'cpu',
     gpuNote: '',
-    request: { files, models, regimes, category: category || null, modelFiles: modelFilesFor(models) },
+    request: {
+      files, models, regimes, category: category || null, modelFiles: modelFilesFor(models),
+      reuseEmbeddings: el.reuseEmbeddings.checked,
+    },
   });
 }
 
@@ -697,10 +706,37 @@ function onResult(msg) {
   resetProgress('done');
   el.progressBar.value = 1;
   renderResult(state.result, { label: run.label, seconds, fallback });
-  showNotice(run.gpuNote || '');
+  const notCached = (msg.cacheWarnings ?? []).length
+    ? `The embeddings could not be kept for reuse (${msg.cacheWarnings.join('; ')}); the result is complete.`
+    : '';
+  showNotice([run.gpuNote, notCached].filter(Boolean).join(' '));
+  showEmbeddingCacheSize();
   el.download.disabled = false;
   setPhase('ready');
   saveRun(state.result.submissions, { backend: used, source: run.source });
+}
+
+/** How much the embedding cache holds (www/embedding-cache.js), next to its controls. */
+async function showEmbeddingCacheSize() {
+  try {
+    const { entries, bytes } = await cacheSize();
+    el.embeddingCacheSize.textContent = entries
+      ? `${plural(entries, 'set')} of embeddings kept (${formatBytes(bytes)}).`
+      : 'No embeddings kept.';
+    el.clearEmbeddings.disabled = entries === 0;
+  } catch (err) {
+    el.embeddingCacheSize.textContent = `The embedding cache is unavailable: ${messageOf(err)}`;
+    el.clearEmbeddings.disabled = true;
+  }
+}
+
+async function onClearEmbeddingsClick() {
+  try {
+    await clearCache();
+  } catch (err) {
+    showError(`Could not clear the kept embeddings: ${messageOf(err)}`);
+  }
+  showEmbeddingCacheSize();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -849,6 +885,8 @@ function init() {
   window.addEventListener('dragover', (e) => e.preventDefault());
   window.addEventListener('drop', (e) => { if (!el.drop.contains(e.target)) e.preventDefault(); });
   el.addDemoSuite.addEventListener('click', onAddDemoSuite);
+  el.clearEmbeddings.addEventListener('click', onClearEmbeddingsClick);
+  showEmbeddingCacheSize();
   el.keepFiles.addEventListener('change', () => {
     if (!el.keepFiles.checked) syncKeptFiles(); // forget them; renderFiles keeps them when checked
     renderFiles();

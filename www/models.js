@@ -18,7 +18,9 @@ const MODEL_FILES = new Set([CONFIG, ...WEIGHTS, ...TOKENIZER_FILES]);
 
 const HUB_ID = /^([A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*)(?:@([\w.\-/]+))?$/;
 
-const loaded = new Map(); // spec → {spec, label, source, files: [{name, bytes}], checked}
+// The files are Blobs (a dropped File is read from disk only when the worker needs it), so the
+// page never holds a model's bytes and posting them to the worker copies nothing.
+const loaded = new Map(); // spec → {spec, label, source, files: [{name, blob}], checked}
 let ctx = null; // {getWorker, onChange}
 let known = [];
 let nextRequestId = 1;
@@ -80,7 +82,7 @@ export function embedInWorker(spec, sequences, { cpu = false } = {}) {
     };
     worker.addEventListener('message', onMessage);
     worker.addEventListener('error', onError);
-    // Copies, not transfers: the model stays loaded for the next run.
+    // Blob handles, not bytes: the worker reads them (www/worker.js readModelFiles).
     worker.postMessage({ type: 'embed', id, model: spec, sequences, modelFiles: model.files, forceBackend: cpu ? 'cpu' : undefined });
   });
 }
@@ -126,7 +128,7 @@ function knownTable() {
 function renderLoaded() {
   ui.loaded.replaceChildren(...[...loaded.values()].map((m) => {
     const id = `hf-${m.spec.replace(/[^a-z0-9]+/gi, '-')}`;
-    const size = m.files.reduce((s, f) => s + f.bytes.length, 0);
+    const size = m.files.reduce((s, f) => s + f.blob.size, 0);
     return h('div', { class: 'choice model-choice', 'data-testid': 'loaded-model' },
       h('input', { type: 'checkbox', name: 'hf-model', value: m.spec, id, 'data-testid': id, checked: true }),
       h('label', { for: id }, h('span', { class: 'model-name' }, m.label), ' ', h('code', {}, m.spec)),
@@ -138,9 +140,9 @@ function renderLoaded() {
 }
 
 /** Try the model on one short sequence, so a bad model is reported now rather than mid-run. */
-async function addModel(model) {
+async function addModel({ files, ...model }) {
   say(ui.status, `checking ${model.spec}…`);
-  loaded.set(model.spec, model);
+  loaded.set(model.spec, { ...model, files: files.map((f) => ({ name: f.name, blob: f.blob ?? new Blob([f.bytes]) })) });
   try {
     const r = await embedInWorker(model.spec, ['ACGTACGTAC']);
     say(ui.status, `${model.spec} is ready: ${r.dim}-dimensional embeddings, runs on ${r.backend.kind === 'cpu' ? 'the CPU' : `WebGPU (${r.backend.adapter})`}.`);
@@ -170,7 +172,7 @@ async function onModelFiles(list, folderName) {
     return;
   }
   const files = [];
-  for (const [name, file] of byName) files.push({ name, bytes: new Uint8Array(await file.arrayBuffer()) });
+  for (const [name, file] of byName) files.push({ name, blob: file });
   const label = folderName || 'dropped model';
   const spec = `hf:${label.replace(/[^\w.-]+/g, '-')}`;
   const note = ignored.length ? `; ignored ${ignored.join(', ')}` : '';

@@ -6,6 +6,8 @@
 // The task files the user chose to keep are stored too ({path, file}), so they can be run
 // offline later. Nothing here talks to a server.
 
+import { database, requestDone, transactionDone } from './idb.js';
+
 const DB_NAME = 'geneb';
 const DB_VERSION = 2;
 const STORE = 'results';
@@ -14,55 +16,13 @@ const TASK_FILES = 'taskFiles';
 /** The regimes in protocol order; others (none today) follow in the file's order. */
 const REGIME_ORDER = ['full', '10shot', '1shot'];
 
-let dbPromise = null;
-
-function requestDone(req) {
-  return new Promise((resolve, reject) => {
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
-}
-
-function transactionDone(tx) {
-  return new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve();
-    tx.onabort = () => reject(tx.error ?? new Error('the browser aborted the storage transaction'));
-    tx.onerror = () => reject(tx.error);
-  });
-}
-
-function openDb() {
-  dbPromise ??= new Promise((resolve, reject) => {
-    if (!self.indexedDB) {
-      reject(new Error('this browser offers no IndexedDB (private mode?): results cannot be kept'));
-      return;
-    }
-    const req = indexedDB.open(DB_NAME, DB_VERSION);
-    req.onupgradeneeded = (event) => {
-      const db = req.result;
-      if (event.oldVersion < 1) {
-        const store = db.createObjectStore(STORE, { keyPath: 'id', autoIncrement: true });
-        store.createIndex('digest', 'digest', { unique: true });
-      }
-      if (event.oldVersion < 2) db.createObjectStore(TASK_FILES, { keyPath: 'path' });
-    };
-    req.onsuccess = () => {
-      const db = req.result;
-      // A newer page in another tab upgrades the store: let it, and reopen on the next call.
-      db.onversionchange = () => {
-        db.close();
-        dbPromise = null;
-      };
-      resolve(db);
-    };
-    req.onerror = () => reject(req.error);
-    req.onblocked = () => reject(new Error('another tab holds an older version of the results store: close it and reload'));
-  }).catch((err) => {
-    dbPromise = null; // let a later call try again
-    throw err;
-  });
-  return dbPromise;
-}
+const openDb = database(DB_NAME, DB_VERSION, (db, oldVersion) => {
+  if (oldVersion < 1) {
+    const store = db.createObjectStore(STORE, { keyPath: 'id', autoIncrement: true });
+    store.createIndex('digest', 'digest', { unique: true });
+  }
+  if (oldVersion < 2) db.createObjectStore(TASK_FILES, { keyPath: 'path' });
+}, 'results');
 
 async function sha256(text) {
   const bytes = new TextEncoder().encode(text);

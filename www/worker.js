@@ -1,15 +1,17 @@
 // The worker owns the WebAssembly core and the GPU check, so the page never blocks.
 //
-// Page → worker:  {type: "run", id, request, forceBackend?: "cpu"}
+// Page → worker:  {type: "run", id, request: {..., reuseEmbeddings}, forceBackend?: "cpu"}
 //                 {type: "report", id, request: {files: [{name, text}], maxParams?}}
 // Worker → page:  {type: "ready", version, models, backend}
-//                 {type: "progress", id, stage, model, task, done, total}
-//                 {type: "result", id, backend, submissions, profile}
+//                 {type: "progress", id, stage, model, task, done, total, fromCache}
+//                 {type: "result", id, backend, submissions, profile, cacheWarnings}
 //                 {type: "report", id, report: {html, csv, svg, official: {name: text}, analysis}}
 //                 {type: "error", id?, message, gpuFailure?, poisoned?}
 // `poisoned`: the wasm trapped (a Rust panic is a WebAssembly.RuntimeError); the instance may be
 // left in a broken state, so the page must replace this worker before the next run.
 // The wasm runs synchronously, so cancelling is the page terminating this worker.
+
+import { storeForRun } from './embedding-cache.js';
 
 const PKG = './pkg/geneb.js';
 
@@ -148,23 +150,29 @@ async function run({ id, request, forceBackend }) {
       self.postMessage({
         type: 'progress', id,
         stage: p.stage ?? '', model: p.model ?? '', task: p.task ?? '',
-        done: Number(p.done ?? 0), total: Number(p.total ?? 0),
+        done: Number(p.done ?? 0), total: Number(p.total ?? 0), fromCache: Boolean(p.fromCache),
       });
     } catch { /* progress must never break the run */ }
   };
 
-  const full = {
+  // Built inline in the call below and held nowhere else: once the core has copied the model
+  // files in, the browser can free the JS copies while the run goes on.
+  const fullRequest = async () => ({
     files: request.files,
     models: request.models,
     regimes: request.regimes,
     backend: backend.kind,
     adapter: backend.adapter ?? '',
     category: request.category || null,
-    modelFiles: request.modelFiles ?? {}, // the files of each hf: model (www/models.js)
-  };
+    modelFiles: Object.fromEntries(await Promise.all(Object.entries(request.modelFiles ?? {})
+      .map(async ([spec, files]) => [spec, await readModelFiles(files)]))), // www/models.js
+  });
+  // Embeddings of earlier runs (www/embedding-cache.js), unless the user turned reuse off.
+  const cacheWarnings = [];
+  const cache = request.reuseEmbeddings === false ? null : storeForRun(cacheWarnings);
   let raw;
   try {
-    raw = await wasm.evaluate(full, onProgress);
+    raw = await wasm.evaluate(await fullRequest(), onProgress, cache);
   } catch (err) {
     const message = messageOf(err).split('\n')[0];
     self.postMessage({
@@ -183,7 +191,22 @@ async function run({ id, request, forceBackend }) {
     requestedBackend: backend,
     submissions,
     profile: plain(parseIfString(result.profile)) ?? null,
+    cacheWarnings,
   });
+}
+
+/**
+ * A model's files as the core takes them: the page sends Blobs ([{name, blob}], www/models.js), read
+ * here just before the core needs them, so only this worker holds the bytes, and only for the call.
+ */
+function readModelFiles(files) {
+  return Promise.all(files.map(async ({ name, blob }) => {
+    try {
+      return { name, bytes: new Uint8Array(await blob.arrayBuffer()) };
+    } catch (err) {
+      throw new Error(`cannot read the model file ${name} (was it moved or changed since it was dropped?): ${messageOf(err)}`);
+    }
+  }));
 }
 
 // --- foundation models (www/models.js): pooled embeddings of a few sequences ---
@@ -191,7 +214,10 @@ async function embed({ id, model, sequences, modelFiles, forceBackend }) {
   if (!wasm) throw new Error('The WebAssembly module is not loaded yet.');
   const backend = forceBackend === 'cpu' ? { kind: 'cpu', adapter: '' } : await detectBackend();
   try {
-    const r = plain(parseIfString(await wasm.embed({ model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelFiles })));
+    const r = plain(parseIfString(await wasm.embed({
+      model, backend: backend.kind, adapter: backend.adapter ?? '', sequences,
+      modelFiles: modelFiles && await readModelFiles(modelFiles),
+    })));
     self.postMessage({ type: 'embedded', id, dim: r.dim, values: r.values, backend: r.backend });
   } catch (err) {
     // A trap leaves the instance broken: reload it so the page stays usable.

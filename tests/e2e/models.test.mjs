@@ -125,6 +125,57 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     }
   });
 
+  it('a rerun reuses the embeddings kept in the browser, with the same profile; reuse can be turned off and the cache cleared', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+    const server = await startServer({ port: 0, mounts: pkgMounts() });
+    const app = await openApp(browser, server);
+    try {
+      await waitReady(app.page);
+      await dropModel(app.page, files);
+      await waitLoaded(app.page, 'hf:dropped-model');
+      await byTestId(app.page, 'task-files').setInputFiles(join(REPO, 'tests', 'e2e', 'fixtures', 'e2e_gc_vs_at.csv'));
+      await byTestId(app.page, 'model-random-cnn').setChecked(false);
+      await byTestId(app.page, 'model-kmer').setChecked(false);
+      await byTestId(app.page, 'compute').selectOption('cpu');
+      assert.equal(await byTestId(app.page, 'embedding-cache-size').textContent(), 'No embeddings kept.');
+      // Every progress line the page shows, to see whether the encoder ran or the cache answered.
+      await app.page.evaluate(() => {
+        window.progressSeen = [];
+        const text = document.querySelector('[data-testid="progress-text"]');
+        new MutationObserver(() => window.progressSeen.push(text.textContent))
+          .observe(text, { childList: true, characterData: true, subtree: true });
+      });
+      const run = async () => {
+        await app.page.evaluate(() => { window.progressSeen = []; });
+        await runAndWait(app.page, 'run');
+        assert.equal(await byTestId(app.page, 'error').isHidden(), true, await byTestId(app.page, 'error').textContent());
+        const seen = await app.page.evaluate(() => window.progressSeen);
+        return {
+          reused: seen.some((t) => t.includes('reused from the embedding cache')),
+          embedded: seen.some((t) => t.startsWith('embed') && !t.includes('reused')),
+          rows: await profileRows(app.page, 'full'),
+        };
+      };
+      const first = await run();
+      assert.deepEqual([first.embedded, first.reused], [true, false]);
+      // Train and test are kept apart (each is one list of sequences).
+      assert.match(await byTestId(app.page, 'embedding-cache-size').textContent(), /^2 sets of embeddings kept \(.+\)\.$/);
+      const second = await run();
+      assert.deepEqual([second.embedded, second.reused], [false, true]);
+      assert.deepEqual(second.rows, first.rows);
+      await byTestId(app.page, 'reuse-embeddings').setChecked(false);
+      const third = await run();
+      assert.deepEqual([third.embedded, third.reused], [true, false]);
+      assert.deepEqual(third.rows, first.rows);
+      await byTestId(app.page, 'clear-embeddings').click();
+      await app.page.waitForFunction(() => document.querySelector('[data-testid="embedding-cache-size"]').textContent === 'No embeddings kept.');
+      assert.equal(await byTestId(app.page, 'clear-embeddings').isDisabled(), true);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+      await server.close();
+    }
+  });
+
   it('every architecture (BERT, DNABERT-2, HyenaDNA, Caduceus PH and PS) embeds PyTorch\'s pooled values on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 12 }, async () => {
     const server = await startServer({ port: 0, mounts: pkgMounts() });
     try {
