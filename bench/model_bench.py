@@ -187,6 +187,10 @@ def make_caduceus(folder, spec):
     print(f"model_bench: wrote {folder} ({sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters)")
 
 
+def checkpoint_folder(name, spec):
+    return spec["folder"] if spec["kind"] == "hyena" else os.path.join(MODELS_DIR, name)
+
+
 def make_checkpoint(name, spec):
     """config.json, model.safetensors and tokenizer files in target/bench-models/NAME, once
     (HyenaDNA-tiny's real folder is only checked)."""
@@ -309,13 +313,31 @@ def torch_child(job):
     json.dump({"load_s": load_s, "run_s": run_s, "tokens": tokens}, sys.stdout)
 
 
+def peak_rss_kib(pid):
+    """VmHWM of a running process (KiB), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 def measure(command, env, timeout):
     """Run one process: {wall_s, rss_mib, stdout, stderr, returncode}, or None past the timeout.
-    Peak RSS is this child's own (wait4), not the maximum over every child so far (getrusage)."""
+    Peak RSS is the child's own high-water mark (VmHWM, read every 20 ms while it runs). Not
+    wait4's ru_maxrss: Linux carries the pre-exec address space's high-water mark into it, and
+    Popen's vfork child shares this process's, so every child would report at least this
+    process's RSS (1.2 GB once it had written a checkpoint with torch)."""
     with open(os.devnull) as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
+        # Popen returns once the child has exec'd: every VmHWM read below is the command's own.
         child = subprocess.Popen(command, env=env, stdin=stdin, stdout=out, stderr=err)
+        peak_kib = 0
         while True:
+            peak_kib = max(peak_kib, peak_rss_kib(child.pid) or 0)
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
             if pid:
                 break
@@ -330,7 +352,7 @@ def measure(command, env, timeout):
         child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return {"wall_s": wall, "rss_mib": usage.ru_maxrss / 1024, "stdout": out.read().decode(),
+        return {"wall_s": wall, "rss_mib": peak_kib / 1024, "stdout": out.read().decode(),
                 "stderr": err.read().decode(), "returncode": child.returncode}
 
 
@@ -393,9 +415,12 @@ def main():
     ap.add_argument("--backends", default="cpu,wgpu", help="geneb backends to time")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to one geneb run")
     ap.add_argument("--torch-child", help=argparse.SUPPRESS)
+    ap.add_argument("--make-checkpoint", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.torch_child:
         return torch_child(json.loads(args.torch_child))
+    if args.make_checkpoint:
+        return make_checkpoint(args.make_checkpoint, MODELS[args.make_checkpoint])
     geneb = args.geneb or build_geneb()
     backends = args.backends.split(",")
     counts = QUICK_COUNTS if args.quick else COUNTS
@@ -407,7 +432,9 @@ def main():
     for name in args.models.split(","):
         if name not in MODELS:
             sys.exit(f"model_bench: unknown model '{name}'; choose from {', '.join(MODELS)}")
-        folder = make_checkpoint(name, MODELS[name])
+        # Written in a child: this process stays small (torch is never imported here).
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--make-checkpoint", name], check=True)
+        folder = checkpoint_folder(name, MODELS[name])
         for length in lengths:
             texts = sequences(length, counts[length])
             work = os.path.join(MODELS_DIR, "runs", f"{name}_{length}")
