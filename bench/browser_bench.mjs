@@ -3,11 +3,13 @@
 // (headless, WebGPU on SwiftShader) opens the page served by scripts/serve.mjs, the model folder
 // goes into the page's "Choose a folder" input (www/models.js reads it as a user's pick, then
 // checks it with one short embedding), and the "Embed sequences" tool embeds the sequences in the
-// page's worker (www/worker.js → the wasm core) on WebGPU, then with "CPU only" ticked (the
-// worker's forceBackend: 'cpu', Burn's CPU backend in wasm).
+// page's worker (www/worker.js → the wasm core) with "CPU only" ticked (the worker's
+// forceBackend: 'cpu', Burn's CPU backend in wasm), then on WebGPU. The slow case (WebGPU, the
+// longer sequences) comes last: a call that outlasts --timeout leaves the worker busy, so that
+// model's remaining runs are skipped and reported.
 //
-//   node bench/browser_bench.mjs [--quick] [--models a,b] [--lengths 200,1000] [--backends webgpu,cpu]
-//                                [--count N] [--timeout S]
+//   node bench/browser_bench.mjs [--quick] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu]
+//                                [--count N] [--webgpu-count N] [--webgpu-lengths L,..] [--timeout S]
 //
 // Run `python3 bench/model_bench.py --quick ...` first: the models, the sequences and PyTorch's
 // embeddings (target/bench-models/runs/<model>_<length>/{seqs.txt,torch_b32.npy}) are that
@@ -26,7 +28,7 @@
 // check embedding of one 10-nt sequence on WebGPU).
 // Memory: the RSS of every process of this Chromium (the browser, zygotes, renderer, GPU
 // process, utilities; from /proc/<pid>/statm, every 100 ms), summed — shared pages count once per
-// process, so the sum overstates what the machine lost; the PSS sum (smaps_rollup, every 300 ms)
+// process, so the sum overstates what the machine lost; the PSS sum (smaps_rollup, every 1 s)
 // splits shared pages and does not — with the renderer's (the page and its
 // worker: the wasm heap lives there) and the GPU process's (SwiftShader's buffers) own peaks; and
 // the wasm linear memory (WebAssembly.Memory of the worker's instance, which only grows).
@@ -55,7 +57,10 @@ const SAMPLE_MS = 100;
 const PAGE_SIZE = 4096;
 
 function parseArgs(argv) {
-  const args = { quick: false, models: DEFAULT_MODELS, lengths: [200, 1000], backends: ['webgpu', 'cpu'], count: null, timeout: 1200 };
+  const args = {
+    quick: false, models: DEFAULT_MODELS, lengths: [200, 1000], backends: ['cpu', 'webgpu'], count: null, timeout: 600,
+    webgpuCount: null, webgpuLengths: null,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -68,8 +73,10 @@ function parseArgs(argv) {
     else if (a === '--backends') args.backends = value().split(',');
     else if (a === '--count') args.count = Number(value());
     else if (a === '--timeout') args.timeout = Number(value());
+    else if (a === '--webgpu-count') args.webgpuCount = Number(value());
+    else if (a === '--webgpu-lengths') args.webgpuLengths = value().split(',').map(Number);
     else if (a === '--help' || a === '-h') {
-      console.log('usage: node bench/browser_bench.mjs [--quick] [--models a,b] [--lengths 200,1000] [--backends webgpu,cpu] [--count N] [--timeout S]');
+      console.log('usage: node bench/browser_bench.mjs [--quick] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu] [--count N] [--webgpu-count N] [--webgpu-lengths 200] [--timeout S]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a} (try --help)`);
   }
@@ -77,7 +84,11 @@ function parseArgs(argv) {
   for (const b of args.backends) if (b !== 'webgpu' && b !== 'cpu') throw new Error(`unknown backend '${b}': webgpu or cpu`);
   // --quick: 8 sequences per length (the browser's SwiftShader WebGPU is the slow case).
   args.count ??= args.quick ? 8 : 32;
-  if (!(args.count >= 2)) throw new Error('--count must be at least 2 (seq/s needs t_1 and t_n)');
+  // SwiftShader's WebGPU is a CPU emulation and 10-100x slower than the CPU backend: these let a
+  // run give it fewer sequences, or only some lengths.
+  args.webgpuCount ??= args.count;
+  args.webgpuLengths ??= args.lengths;
+  if (!(args.count >= 2 && args.webgpuCount >= 2)) throw new Error('--count and --webgpu-count must be at least 2 (seq/s needs t_1 and t_n)');
   return args;
 }
 
@@ -138,19 +149,23 @@ function memorySampler(rootPid = process.pid) {
     inTree.delete(rootPid); // node itself (this bench and the page's server) is not the browser
     return [...inTree];
   };
-  // PSS (shared pages split between their users) sums to what the browser really holds; read
-  // less often, as smaps_rollup walks the page tables.
+  // PSS (shared pages split between their users) sums to what the browser really holds.
   let tick = 0;
   const pssOf = (pid) => {
     const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'latin1'));
     return m ? Number(m[1]) * 1024 : 0;
   };
+  // Walking /proc for the tree and reading smaps_rollup cost a quarter of a core at 100 ms: the
+  // tree is re-read every 10th sample, PSS every 10th too (once a second).
+  let pids = [];
   const sample = () => {
     let total = 0;
     let pss = 0;
-    const withPss = tick++ % 3 === 0;
+    const slow = tick++ % 10 === 0;
+    if (slow) pids = tree();
+    const withPss = slow;
     const byKind = {};
-    for (const pid of tree()) {
+    for (const pid of pids) {
       let rss;
       try { rss = Number(readFileSync(`/proc/${pid}/statm`, 'latin1').split(' ')[1]) * PAGE_SIZE; } catch { continue; }
       if (withPss) { try { pss += pssOf(pid); } catch { /* exited */ } }
@@ -277,7 +292,7 @@ async function benchModel(browser, server, name, args, failures) {
     }
     const texts = readFileSync(seqsPath, 'utf8').split(/\s+/).filter(Boolean);
     const reference = readNpy(refPath);
-    const n = Math.min(args.count, texts.length, reference.shape[0]);
+    const n = Math.min(Math.max(args.count, args.webgpuCount), texts.length, reference.shape[0]);
     return { length, texts: texts.slice(0, n), reference };
   });
   const app = await openApp(browser, server);
@@ -293,9 +308,11 @@ async function benchModel(browser, server, name, args, failures) {
     out.load = { ...load, memory: sampler.peak(), wasm_mib: await wasmMemoryMib(page, app.origin) };
     console.log(`\n${name}: loaded in ${load.seconds.toFixed(2)} s (${load.status}); Chromium RSS (PSS) sum ${out.idle.total_mib.toFixed(0)} (${out.idle.pss_mib.toFixed(0)}) MiB idle, peak ${out.load.memory.total_mib.toFixed(0)} (${out.load.memory.pss_mib.toFixed(0)}) MiB while loading; wasm memory ${out.load.wasm_mib} MiB`);
     console.log(`  ${'length'.padEnd(6)} ${'n'.padStart(3)} ${'backend'.padEnd(7)} ${'seq/s'.padStart(7)} ${'cold s'.padStart(7)} ${'t1 s'.padStart(6)} ${'tn s'.padStart(7)} ${'RSS sum'.padStart(8)} ${'PSS sum'.padStart(8)} ${'renderer'.padStart(8)} ${'gpu'.padStart(6)} ${'wasm'.padStart(6)}  max |Δ|`);
-    for (const { length, texts, reference } of inputs) {
+    for (const { length, texts: all_texts, reference } of inputs) {
       for (const backend of args.backends) {
         const cpu = backend === 'cpu';
+        if (!cpu && !args.webgpuLengths.includes(length)) continue;
+        const texts = cpu ? all_texts : all_texts.slice(0, args.webgpuCount);
         const run = { length, n: texts.length, backend, load_avg_before: loadavg()[0] };
         try {
           // The worker outlives each call: the first call of a backend and length pays one-off set-up
