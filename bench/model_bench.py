@@ -8,6 +8,13 @@
    builders of tests/oracle/make_transformer_fixtures.py, and their tokenizer files: the
    committed NT 6-mer vocabulary; for DNABERT-2 a 4096-token BPE trained with HF `tokenizers`
    on two smoke tables the bench does not time (the committed fixture has 1024 tokens only).
+   Caduceus-PH (d_model 256, 4 layers, d_state 16, 1,024-nt context: the shape of
+   caduceus-ph_seqlen-1k_d_model-256_n_layer-4, 1.93M parameters) is made with the published
+   Caduceus code on tests/oracle/make_caduceus_fixtures.py's pure-PyTorch mamba_ssm stand-in
+   (needs a checkout in $CADUCEUS_SRC, default target/caduceus-src). HyenaDNA-tiny is the real
+   fine-tuned checkpoint `bash scripts/fetch-real-models.sh` unpacks (target/real-models/
+   hyenadna-tiny-anticapt-dataset1), run in PyTorch with the package's own modeling code, loaded
+   as tests/oracle/make_hyena_fixtures.py loads it.
 2. Cuts real DNA from the other smoke tables into sequences of 200 and 1,000 nt.
 3. Times, each in its own process (peak RSS from wait4): PyTorch (HF tokenizer + model + masked
    mean, torch.set_num_threads(N)) at batch 1 and 32 after loading and one warm-up call; and
@@ -48,21 +55,69 @@ TORCH_BATCHES = (1, 32)
 COUNTS = {200: 128, 1000: 64}
 QUICK_COUNTS = {200: 32, 1000: 32}
 TOLERANCE = 1e-3
+REAL_MODELS = os.environ.get("GENEB_REAL_MODELS", os.path.join(ROOT, "target", "real-models"))
 MODELS = {
     "nt-v2-50m": dict(kind="nt", vocab=4107, hidden=512, layers=12, heads=16, inter=2048, positions=2050,
                       max_length=2048),
     "dnabert2-117m": dict(kind="dnabert2", vocab=4096, hidden=768, layers=12, heads=12, inter=3072,
                           max_length=512),
+    # Real weights (fetched, not written): the folder geneb reads is the one PyTorch loads.
+    "hyenadna-tiny": dict(kind="hyena", folder=os.path.join(REAL_MODELS, "hyenadna-tiny-anticapt-dataset1"),
+                          max_length=1026),
+    "caduceus-ph-1k": dict(kind="caduceus", hidden=256, layers=4, d_state=16, max_length=1024),
 }
 
 
-def oracle():
-    """The reference builders of the committed fixtures, imported by path (tests/ is no package)."""
-    path = os.path.join(ROOT, "tests", "oracle", "make_transformer_fixtures.py")
-    spec = importlib.util.spec_from_file_location("make_transformer_fixtures", path)
+def oracle(name="make_transformer_fixtures"):
+    """A reference module of the committed fixtures, imported by path (tests/ is no package), once."""
+    if name in sys.modules:
+        return sys.modules[name]
+    path = os.path.join(ROOT, "tests", "oracle", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    sys.modules[name] = module
     return module
+
+
+def hyena_code():
+    """(modeling, configuration, tokenization) of the anticapt package, as the fixture script
+    imports them (it exits naming scripts/fetch-real-models.sh when they are missing)."""
+    return oracle("make_hyena_fixtures").hyena_code()
+
+
+def caduceus_code():
+    """The published Caduceus classes on the fixture script's pure-PyTorch mamba_ssm stand-in."""
+    ref = oracle("make_caduceus_fixtures")
+    if not (ref.SOURCE / "caduceus" / "modeling_caduceus.py").exists():
+        sys.exit(f"model_bench: {ref.SOURCE}: no caduceus/modeling_caduceus.py; set CADUCEUS_SRC to a checkout of "
+                 "https://github.com/kuleshov-group/caduceus (the fixtures used commit 0060a6d)")
+    if "caduceus.modeling_caduceus" not in sys.modules:
+        ref.install_mamba_stand_in()
+        sys.path.insert(0, str(ref.SOURCE))
+    from caduceus.configuration_caduceus import CaduceusConfig
+    from caduceus.modeling_caduceus import CaduceusForMaskedLM
+    from caduceus.tokenization_caduceus import CaduceusTokenizer
+
+    if not getattr(CaduceusForMaskedLM, "_bench_patched", False):
+        # As the fixture script does: transformers 5 passes tie_weights(recompute_mapping=...).
+        tie_weights = CaduceusForMaskedLM.tie_weights
+        CaduceusForMaskedLM.tie_weights = lambda self, *args, **kwargs: tie_weights(self)
+        CaduceusForMaskedLM._bench_patched = True
+    return CaduceusConfig, CaduceusForMaskedLM, CaduceusTokenizer
+
+
+def caduceus_config(spec):
+    """The Caduceus-PH configuration of the hub's caduceus-ph_seqlen-1k_d_model-256_n_layer-4."""
+    CaduceusConfig, _, _ = caduceus_code()
+    return CaduceusConfig(
+        d_model=spec["hidden"], n_layer=spec["layers"], vocab_size=12, pad_vocab_size_multiple=8,
+        ssm_cfg={"d_state": spec["d_state"], "d_conv": 4, "expand": 2, "dt_rank": "auto", "bias": False,
+                 "conv_bias": True},
+        rms_norm=True, residual_in_fp32=False, fused_add_norm=True, norm_epsilon=1e-5,
+        bidirectional=True, bidirectional_strategy="add", bidirectional_weight_tie=True,
+        rcps=False, complement_map=None, architectures=["CaduceusForMaskedLM"],
+    )
 
 
 def smoke_rows(table):
@@ -111,8 +166,38 @@ def dnabert2_tokenizer(folder, spec):
     write_json(os.path.join(folder, "tokenizer_config.json"), {**config, "model_max_length": spec["max_length"]})
 
 
+def make_caduceus(folder, spec):
+    """A randomly initialised Caduceus-PH, every parameter nudged off its init (no unit norms or
+    zero biases), its tensors saved under the hub's names, and the fixture's tokenizer config."""
+    import torch
+    from safetensors.torch import save_file
+
+    _, CaduceusForMaskedLM, _ = caduceus_code()
+    config = caduceus_config(spec)
+    model = CaduceusForMaskedLM(config).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.02)
+    config.to_json_file(os.path.join(folder, "config.json"))
+    save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()},
+              os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(ROOT, "tests", "fixtures", "models", "caduceus", "ph", "tokenizer_config.json")) as f:
+        tokenizer = json.load(f)
+    write_json(os.path.join(folder, "tokenizer_config.json"), {**tokenizer, "model_max_length": spec["max_length"]})
+    print(f"model_bench: wrote {folder} ({sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters)")
+
+
+def checkpoint_folder(name, spec):
+    return spec["folder"] if spec["kind"] == "hyena" else os.path.join(MODELS_DIR, name)
+
+
 def make_checkpoint(name, spec):
-    """config.json, model.safetensors and tokenizer files in target/bench-models/NAME, once."""
+    """config.json, model.safetensors and tokenizer files in target/bench-models/NAME, once
+    (HyenaDNA-tiny's real folder is only checked)."""
+    if spec["kind"] == "hyena":
+        if not os.path.exists(os.path.join(spec["folder"], "pytorch_model.bin")):
+            sys.exit(f"model_bench: {spec['folder']}: no pytorch_model.bin; run bash scripts/fetch-real-models.sh")
+        return spec["folder"]
     folder = os.path.join(MODELS_DIR, name)
     done = os.path.join(folder, ".complete")
     if os.path.exists(done):
@@ -123,6 +208,10 @@ def make_checkpoint(name, spec):
     ref = oracle()
     os.makedirs(folder, exist_ok=True)
     torch.manual_seed(0)
+    if spec["kind"] == "caduceus":
+        make_caduceus(folder, spec)
+        open(done, "w").close()
+        return folder
     if spec["kind"] == "nt":
         model, config = ref.nt_v2_model(spec["vocab"], spec["hidden"], spec["layers"], spec["heads"],
                                          spec["inter"], spec["positions"])
@@ -143,6 +232,15 @@ def load_torch_model(folder, spec):
     from safetensors.torch import load_file
 
     ref = oracle()
+    if spec["kind"] == "hyena":
+        modeling, _, _ = hyena_code()
+        model = modeling.HyenaDNAModel.from_pretrained(folder).eval()
+        return lambda ids, mask: model(ids, return_dict=True).last_hidden_state
+    if spec["kind"] == "caduceus":
+        _, CaduceusForMaskedLM, _ = caduceus_code()
+        model = CaduceusForMaskedLM(caduceus_config(spec)).eval()
+        model.load_state_dict(load_file(os.path.join(folder, "model.safetensors")), strict=True)
+        return lambda ids, mask: model(ids, output_hidden_states=True, return_dict=True).hidden_states[-1]
     state = load_file(os.path.join(folder, "model.safetensors"))
     if spec["kind"] == "nt":
         model, _ = ref.nt_v2_model(spec["vocab"], spec["hidden"], spec["layers"], spec["heads"], spec["inter"],
@@ -159,25 +257,45 @@ def load_torch_model(folder, spec):
     return ref.dnabert2_forward(bert)
 
 
+def torch_tokenizer(folder, spec):
+    """HF's tokenizer for the transformers; the packages' own single-nucleotide tokenizers (which
+    append [SEP], as geneb does) for HyenaDNA and Caduceus."""
+    import transformers
+
+    if spec["kind"] == "hyena":
+        _, _, tokenization = hyena_code()
+        return tokenization.HyenaDNATokenizer(model_max_length=spec["max_length"])
+    if spec["kind"] == "caduceus":
+        _, _, CaduceusTokenizer = caduceus_code()
+        return CaduceusTokenizer(model_max_length=spec["max_length"])
+    with open(os.path.join(folder, "tokenizer_config.json")) as f:
+        tokenizer_class = json.load(f)["tokenizer_class"]
+    return getattr(transformers, tokenizer_class).from_pretrained(folder)
+
+
 def torch_child(job):
     """One PyTorch timing in this process: load, one warm-up call, then every sequence in order."""
     import torch
-    import transformers
 
     torch.set_num_threads(job["threads"])
     spec = MODELS[job["model"]]
     ref = oracle()
     started = time.perf_counter()
     forward = load_torch_model(job["folder"], spec)
-    with open(os.path.join(job["folder"], "tokenizer_config.json")) as f:
-        tokenizer_class = json.load(f)["tokenizer_class"]
-    tokenizer = getattr(transformers, tokenizer_class).from_pretrained(job["folder"])
+    tokenizer = torch_tokenizer(job["folder"], spec)
     load_s = time.perf_counter() - started
     with open(job["input"]) as f:
         texts = f.read().split()
 
     def embed(batch):
         enc = tokenizer(batch, padding=True, truncation=True, max_length=spec["max_length"], return_tensors="pt")
+        if spec["kind"] in ("hyena", "caduceus"):
+            # One token per base. Their reference extractors run each sequence alone: a padded
+            # batch would change the states (left padding runs through the convolutions and
+            # scans), so a batch must not need padding; the pooled mean is then over all tokens.
+            if len({len(t) for t in batch}) != 1:
+                sys.exit("model_bench: a HyenaDNA/Caduceus batch needs padding; give it sequences of one length")
+            enc = {"input_ids": enc["input_ids"], "attention_mask": torch.ones_like(enc["input_ids"])}
         hidden = forward(enc["input_ids"], enc["attention_mask"])
         return ref.masked_mean(hidden, enc["attention_mask"]), int(enc["attention_mask"].sum())
 
@@ -195,13 +313,31 @@ def torch_child(job):
     json.dump({"load_s": load_s, "run_s": run_s, "tokens": tokens}, sys.stdout)
 
 
+def peak_rss_kib(pid):
+    """VmHWM of a running process (KiB), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 def measure(command, env, timeout):
     """Run one process: {wall_s, rss_mib, stdout, stderr, returncode}, or None past the timeout.
-    Peak RSS is this child's own (wait4), not the maximum over every child so far (getrusage)."""
+    Peak RSS is the child's own high-water mark (VmHWM, read every 20 ms while it runs). Not
+    wait4's ru_maxrss: Linux carries the pre-exec address space's high-water mark into it, and
+    Popen's vfork child shares this process's, so every child would report at least this
+    process's RSS (1.2 GB once it had written a checkpoint with torch)."""
     with open(os.devnull) as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
+        # Popen returns once the child has exec'd: every VmHWM read below is the command's own.
         child = subprocess.Popen(command, env=env, stdin=stdin, stdout=out, stderr=err)
+        peak_kib = 0
         while True:
+            peak_kib = max(peak_kib, peak_rss_kib(child.pid) or 0)
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
             if pid:
                 break
@@ -216,7 +352,7 @@ def measure(command, env, timeout):
         child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return {"wall_s": wall, "rss_mib": usage.ru_maxrss / 1024, "stdout": out.read().decode(),
+        return {"wall_s": wall, "rss_mib": peak_kib / 1024, "stdout": out.read().decode(),
                 "stderr": err.read().decode(), "returncode": child.returncode}
 
 
@@ -279,9 +415,12 @@ def main():
     ap.add_argument("--backends", default="cpu,wgpu", help="geneb backends to time")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to one geneb run")
     ap.add_argument("--torch-child", help=argparse.SUPPRESS)
+    ap.add_argument("--make-checkpoint", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.torch_child:
         return torch_child(json.loads(args.torch_child))
+    if args.make_checkpoint:
+        return make_checkpoint(args.make_checkpoint, MODELS[args.make_checkpoint])
     geneb = args.geneb or build_geneb()
     backends = args.backends.split(",")
     counts = QUICK_COUNTS if args.quick else COUNTS
@@ -293,7 +432,9 @@ def main():
     for name in args.models.split(","):
         if name not in MODELS:
             sys.exit(f"model_bench: unknown model '{name}'; choose from {', '.join(MODELS)}")
-        folder = make_checkpoint(name, MODELS[name])
+        # Written in a child: this process stays small (torch is never imported here).
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--make-checkpoint", name], check=True)
+        folder = checkpoint_folder(name, MODELS[name])
         for length in lengths:
             texts = sequences(length, counts[length])
             work = os.path.join(MODELS_DIR, "runs", f"{name}_{length}")
