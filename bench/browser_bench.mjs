@@ -3,8 +3,8 @@
 // (headless, WebGPU on SwiftShader) opens the page served by scripts/serve.mjs, the model folder
 // goes into the page's "Choose a folder" input (www/models.js reads it as a user's pick, then
 // checks it with one short embedding), and the "Embed sequences" tool embeds the sequences in the
-// page's worker (www/worker.js → the wasm core) with "CPU only" ticked (the worker's
-// forceBackend: 'cpu', Burn's CPU backend in wasm), then on WebGPU. The slow case (WebGPU, the
+// page's worker (www/worker.js → the wasm core) with its compute set to "CPU" (the worker's
+// forceBackend: 'cpu', Burn's CPU backend in wasm), then to "WebGPU". The slow case (WebGPU, the
 // longer sequences) comes last: a call that outlasts --timeout leaves the worker busy, so that
 // model's remaining runs are skipped and reported.
 //
@@ -240,7 +240,7 @@ async function timedEmbed(page, spec, sequences, { cpu, timeout }) {
   if (!(await tool.evaluate((d) => d.open))) await tool.locator('summary').click();
   await byTestId(page, 'embed-model').selectOption(spec);
   await byTestId(page, 'embed-input').fill(sequences.join('\n'));
-  await byTestId(page, 'embed-cpu').setChecked(cpu);
+  await byTestId(page, 'embed-backend').selectOption(cpu ? 'cpu' : 'webgpu');
   await page.evaluate(() => {
     const json = document.querySelector('[data-testid="embed-json"]');
     const summary = document.querySelector('[data-testid="embed-summary"]');

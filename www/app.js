@@ -90,10 +90,11 @@ function isGpu(b) {
   return Boolean(b && b.kind && b.kind !== 'cpu');
 }
 
-function backendText(b, { fallback = false, gpuAvailable = false, chosen = false } = {}) {
+function backendText(b, { fallback = false, gpuAvailable = false, chosen = false, passedOver = '' } = {}) {
   if (!b) return 'checking for WebGPU…';
   if (isGpu(b)) return `WebGPU — ${b.adapter || 'adapter'}${b.fallback ? ' (software fallback)' : ''}`;
   if (fallback) return 'CPU (WebGPU failed, fell back to the CPU)';
+  if (passedOver) return `CPU (faster than the software WebGPU adapter, ${passedOver})`;
   if (chosen) return 'CPU (chosen)';
   if (gpuAvailable) return 'CPU (these encoders run on the CPU)';
   const reason = b.reason && b.reason !== 'forced' ? b.reason : 'no WebGPU adapter';
@@ -397,7 +398,7 @@ function onWorkerCrash(message) {
     return;
   }
   const run = state.run;
-  if (run && state.phase === 'running' && !run.forcedCpu && isGpu(state.backend)) {
+  if (run && state.phase === 'running' && mayUseGpu(run)) {
     retryOnCpu(run, message);
     return;
   }
@@ -422,7 +423,7 @@ function onWorkerMessage(msg) {
       }
       if (!state.result) el.backend.textContent = backendText(state.backend);
       el.computeHint.textContent = state.backend?.fallback
-        ? 'This WebGPU adapter is a software fallback: choosing the CPU is often faster.'
+        ? 'This WebGPU adapter is a software fallback, slower than the CPU: Automatic runs on the CPU (choose WebGPU to use it anyway).'
         : isGpu(state.backend) ? '' : 'No WebGPU adapter in this browser: everything runs on the CPU.';
       setPhase('ready');
       if (state.pendingRun) {
@@ -511,7 +512,7 @@ function dispatchRun(run) {
   state.worker.postMessage({
     type: 'run',
     id: run.id,
-    forceBackend: run.forcedCpu ? 'cpu' : undefined,
+    forceBackend: run.forcedCpu ? 'cpu' : run.compute === 'webgpu' ? 'webgpu' : undefined,
     request: run.request,
   });
 }
@@ -523,6 +524,7 @@ function startRun({ files, models, regimes, category, label, source = 'run' }) {
     id: state.nextRunId++,
     label,
     source,
+    compute: el.compute.value, // auto | webgpu | cpu
     forcedCpu: el.compute.value === 'cpu',
     cpuChosen: el.compute.value === 'cpu',
     gpuNote: '',
@@ -662,6 +664,12 @@ function onCancelClick() {
   showNotice('Run cancelled. Your files are still here.');
 }
 
+/** Whether `run` may be on WebGPU: automatic passes over a software adapter (worker.js). */
+function mayUseGpu(run) {
+  if (run.forcedCpu || !isGpu(state.backend)) return false;
+  return run.compute === 'webgpu' || !state.backend.fallback;
+}
+
 /** WebGPU failed to start (or panicked): run the same request on the CPU in a fresh worker. */
 function retryOnCpu(run, message) {
   run.forcedCpu = true;
@@ -673,7 +681,7 @@ function retryOnCpu(run, message) {
 
 function onRunError(msg) {
   const run = state.run;
-  if (run && msg.gpuFailure && !run.forcedCpu) {
+  if (run && msg.gpuFailure && mayUseGpu(run)) {
     retryOnCpu(run, msg.message); // in a fresh worker, so a trapped one is replaced too
     return;
   }
@@ -702,7 +710,9 @@ function onResult(msg) {
     ? { ...msg.backend, adapter: msg.requestedBackend.adapter || msg.backend.adapter, fallback: msg.requestedBackend.fallback }
     : msg.backend;
   state.result.backend = used;
-  el.backend.textContent = backendText(used, { fallback, chosen: run.cpuChosen, gpuAvailable: isGpu(state.backend) });
+  el.backend.textContent = backendText(used, {
+    fallback, chosen: run.cpuChosen, gpuAvailable: isGpu(state.backend), passedOver: msg.requestedBackend?.passedOver ?? '',
+  });
   resetProgress('done');
   el.progressBar.value = 1;
   renderResult(state.result, { label: run.label, seconds, fallback });

@@ -61,7 +61,7 @@ async function plan(b) {
 // Talking to the worker
 
 /** Embed `sequences` with a loaded model in the worker: {dim, values, backend}. */
-export function embedInWorker(spec, sequences, { cpu = false } = {}) {
+export function embedInWorker(spec, sequences, { backend = 'auto' } = {}) {
   const model = loaded.get(spec);
   if (!model) return Promise.reject(new Error(`no model ${spec} is loaded`));
   const worker = ctx.getWorker();
@@ -83,7 +83,7 @@ export function embedInWorker(spec, sequences, { cpu = false } = {}) {
     worker.addEventListener('message', onMessage);
     worker.addEventListener('error', onError);
     // Blob handles, not bytes: the worker reads them (www/worker.js readModelFiles).
-    worker.postMessage({ type: 'embed', id, model: spec, sequences, modelFiles: model.files, forceBackend: cpu ? 'cpu' : undefined });
+    worker.postMessage({ type: 'embed', id, model: spec, sequences, modelFiles: model.files, forceBackend: backend === 'auto' ? undefined : backend });
   });
 }
 
@@ -241,7 +241,7 @@ async function onEmbedClick() {
   ui.embedJson.textContent = '';
   ui.embedButton.disabled = true;
   try {
-    const r = await embedInWorker(spec, sequences, { cpu: ui.embedCpu.checked });
+    const r = await embedInWorker(spec, sequences, { backend: ui.embedBackend.value });
     const where = r.backend.kind === 'cpu' ? 'the CPU' : `WebGPU (${r.backend.adapter})`;
     say(ui.embedOut, `${sequences.length} × ${r.dim} embeddings, computed on ${where}.`);
     ui.embedJson.textContent = JSON.stringify({ model: spec, backend: r.backend, dim: r.dim, values: Array.from(r.values) });
@@ -266,14 +266,15 @@ function build(root) {
   ui.cachedBox = h('div', { hidden: true }, h('p', { class: 'hint' }, 'Kept in this browser (work offline):'), ui.cached);
   ui.embedModel = h('select', { 'data-testid': 'embed-model', 'aria-label': 'Model' });
   ui.embedInput = h('textarea', { 'data-testid': 'embed-input', rows: 3, 'aria-label': 'Sequences, one per line', placeholder: 'ACGT… one sequence per line' });
-  ui.embedCpu = h('input', { type: 'checkbox', id: 'embed-cpu', 'data-testid': 'embed-cpu' });
+  ui.embedBackend = h('select', { id: 'embed-backend', 'data-testid': 'embed-backend' },
+    h('option', { value: 'auto' }, 'Automatic'), h('option', { value: 'webgpu' }, 'WebGPU'), h('option', { value: 'cpu' }, 'CPU'));
   ui.embedButton = h('button', { type: 'button', 'data-testid': 'embed-run' }, 'Embed');
   ui.embedOut = h('p', { class: 'hint', 'data-testid': 'embed-summary', hidden: true });
   ui.embedJson = h('pre', { class: 'embed-json', 'data-testid': 'embed-json' });
   ui.embedTool = h('details', { hidden: true, 'data-testid': 'embed-tool' },
     h('summary', {}, 'Embed sequences with a loaded model'),
     ui.embedModel, ui.embedInput,
-    h('label', { for: 'embed-cpu' }, ui.embedCpu, ' CPU only'), ' ', ui.embedButton,
+    h('label', { for: 'embed-backend' }, 'Compute ', ui.embedBackend), ' ', ui.embedButton,
     ui.embedOut, ui.embedJson);
   const drop = h('div', { class: 'drop', 'data-testid': 'model-drop' },
     h('p', { class: 'drop-title' }, 'Drop a model folder or its files (config.json, weights, tokenizer files)'),

@@ -1,6 +1,6 @@
 // The worker owns the WebAssembly core and the GPU check, so the page never blocks.
 //
-// Page → worker:  {type: "run", id, request: {..., reuseEmbeddings}, forceBackend?: "cpu"}
+// Page → worker:  {type: "run", id, request: {..., reuseEmbeddings}, forceBackend?: "cpu" | "webgpu"}
 //                 {type: "report", id, request: {files: [{name, text}], maxParams?}}
 // Worker → page:  {type: "ready", version, models, backend}
 //                 {type: "progress", id, stage, model, task, done, total, fromCache}
@@ -51,6 +51,20 @@ async function detectBackend() {
   } catch (err) {
     return { kind: 'cpu', adapter: '', reason: `WebGPU unavailable: ${messageOf(err)}` };
   }
+}
+
+/**
+ * The backend for one call: `force` is the page's choice ("cpu", "webgpu", or undefined for
+ * automatic). Automatic passes over a software adapter (SwiftShader): measured in bench/, the
+ * wasm CPU backend is 8–50× faster than it; "webgpu" uses it anyway.
+ */
+async function chooseBackend(force) {
+  if (force === 'cpu') return { kind: 'cpu', adapter: '', reason: 'forced' };
+  const found = await detectBackend();
+  if (force !== 'webgpu' && found.kind === 'webgpu' && found.fallback) {
+    return { kind: 'cpu', adapter: '', reason: 'software WebGPU adapter passed over', passedOver: found.adapter };
+  }
+  return found;
 }
 
 function messageOf(err) {
@@ -134,9 +148,7 @@ async function run({ id, request, forceBackend }) {
     self.postMessage({ type: 'error', id, message: 'The WebAssembly module is not loaded yet.' });
     return;
   }
-  const backend = forceBackend === 'cpu'
-    ? { kind: 'cpu', adapter: '', reason: 'forced' }
-    : await detectBackend();
+  const backend = await chooseBackend(forceBackend);
 
   let last = { t: 0, key: '' };
   const onProgress = (p) => {
@@ -212,7 +224,7 @@ function readModelFiles(files) {
 // --- foundation models (www/models.js): pooled embeddings of a few sequences ---
 async function embed({ id, model, sequences, modelFiles, forceBackend }) {
   if (!wasm) throw new Error('The WebAssembly module is not loaded yet.');
-  const backend = forceBackend === 'cpu' ? { kind: 'cpu', adapter: '' } : await detectBackend();
+  const backend = await chooseBackend(forceBackend);
   try {
     const r = plain(parseIfString(await wasm.embed({
       model, backend: backend.kind, adapter: backend.adapter ?? '', sequences,

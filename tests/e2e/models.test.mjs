@@ -57,7 +57,7 @@ async function embedThroughPage(page, spec, sequences, { cpu }) {
   if (!(await tool.evaluate((d) => d.open))) await tool.locator('summary').click();
   await byTestId(page, 'embed-model').selectOption(spec);
   await byTestId(page, 'embed-input').fill(sequences.join('\n'));
-  await byTestId(page, 'embed-cpu').setChecked(cpu);
+  await byTestId(page, 'embed-backend').selectOption(cpu ? 'cpu' : 'webgpu');
   await page.evaluate(() => { document.querySelector('[data-testid="embed-json"]').textContent = ''; });
   await byTestId(page, 'embed-run').click();
   await page.waitForFunction(() => {

@@ -175,6 +175,13 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
       await addFiles(page, GOOD);
       assert.match(await byTestId(page, 'file-list').textContent(), /e2e_gc_vs_at\.csv\s*\d+(\.\d)? KB/);
       assert.equal(await byTestId(page, 'run').isEnabled(), true);
+      // Automatic passes over a software adapter (SwiftShader is one), which the CPU outruns.
+      const software = /software fallback/.test(await byTestId(page, 'compute-hint').textContent());
+      await runAndWait(page, 'run');
+      assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
+      assert.match(await byTestId(page, 'backend').textContent(),
+        software ? /^CPU \(faster than the software WebGPU adapter, \S/ : /^WebGPU — /);
+      await byTestId(page, 'compute').selectOption('webgpu');
       await runAndWait(page, 'run');
       assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
       await checkProfileTables(page, ['kmer:4', 'random-cnn']);
