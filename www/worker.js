@@ -56,7 +56,7 @@ async function detectBackend() {
 /**
  * The backend for one call: `force` is the page's choice ("cpu", "webgpu", or undefined for
  * automatic). Automatic passes over a software adapter (SwiftShader): measured in bench/, the
- * wasm CPU backend is 8–50× faster than it; "webgpu" uses it anyway.
+ * wasm CPU backend is 8–51× faster than it; "webgpu" uses it anyway.
  */
 async function chooseBackend(force) {
   if (force === 'cpu') return { kind: 'cpu', adapter: '', reason: 'forced' };
