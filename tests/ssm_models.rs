@@ -134,7 +134,12 @@ impl Architecture for Hyena {
         ckpt: &mut Checkpoint,
         compute: &Compute,
     ) -> geneb::Result<Self> {
-        Hyena::load(config, ckpt, &compute.device)
+        Hyena::load(
+            config,
+            ckpt,
+            &compute.device,
+            hyena::LongConv::for_backend(compute.kind),
+        )
     }
     fn forward(&self, ids: Tensor<2, Int>, mask: Tensor<2>) -> Tensor<3> {
         Hyena::forward(self, ids, mask)
@@ -205,6 +210,35 @@ fn hyena_tiny_matches_the_reference_on_cpu() {
 fn hyena_tiny_matches_the_reference_on_wgpu() {
     let dir = fixtures().join("hyena/tiny");
     check::<Hyena>(&dir, &dir, &wgpu());
+}
+
+/// The two ways of computing the long convolution give the same states on one backend (each
+/// is also held to PyTorch: the FFT on the CPU above, the direct form on wgpu).
+#[test]
+fn hyena_fft_and_direct_long_convolutions_agree() {
+    let dir = fixtures().join("hyena/tiny");
+    let config = read_json(&dir.join("config.json"));
+    let compute = backend::cpu();
+    let expected = expected(&dir);
+    let states = |long_conv| {
+        let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
+        let model = Hyena::load(&config, &mut ckpt, &compute.device, long_conv).unwrap();
+        let (ids, mask) = batch(&expected, &compute);
+        model
+            .forward(ids, mask)
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap()
+    };
+    let fft = states(hyena::LongConv::Fft);
+    let direct = states(hyena::LongConv::Direct);
+    let worst = fft
+        .iter()
+        .zip(&direct)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    eprintln!("HyenaDNA FFT vs direct long convolution: max |Δ| {worst:.2e}");
+    assert!(worst <= 1e-5, "FFT and direct differ by {worst}");
 }
 
 /// The real HyenaDNA-tiny weights (anticapt's first checkpoint) against the package's own
@@ -291,7 +325,7 @@ fn hyena_names_a_missing_or_misshaped_tensor() {
     let mut shrunk = config.clone();
     shrunk["d_model"] = 16.into();
     let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
-    let err = Hyena::load(&shrunk, &mut ckpt, &device)
+    let err = Hyena::load(&shrunk, &mut ckpt, &device, hyena::LongConv::Fft)
         .err()
         .expect("d_model 16 must fail");
     assert!(
@@ -304,7 +338,7 @@ fn hyena_names_a_missing_or_misshaped_tensor() {
     let mut deeper = config.clone();
     deeper["n_layer"] = 3.into();
     let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
-    let err = Hyena::load(&deeper, &mut ckpt, &device)
+    let err = Hyena::load(&deeper, &mut ckpt, &device, hyena::LongConv::Fft)
         .err()
         .expect("3 layers must fail");
     assert!(err.to_string().contains("backbone.layers.2."), "{err}");
@@ -312,7 +346,7 @@ fn hyena_names_a_missing_or_misshaped_tensor() {
     let mut no_width = config;
     no_width.as_object_mut().unwrap().remove("d_model");
     let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
-    let err = Hyena::load(&no_width, &mut ckpt, &device)
+    let err = Hyena::load(&no_width, &mut ckpt, &device, hyena::LongConv::Fft)
         .err()
         .expect("no d_model must fail");
     assert!(

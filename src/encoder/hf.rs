@@ -56,7 +56,10 @@ impl Architecture {
     ) -> Result<Architecture> {
         let device = &compute.device;
         if hyena::matches(config) {
-            return Ok(Architecture::Hyena(Hyena::load(config, ckpt, device)?));
+            let long_conv = hyena::LongConv::for_backend(compute.kind);
+            return Ok(Architecture::Hyena(Hyena::load(
+                config, ckpt, device, long_conv,
+            )?));
         }
         if caduceus::matches(config) {
             return Ok(Architecture::Caduceus(Caduceus::load(

@@ -7,14 +7,12 @@
 //! embedding `z`, times the exponential decay window `exp(-t·|deltas|) + 0.05`, convolved
 //! causally over the whole sequence, plus a per-channel skip (`filter_fn.bias`).
 //!
-//! The original computes that long convolution by FFT (`rfft` with n = 2L). Here it is the same
-//! causal convolution computed directly, as a depthwise `conv1d` whose kernel is the flipped
-//! filter: exact, and on both Burn backends, at O(L²) per channel — for HyenaDNA-tiny
-//! (d_model 128, L ≤ 1,026) about 0.13 G multiply-adds per layer and sequence; the real
-//! HyenaDNA-tiny weights at 1,000 tokens took 0.09 s at batch 1 and 0.49 s at batch 8 on
-//! burn-flex, 2.3 s and 5.4 s on wgpu over lavapipe (shared 2-core machine, test build). The
-//! longer-context checkpoints (32k–1M) would want an FFT; `max_tokens` is the checkpoint's
-//! `max_seq_len`, and the caller truncates to it.
+//! The original computes that long convolution by FFT (`rfft` with n = 2L). So does geneb on the
+//! CPU backend (Burn's `signal` FFT, n the next power of two ≥ 2L); on the GPU it is computed
+//! directly, as a depthwise `conv1d` whose kernel is the flipped filter, at O(L²) per channel,
+//! because a GPU FFT's twiddles would come from WebGPU's imprecise sin/cos ([`LongConv`]). The
+//! two agree to 3e-6 on the test checkpoint. `max_tokens` is the checkpoint's `max_seq_len`, and
+//! the caller truncates to it.
 //!
 //! Padding: every operation is per position or causal, so with padding on the right the states
 //! of real tokens do not depend on the padding (the attention mask is not needed and not read).
@@ -28,6 +26,7 @@
 use super::layers::{LayerNorm, Linear, config_error, config_number, config_usize, param, upload};
 use crate::Result;
 use crate::hf::Checkpoint;
+use burn::signal::{irfft, rfft};
 use burn::tensor::activation::gelu_approximate;
 use burn::tensor::module::{conv1d, embedding};
 use burn::tensor::ops::ConvOptions;
@@ -69,6 +68,7 @@ struct Block {
 }
 
 struct Operator {
+    long_conv: LongConv,
     in_proj: Linear,
     out_proj: Linear,
     short_weight: Tensor<3>,
@@ -93,7 +93,12 @@ struct ImplicitFilter {
 impl Hyena {
     /// Builds from config.json and the checkpoint on `device`, taking every tensor it uses;
     /// errors name a missing/mis-shaped tensor. (The caller calls `ckpt.finish()` afterwards.)
-    pub fn load(config: &Value, ckpt: &mut Checkpoint, device: &Device) -> Result<Self> {
+    pub fn load(
+        config: &Value,
+        ckpt: &mut Checkpoint,
+        device: &Device,
+        long_conv: LongConv,
+    ) -> Result<Self> {
         let d = config_usize(config, "d_model")?;
         let n_layer = config_usize(config, "n_layer")?;
         let d_inner = config_usize(config, "d_inner")?;
@@ -172,6 +177,7 @@ impl Hyena {
                 neg_abs_deltas: upload(deltas.iter().map(|x| -x.abs()).collect(), [1, d], device),
             };
             let mixer = Operator {
+                long_conv,
                 in_proj: Linear::load(ckpt, &format!("{m}in_proj"), d, 3 * d, true, device)?,
                 out_proj: Linear::load(ckpt, &format!("{m}out_proj"), d, d, true, device)?,
                 short_weight: param(
@@ -259,7 +265,7 @@ impl Operator {
         let x0 = short.clone().narrow(1, 0, d);
         let x1 = short.clone().narrow(1, d, d);
         let v = short.narrow(1, 2 * d, d) * x1;
-        let v = causal_conv(v.clone(), self.filter.kernel(len)) + v * self.skip.clone();
+        let v = self.long_conv.apply(v.clone(), self.filter.kernel(len)) + v * self.skip.clone();
         self.out_proj.forward((v * x0).swap_dims(1, 2))
     }
 }
@@ -295,13 +301,48 @@ fn sin_precise(x: Tensor<2>) -> Tensor<2> {
     r * series
 }
 
-/// `y[c, t] = Σ_{s ≤ t} k[c, s] · v[c, t − s]` for v [batch, channels, len], k [channels, len]:
-/// a depthwise convolution with the flipped filter over a left-padded input.
-fn causal_conv(v: Tensor<3>, k: Tensor<2>) -> Tensor<3> {
-    let [channels, len] = k.dims();
-    let weight = k.flip([1]).reshape([channels, 1, len]);
-    let options = ConvOptions::new_with_padding([1], [(len - 1, 0)], [1], channels);
-    conv1d(v, weight, None, options)
+/// How the long causal convolution `y[c, t] = Σ_{s ≤ t} k[c, s] · v[c, t − s]` is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LongConv {
+    /// A depthwise `conv1d` with the flipped filter over a left-padded input: O(L²) per
+    /// channel. For the GPU, whose FFT twiddles would come from its sin/cos, which WebGPU only
+    /// promises to 2⁻¹¹ (see `sin_precise`).
+    Direct,
+    /// By FFT, as the original (`rfft` of input and filter, product, `irfft`): O(L log L). For
+    /// the CPU backend, whose twiddles are exact: HyenaDNA-tiny at 1,000 tokens went from 17.2
+    /// to 23.1 sequences/s (bench/README.md), and the gap widens with length.
+    Fft,
+}
+
+impl LongConv {
+    /// The FFT on the CPU backend, the direct form on the GPU.
+    pub fn for_backend(kind: super::BackendKind) -> LongConv {
+        match kind {
+            super::BackendKind::Cpu => LongConv::Fft,
+            super::BackendKind::Wgpu => LongConv::Direct,
+        }
+    }
+
+    /// y for v [batch, channels, len] and k [channels, len].
+    fn apply(self, v: Tensor<3>, k: Tensor<2>) -> Tensor<3> {
+        let [channels, len] = k.dims();
+        match self {
+            LongConv::Direct => {
+                let weight = k.flip([1]).reshape([channels, 1, len]);
+                let options = ConvOptions::new_with_padding([1], [(len - 1, 0)], [1], channels);
+                conv1d(v, weight, None, options)
+            }
+            LongConv::Fft => {
+                // Zero-padding to n ≥ 2L − 1 makes the circular convolution the linear one.
+                let n = (2 * len).next_power_of_two();
+                let (v_re, v_im) = rfft(v, 2, Some(n));
+                let (k_re, k_im) = rfft(k.unsqueeze_dim::<3>(0), 2, Some(n));
+                let y_re = v_re.clone() * k_re.clone() - v_im.clone() * k_im.clone();
+                let y_im = v_re * k_im + v_im * k_re;
+                irfft(y_re, y_im, 2, Some(n)).narrow(2, 0, len)
+            }
+        }
+    }
 }
 
 /// The embedding table's rows: `vocab_size` rounded up to `pad_vocab_size_multiple`, as the
