@@ -15,6 +15,7 @@ import { startServer } from '../../scripts/serve.mjs';
 
 const NT_V2 = join(REPO, 'tests', 'fixtures', 'models', 'nt_v2');
 const TOLERANCE = 1e-4;
+const GC_VS_AT = join(REPO, 'tests', 'e2e', 'fixtures', 'e2e_gc_vs_at.csv');
 
 async function folderFiles(dir) {
   const out = {};
@@ -70,6 +71,12 @@ async function embedThroughPage(page, spec, sequences, { cpu }) {
   return JSON.parse(json);
 }
 
+/** Run the chosen tasks and models; the page must show no error. */
+async function runWithoutError(page) {
+  await runAndWait(page, 'run');
+  assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
+}
+
 function worstDifference(values, pooled) {
   const expected = pooled.flat();
   assert.equal(values.length, expected.length, 'n × dim values');
@@ -110,12 +117,11 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
         assert.ok(worst <= TOLERANCE, `${r.backend.kind}: max |page - PyTorch| = ${worst}`);
       }
       // The loaded model is an encoder for a run like the built-in ones: its files go with it.
-      await byTestId(app.page, 'task-files').setInputFiles(join(REPO, 'tests', 'e2e', 'fixtures', 'e2e_gc_vs_at.csv'));
+      await byTestId(app.page, 'task-files').setInputFiles(GC_VS_AT);
       await byTestId(app.page, 'model-random-cnn').setChecked(false);
       for (const regime of ['10shot', '1shot']) await byTestId(app.page, `regime-${regime}`).setChecked(false);
       await byTestId(app.page, 'compute').selectOption('cpu');
-      await runAndWait(app.page, 'run');
-      assert.equal(await byTestId(app.page, 'error').isHidden(), true, await byTestId(app.page, 'error').textContent());
+      await runWithoutError(app.page);
       const models = (await profileRows(app.page, 'full')).map((row) => row.model);
       assert.ok(models.some((m) => m.includes('dropped-model')), `the hf model has a profile row: ${models.join(', ')}`);
       app.assertLocalOnly();
@@ -132,7 +138,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       await waitReady(app.page);
       await dropModel(app.page, files);
       await waitLoaded(app.page, 'hf:dropped-model');
-      await byTestId(app.page, 'task-files').setInputFiles(join(REPO, 'tests', 'e2e', 'fixtures', 'e2e_gc_vs_at.csv'));
+      await byTestId(app.page, 'task-files').setInputFiles(GC_VS_AT);
       await byTestId(app.page, 'model-random-cnn').setChecked(false);
       await byTestId(app.page, 'model-kmer').setChecked(false);
       await byTestId(app.page, 'compute').selectOption('cpu');
@@ -146,8 +152,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       });
       const run = async () => {
         await app.page.evaluate(() => { window.progressSeen = []; });
-        await runAndWait(app.page, 'run');
-        assert.equal(await byTestId(app.page, 'error').isHidden(), true, await byTestId(app.page, 'error').textContent());
+        await runWithoutError(app.page);
         const seen = await app.page.evaluate(() => window.progressSeen);
         return {
           reused: seen.some((t) => t.includes('reused from the embedding cache')),
