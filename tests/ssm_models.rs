@@ -88,6 +88,15 @@ fn batch(expected: &Expected, compute: &Compute) -> (Tensor<2, Int>, Tensor<2>) 
     )
 }
 
+/// Max |a - b| over two equally long value lists.
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "value counts differ");
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max)
+}
+
 /// Max |difference| of the real tokens' states and of their masked means.
 fn compare(expected: &Expected, states: Tensor<3>) -> (f32, f32) {
     let [_, longest, hidden] = states.dims();
@@ -232,11 +241,7 @@ fn hyena_fft_and_direct_long_convolutions_agree() {
     };
     let fft = states(hyena::LongConv::Fft);
     let direct = states(hyena::LongConv::Direct);
-    let worst = fft
-        .iter()
-        .zip(&direct)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
+    let worst = max_abs_diff(&fft, &direct);
     eprintln!("HyenaDNA FFT vs direct long convolution: max |Δ| {worst:.2e}");
     assert!(worst <= 1e-5, "FFT and direct differ by {worst}");
 }
@@ -286,11 +291,7 @@ fn hyena_real_tiny_matches_the_reference() {
         .take_any("pooled")
         .unwrap()
         .1;
-    let worst = pooled
-        .iter()
-        .zip(&want)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
+    let worst = max_abs_diff(pooled.as_slice().unwrap(), &want);
     eprintln!("real HyenaDNA-tiny, hf: folder end to end: max |Δ| pooled {worst:.2e}");
     assert!(worst <= TOLERANCE, "pooled embeddings differ by {worst}");
 }
