@@ -13,6 +13,13 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// The CPU backend allocates a fresh buffer for every tensor op. With glibc's malloc the large
+/// ones are mmap'd and unmapped each time, and with rayon's threads every unmap is a TLB
+/// shootdown across cores: half of HyenaDNA-tiny's time went to the kernel (perf). mimalloc
+/// keeps and reuses the memory.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "geneb",

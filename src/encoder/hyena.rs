@@ -23,11 +23,12 @@
 //! tokens without a mask, at batch size 1 (so no padding): the bases plus the `[SEP]` the
 //! HyenaDNA tokenizer appends. With right padding that is the masked mean over real tokens.
 
-use super::layers::{LayerNorm, Linear, config_error, config_number, config_usize, param, upload};
+use super::layers::{
+    LayerNorm, Linear, config_error, config_number, config_usize, gelu_tanh, param, upload,
+};
 use crate::Result;
 use crate::hf::Checkpoint;
 use burn::signal::{irfft, rfft};
-use burn::tensor::activation::gelu_approximate;
 use burn::tensor::module::{conv1d, embedding};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Int, Tensor};
@@ -243,9 +244,9 @@ impl Hyena {
 impl Block {
     fn forward(&self, h: Tensor<3>) -> Tensor<3> {
         let h = self.mixer.forward(self.norm1.forward(h.clone())) + h;
-        let mlp = self.fc2.forward(gelu_approximate(
-            self.fc1.forward(self.norm2.forward(h.clone())),
-        ));
+        let mlp = self
+            .fc2
+            .forward(gelu_tanh(self.fc1.forward(self.norm2.forward(h.clone()))));
         mlp + h
     }
 }

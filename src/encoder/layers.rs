@@ -3,7 +3,7 @@
 
 use crate::Result;
 use crate::hf::Checkpoint;
-use burn::tensor::activation::{gelu, gelu_approximate, relu, silu, softmax};
+use burn::tensor::activation::{gelu, relu, sigmoid, silu, softmax};
 use burn::tensor::module::{layer_norm, linear};
 use burn::tensor::{Device, Tensor, TensorData};
 
@@ -131,11 +131,22 @@ impl Activation {
     pub fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
         match self {
             Activation::Gelu => gelu(x),
-            Activation::GeluTanh => gelu_approximate(x),
+            Activation::GeluTanh => gelu_tanh(x),
             Activation::Relu => relu(x),
             Activation::Silu => silu(x),
         }
     }
+}
+
+/// tanh-approximated GELU, 0.5·x·(1 + tanh(z)) with z = √(2/π)·(x + 0.044715·x³), written as
+/// x·sigmoid(2z) (the same function): Burn's `gelu_approximate` takes x³ by `powf` and calls
+/// `tanh`, which on the CPU backend were 40 % of HyenaDNA-tiny's time (perf).
+pub fn gelu_tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    const TWO_SQRT_2_OVER_PI: f64 =
+        2.0 * std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2;
+    let cubic = x.clone() * x.clone() * x.clone();
+    let z2 = (cubic * 0.044715 + x.clone()) * TWO_SQRT_2_OVER_PI;
+    x * sigmoid(z2)
 }
 
 /// Additive attention bias that removes padded keys: [batch, 1, 1, tokens], 0 where the mask
