@@ -8,6 +8,7 @@
 //! size 1 (the mean over the sequence's own tokens), which no batch composition changes, and
 //! records it in the protocol block.
 
+use super::BackendKind;
 use super::backend::Compute;
 use super::bert::{self, Bert};
 use super::caduceus::{self, Caduceus};
@@ -20,8 +21,15 @@ use crate::{Error, Result};
 use burn::tensor::{Int, Tensor, TensorData};
 use ndarray::Array2;
 
-/// Token positions per forward pass (batch × padded length), bounding host-side work per step.
-const BATCH_TOKENS: usize = 8192;
+/// Token positions per forward pass (batch × padded length). A GPU wants many at once; the CPU
+/// backend is faster with activations that stay in cache (HyenaDNA-tiny at 200 nt: 12 % faster
+/// at 2,048 than at 8,192, the transformers no slower).
+fn batch_tokens(kind: BackendKind) -> usize {
+    match kind {
+        BackendKind::Cpu => 2048,
+        BackendKind::Wgpu => 8192,
+    }
+}
 
 /// The architectures geneb runs, as `geneb models` and errors name them.
 pub const SUPPORTED: &str = "HyenaDNA, Caduceus (PH, PS), BERT (DNABERT, GROVER, SpliceBERT), \
@@ -303,6 +311,7 @@ impl HfModel {
         let mut order: Vec<usize> = (0..tokens.len()).collect();
         order.sort_by_key(|&i| (tokens[i].len(), i));
         let mut out = Array2::<f32>::zeros((sequences.len(), self.dim()));
+        let batch_tokens = batch_tokens(self.compute.kind);
         let mut start = 0;
         while start < order.len() {
             let mut end = start + 1;
@@ -312,7 +321,7 @@ impl HfModel {
                 let rows = end + 1 - start;
                 // Every tensor of the pass must fit one GPU buffer: the widest activation, and
                 // one head's attention scores (attention() splits the heads).
-                if rows * width > BATCH_TOKENS
+                if rows * width > batch_tokens
                     || rows * width * widest > MAX_BUFFER_FLOATS
                     || rows * width * width > MAX_BUFFER_FLOATS
                 {

@@ -33,6 +33,7 @@ use burn::tensor::module::{conv1d, embedding};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Int, Tensor};
 use serde_json::Value;
+use std::sync::Mutex;
 
 /// `HyenaExponentialModulation.shift`: the decay window never reaches zero.
 const MODULATION_SHIFT: f64 = 0.05;
@@ -75,6 +76,9 @@ struct Operator {
     short_weight: Tensor<3>,
     short_bias: Tensor<1>,
     filter: ImplicitFilter,
+    /// The long filter of the last length it was made for: it depends only on the weights and
+    /// the length, and consecutive batches (ordered by length) mostly share one.
+    prepared: Mutex<Option<(usize, PreparedFilter)>>,
     /// `filter_fn.bias`: the skip term added to the long convolution, per channel.
     skip: Tensor<3>,
 }
@@ -189,6 +193,7 @@ impl Hyena {
                 )?,
                 short_bias: param(ckpt, &format!("{m}short_filter.bias"), [3 * d], device)?,
                 filter,
+                prepared: Mutex::new(None),
                 skip: param(ckpt, &format!("{f}bias"), [d], device)?.reshape([1, d, 1]),
             };
             blocks.push(Block {
@@ -266,8 +271,21 @@ impl Operator {
         let x0 = short.clone().narrow(1, 0, d);
         let x1 = short.clone().narrow(1, d, d);
         let v = short.narrow(1, 2 * d, d) * x1;
-        let v = self.long_conv.apply(v.clone(), self.filter.kernel(len)) + v * self.skip.clone();
+        let v = self.filter_for(len).apply(v.clone()) + v * self.skip.clone();
         self.out_proj.forward((v * x0).swap_dims(1, 2))
+    }
+
+    fn filter_for(&self, len: usize) -> PreparedFilter {
+        // A panic elsewhere cannot leave the cache half-written: keep using it.
+        let mut prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((cached_len, filter)) = prepared.as_ref()
+            && *cached_len == len
+        {
+            return filter.clone();
+        }
+        let filter = self.long_conv.prepare(self.filter.kernel(len));
+        *prepared = Some((len, filter.clone()));
+        filter
     }
 }
 
@@ -324,23 +342,47 @@ impl LongConv {
         }
     }
 
-    /// y for v [batch, channels, len] and k [channels, len].
-    fn apply(self, v: Tensor<3>, k: Tensor<2>) -> Tensor<3> {
+    /// The filter k [channels, len] in the form `PreparedFilter::apply` takes.
+    fn prepare(self, k: Tensor<2>) -> PreparedFilter {
         let [channels, len] = k.dims();
         match self {
-            LongConv::Direct => {
-                let weight = k.flip([1]).reshape([channels, 1, len]);
-                let options = ConvOptions::new_with_padding([1], [(len - 1, 0)], [1], channels);
-                conv1d(v, weight, None, options)
-            }
+            LongConv::Direct => PreparedFilter::Direct(k.flip([1]).reshape([channels, 1, len])),
             LongConv::Fft => {
                 // Zero-padding to n ≥ 2L − 1 makes the circular convolution the linear one.
                 let n = (2 * len).next_power_of_two();
-                let (v_re, v_im) = rfft(v, 2, Some(n));
-                let (k_re, k_im) = rfft(k.unsqueeze_dim::<3>(0), 2, Some(n));
-                let y_re = v_re.clone() * k_re.clone() - v_im.clone() * k_im.clone();
-                let y_im = v_re * k_im + v_im * k_re;
-                irfft(y_re, y_im, 2, Some(n)).narrow(2, 0, len)
+                let (re, im) = rfft(k.unsqueeze_dim::<3>(0), 2, Some(n));
+                PreparedFilter::Spectrum { re, im, n }
+            }
+        }
+    }
+}
+
+/// A long filter ready to convolve: its flipped taps [channels, 1, len] for `conv1d`, or its
+/// spectrum [1, channels, n / 2 + 1].
+#[derive(Clone)]
+enum PreparedFilter {
+    Direct(Tensor<3>),
+    Spectrum {
+        re: Tensor<3>,
+        im: Tensor<3>,
+        n: usize,
+    },
+}
+
+impl PreparedFilter {
+    /// y for v [batch, channels, len].
+    fn apply(&self, v: Tensor<3>) -> Tensor<3> {
+        let [_, channels, len] = v.dims();
+        match self {
+            PreparedFilter::Direct(weight) => {
+                let options = ConvOptions::new_with_padding([1], [(len - 1, 0)], [1], channels);
+                conv1d(v, weight.clone(), None, options)
+            }
+            PreparedFilter::Spectrum { re, im, n } => {
+                let (v_re, v_im) = rfft(v, 2, Some(*n));
+                let y_re = v_re.clone() * re.clone() - v_im.clone() * im.clone();
+                let y_im = v_re * im.clone() + v_im * re.clone();
+                irfft(y_re, y_im, 2, Some(*n)).narrow(2, 0, len)
             }
         }
     }
