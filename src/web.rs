@@ -8,6 +8,8 @@ use crate::protocol::Regime;
 use crate::seq::{self, InputFile};
 use crate::{Error, Result, profile};
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::rc::Rc;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
@@ -46,6 +48,10 @@ struct Request {
     /// or read from the page's hub cache. The weights are moved into the model, not copied.
     #[serde(default, rename = "modelFiles")]
     model_files: std::collections::BTreeMap<String, Vec<DroppedFile>>,
+    /// The page's key for each `hf:` model's current load (see [`HeldEncoder`]); the files
+    /// of a model the core still holds under its key are left out.
+    #[serde(default, rename = "modelKeys")]
+    model_keys: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -195,15 +201,23 @@ async fn run(
             let _ = on_progress.call1(&JsValue::NULL, &value);
         }
     };
-    let mut submissions = Vec::with_capacity(request.models.len());
+    let mut submissions = vec![None; request.models.len()];
     let mut backends = Vec::with_capacity(request.models.len());
     let mut model_files = request.model_files;
-    for spec in &request.models {
-        let encoder = load_encoder(spec, model_files.remove(spec), backend).await?;
+    // The held model first: loading any other drops it, and the page sent no files for it.
+    let key_of = |spec: &String| request.model_keys.get(spec).map(String::as_str);
+    let mut order: Vec<usize> = (0..request.models.len()).collect();
+    order.sort_by_key(|&i| !key_of(&request.models[i]).is_some_and(|k| holds_model(k, backend)));
+    for i in order {
+        let spec = &request.models[i];
+        let (encoder, _) =
+            load_encoder(spec, model_files.remove(spec), key_of(spec), backend).await?;
         let store = store.map(|s| s as &dyn eval::EmbeddingStore);
-        submissions.push(eval::evaluate(&encoder, &tasks, &regimes, store, &mut report).await?);
+        submissions[i] =
+            Some(eval::evaluate(&encoder, &tasks, &regimes, store, &mut report).await?);
         backends.push(encoder.backend_info());
     }
+    let submissions: Vec<_> = submissions.into_iter().flatten().collect();
     let profile = profile::build(&submissions)?;
     // The page reports the GPU when any model used it; k-mer models alone run on the CPU.
     let used = backends
@@ -219,15 +233,79 @@ async fn run(
     })
 }
 
-/// A built-in encoder from its spec, or an `hf:` model from the files the page passed for it.
+/// The last `hf:` model the page used, kept loaded between calls: parsing the checkpoint and
+/// building the model (and, on WebGPU, uploading its weights) is most of what a short call
+/// costs. `key` is the page's key for that load of the model's files, plus the backend. One
+/// model at most, and it is dropped before another is built: two 117M-parameter models at once
+/// could pass wasm32's 4 GiB.
+struct HeldEncoder {
+    key: String,
+    encoder: Rc<Encoder>,
+}
+
+thread_local! {
+    static HELD: RefCell<Option<HeldEncoder>> = const { RefCell::new(None) };
+}
+
+fn held_key(page_key: &str, backend: BackendKind) -> String {
+    format!("{page_key} on {backend:?}")
+}
+
+/// Whether the core holds the model the page loaded under `key` on `backend` ("cpu" or
+/// "webgpu"), so the page can leave its files out of the next call.
+#[wasm_bindgen(js_name = holdsModel)]
+pub fn page_holds_model(key: &str, backend: &str) -> bool {
+    BackendKind::parse(backend).is_ok_and(|backend| holds_model(key, backend))
+}
+
+fn holds_model(key: &str, backend: BackendKind) -> bool {
+    let wanted = held_key(key, backend);
+    HELD.with_borrow(|held| held.as_ref().is_some_and(|h| h.key == wanted))
+}
+
+/// A built-in encoder from its spec, or an `hf:` model from the files the page passed for it
+/// (or the held one, when `key` names it; then the files may be absent). The flag says whether
+/// the held model was used.
 async fn load_encoder(
     spec: &str,
     files: Option<Vec<DroppedFile>>,
+    key: Option<&str>,
+    backend: BackendKind,
+) -> Result<(Rc<Encoder>, bool)> {
+    let Some(key) = key.map(|k| held_key(k, backend)) else {
+        let encoder = match files {
+            Some(files) => build_from_files(spec, files, backend).await?,
+            None => Encoder::from_spec(spec, backend).await?,
+        };
+        return Ok((Rc::new(encoder), false));
+    };
+    let held = HELD.with_borrow(|held| {
+        held.as_ref()
+            .filter(|h| h.key == key)
+            .map(|h| Rc::clone(&h.encoder))
+    });
+    if let Some(encoder) = held {
+        return Ok((encoder, true));
+    }
+    HELD.set(None);
+    let files = files.ok_or_else(|| {
+        Error::new(format!(
+            "{spec}: the page sent no model files and the model is no longer loaded; load it again"
+        ))
+    })?;
+    let encoder = Rc::new(build_from_files(spec, files, backend).await?);
+    HELD.set(Some(HeldEncoder {
+        key,
+        encoder: Rc::clone(&encoder),
+    }));
+    Ok((encoder, false))
+}
+
+async fn build_from_files(
+    spec: &str,
+    files: Vec<DroppedFile>,
     backend: BackendKind,
 ) -> Result<Encoder> {
-    let Some(files) = files else {
-        return Encoder::from_spec(spec, backend).await;
-    };
     let mut model = crate::hf::ModelFiles::new(spec.trim_start_matches("hf:"));
     for file in files {
         model.insert(&file.name, file.bytes);
@@ -249,9 +327,12 @@ struct EmbedRequest {
     /// The page's description of its WebGPU adapter, as for `evaluate`.
     #[serde(default)]
     adapter: String,
-    /// The model's files when `model` is an `hf:` model.
+    /// The model's files when `model` is an `hf:` model; absent when the core holds it under
+    /// `model_key`.
     #[serde(default, rename = "modelFiles")]
     model_files: Option<Vec<DroppedFile>>,
+    #[serde(default, rename = "modelKey")]
+    model_key: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -260,9 +341,13 @@ struct Embedded {
     /// Row-major n × dim.
     values: Vec<f32>,
     backend: crate::encoder::BackendInfo,
+    /// The model was the one held from an earlier call, not built for this one.
+    #[serde(rename = "modelKept")]
+    model_kept: bool,
 }
 
-/// Pooled embeddings of raw sequences: `{model, backend, sequences}` → `{dim, values, backend}`.
+/// Pooled embeddings of raw sequences: `{model, backend, sequences, modelFiles?, modelKey?}` →
+/// `{dim, values, backend, modelKept}`.
 /// Sequences are validated like task files (IUPAC codes → N).
 #[wasm_bindgen]
 pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
@@ -280,12 +365,19 @@ pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
             .collect::<Result<Vec<_>>>()?;
         let backend = BackendKind::parse(&request.backend)?;
         crate::encoder::backend::set_page_adapter_label(&request.adapter);
-        let encoder = load_encoder(&request.model, request.model_files, backend).await?;
+        let (encoder, model_kept) = load_encoder(
+            &request.model,
+            request.model_files,
+            request.model_key.as_deref(),
+            backend,
+        )
+        .await?;
         let x = encoder.embed(&sequences).await?;
         Ok::<_, Error>(Embedded {
             dim: encoder.dim(),
             values: x.into_iter().collect(),
             backend: encoder.backend_info(),
+            model_kept,
         })
     };
     to_js(&run.await.map_err(|e| JsError::new(&e.to_string()))?)

@@ -529,7 +529,7 @@ function startRun({ files, models, regimes, category, label, source = 'run' }) {
     cpuChosen: el.compute.value === 'cpu',
     gpuNote: '',
     request: {
-      files, models, regimes, category: category || null, modelFiles: modelFilesFor(models),
+      files, models, regimes, category: category || null, ...modelFilesFor(models),
       reuseEmbeddings: el.reuseEmbeddings.checked,
     },
   });

@@ -20,7 +20,10 @@ const HUB_ID = /^([A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*)(?:@([\w.\-/]+))?$/;
 
 // The files are Blobs (a dropped File is read from disk only when the worker needs it), so the
 // page never holds a model's bytes and posting them to the worker copies nothing.
-const loaded = new Map(); // spec → {spec, label, source, files: [{name, blob}], checked}
+const loaded = new Map(); // spec → {spec, label, source, key, files: [{name, blob}], checked}
+// Each load of a model gets a new key; the worker's core keeps the last model it built under its
+// key (src/web.rs HeldEncoder), so a later call with the same key skips reading and building it.
+let nextLoadKey = 1;
 let ctx = null; // {getWorker, onChange}
 let known = [];
 let nextRequestId = 1;
@@ -83,7 +86,10 @@ export function embedInWorker(spec, sequences, { backend = 'auto' } = {}) {
     worker.addEventListener('message', onMessage);
     worker.addEventListener('error', onError);
     // Blob handles, not bytes: the worker reads them (www/worker.js readModelFiles).
-    worker.postMessage({ type: 'embed', id, model: spec, sequences, modelFiles: model.files, forceBackend: backend === 'auto' ? undefined : backend });
+    worker.postMessage({
+      type: 'embed', id, model: spec, sequences, modelFiles: model.files, modelKey: model.key,
+      forceBackend: backend === 'auto' ? undefined : backend,
+    });
   });
 }
 
@@ -142,7 +148,11 @@ function renderLoaded() {
 /** Try the model on one short sequence, so a bad model is reported now rather than mid-run. */
 async function addModel({ files, ...model }) {
   say(ui.status, `checking ${model.spec}…`);
-  loaded.set(model.spec, { ...model, files: files.map((f) => ({ name: f.name, blob: f.blob ?? new Blob([f.bytes]) })) });
+  loaded.set(model.spec, {
+    ...model,
+    key: `${model.spec} load ${nextLoadKey++}`,
+    files: files.map((f) => ({ name: f.name, blob: f.blob ?? new Blob([f.bytes]) })),
+  });
   try {
     const r = await embedInWorker(model.spec, ['ACGTACGTAC']);
     say(ui.status, `${model.spec} is ready: ${r.dim}-dimensional embeddings, runs on ${r.backend.kind === 'cpu' ? 'the CPU' : `WebGPU (${r.backend.adapter})`}.`);
@@ -243,7 +253,8 @@ async function onEmbedClick() {
   try {
     const r = await embedInWorker(spec, sequences, { backend: ui.embedBackend.value });
     const where = r.backend.kind === 'cpu' ? 'the CPU' : `WebGPU (${r.backend.adapter})`;
-    say(ui.embedOut, `${sequences.length} × ${r.dim} embeddings, computed on ${where}.`);
+    const kept = r.modelKept ? ' (the model was still loaded from the last call)' : '';
+    say(ui.embedOut, `${sequences.length} × ${r.dim} embeddings, computed on ${where}${kept}.`);
     ui.embedJson.textContent = JSON.stringify({ model: spec, backend: r.backend, dim: r.dim, values: Array.from(r.values) });
   } catch (err) {
     say(ui.embedOut, messageOf(err), { error: true });
@@ -351,9 +362,13 @@ export function selectedHubModels() {
   return [...panel.querySelectorAll('input[name=hf-model]:checked')].map((b) => b.value);
 }
 
-/** `modelFiles` for a run request: the files of each `hf:` spec among `specs`. */
+/** For a run request: the files and the load key of each `hf:` spec among `specs`. */
 export function modelFilesFor(specs) {
-  const out = {};
-  for (const spec of specs) if (loaded.has(spec)) out[spec] = loaded.get(spec).files;
-  return out;
+  const modelFiles = {};
+  const modelKeys = {};
+  for (const spec of specs) {
+    const model = loaded.get(spec);
+    if (model) { modelFiles[spec] = model.files; modelKeys[spec] = model.key; }
+  }
+  return { modelFiles, modelKeys };
 }

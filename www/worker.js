@@ -1,10 +1,12 @@
 // The worker owns the WebAssembly core and the GPU check, so the page never blocks.
 //
-// Page → worker:  {type: "run", id, request: {..., reuseEmbeddings}, forceBackend?: "cpu" | "webgpu"}
+// Page → worker:  {type: "run", id, request: {..., modelFiles, modelKeys, reuseEmbeddings}, forceBackend?: "cpu" | "webgpu"}
+//                 {type: "embed", id, model, sequences, modelFiles, modelKey, forceBackend?}
 //                 {type: "report", id, request: {files: [{name, text}], maxParams?}}
 // Worker → page:  {type: "ready", version, models, backend}
 //                 {type: "progress", id, stage, model, task, done, total, fromCache}
 //                 {type: "result", id, backend, submissions, profile, cacheWarnings}
+//                 {type: "embedded", id, dim, values, backend, modelKept}
 //                 {type: "report", id, report: {html, csv, svg, official: {name: text}, analysis}}
 //                 {type: "error", id?, message, gpuFailure?, poisoned?}
 // `poisoned`: the wasm trapped (a Rust panic is a WebAssembly.RuntimeError); the instance may be
@@ -177,7 +179,9 @@ async function run({ id, request, forceBackend }) {
     adapter: backend.adapter ?? '',
     category: request.category || null,
     modelFiles: Object.fromEntries(await Promise.all(Object.entries(request.modelFiles ?? {})
+      .filter(([spec]) => !wasm.holdsModel(request.modelKeys?.[spec] ?? '', backend.kind))
       .map(async ([spec, files]) => [spec, await readModelFiles(files)]))), // www/models.js
+    modelKeys: request.modelKeys ?? {},
   });
   // Embeddings of earlier runs (www/embedding-cache.js), unless the user turned reuse off.
   const cacheWarnings = [];
@@ -222,15 +226,20 @@ function readModelFiles(files) {
 }
 
 // --- foundation models (www/models.js): pooled embeddings of a few sequences ---
-async function embed({ id, model, sequences, modelFiles, forceBackend }) {
+async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend }) {
   if (!wasm) throw new Error('The WebAssembly module is not loaded yet.');
   const backend = await chooseBackend(forceBackend);
+  // The core may still hold this load of the model (src/web.rs HeldEncoder): then its files are
+  // neither read nor sent.
+  const held = modelKey != null && wasm.holdsModel(modelKey, backend.kind);
   try {
     const r = plain(parseIfString(await wasm.embed({
-      model, backend: backend.kind, adapter: backend.adapter ?? '', sequences,
-      modelFiles: modelFiles && await readModelFiles(modelFiles),
+      model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelKey,
+      modelFiles: modelFiles && !held ? await readModelFiles(modelFiles) : undefined,
     })));
-    self.postMessage({ type: 'embedded', id, dim: r.dim, values: r.values, backend: r.backend });
+    self.postMessage({
+      type: 'embedded', id, dim: r.dim, values: r.values, backend: r.backend, modelKept: Boolean(r.modelKept),
+    });
   } catch (err) {
     // A trap leaves the instance broken: reload it so the page stays usable.
     if (err instanceof WebAssembly.RuntimeError) { wasm = null; start(); }
