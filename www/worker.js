@@ -125,7 +125,9 @@ async function start() {
       type: 'error',
       fatal: true,
       message: `Could not load the geneb WebAssembly module (${PKG}): ${messageOf(err)}. `
-        + 'If you serve the page yourself, build it first with scripts/build-wasm.sh.',
+        + 'If you serve the page yourself, build it first with scripts/build-wasm.sh. '
+        // .cargo/config.toml builds it with WebAssembly SIMD.
+        + 'It needs WebAssembly SIMD: Chrome or Edge 91+, Firefox 89+, Safari 16.4+.',
     });
     return;
   }
