@@ -178,7 +178,7 @@ fn sigmoid_f32(x: f32) -> f32 {
     }
 }
 
-/// eˣ for x ≤ 0 to about 1 ulp, with multiplies, adds and bit shifts only, so the compiler
+/// eˣ for x ≤ 0 within 2 ulp, with multiplies, adds and bit shifts only, so the compiler
 /// vectorises the loop around it (libm's `expf` is a call per value). Cephes' `expf`: x = n·ln 2
 /// + r with |r| ≤ ½ ln 2, a degree-7 polynomial for eʳ, then 2ⁿ into the exponent bits.
 fn exp_nonpositive(x: f32) -> f32 {
@@ -205,8 +205,7 @@ fn exp_nonpositive(x: f32) -> f32 {
 /// `f` applied to every value of a CPU-backend tensor in one pass, on rayon's threads natively:
 /// Burn's CPU backend runs each element-wise op as its own single-threaded pass, and an
 /// activation made of several ops (each with a transcendental function) cost more than the
-/// matrix products around it.
-/// `None` when the values are not f32.
+/// matrix products around it. `None` when the values are not f32.
 fn map_on_cpu<const D: usize, F>(x: &Tensor<D>, f: F) -> Option<Tensor<D>>
 where
     F: Fn(f32) -> f32 + Send + Sync,
