@@ -38,7 +38,9 @@ export const HUB_HOSTS = [
 export const CSP = [
   "default-src 'self'",
   "script-src 'self' 'wasm-unsafe-eval'",
-  "worker-src 'self'",
+  // blob: for wasm-bindgen-rayon, which starts each thread of the threaded core from a blob URL
+  // of its own same-origin helper script.
+  "worker-src 'self' blob:",
   `connect-src 'self' ${HUB_HOSTS.join(' ')}`,
   "img-src 'self' data: blob:",
   "style-src 'self'",
@@ -86,25 +88,31 @@ function cspFor(hubOrigin) {
   return hubOrigin ? CSP.replace("connect-src 'self'", `connect-src 'self' ${hubOrigin}`) : CSP;
 }
 
-function baseHeaders(extra = {}, hubOrigin = '') {
+/**
+ * COOP same-origin + COEP require-corp make the page cross-origin isolated, the condition for
+ * SharedArrayBuffer and so for the threaded core (www/worker.js). `isolated: false` (tests of the
+ * one-thread fallback only) serves without COEP.
+ */
+function baseHeaders(extra = {}, { hubOrigin = '', isolated = true } = {}) {
   return {
     'Content-Security-Policy': cspFor(hubOrigin),
     'Cache-Control': 'no-cache',
     'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'no-referrer',
     'Cross-Origin-Opener-Policy': 'same-origin',
+    ...(isolated ? { 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}),
     'Cross-Origin-Resource-Policy': 'same-origin',
     ...extra,
   };
 }
 
-function sendText(res, status, text, extra = {}) {
+function sendText(res, status, text, extra = {}, options = {}) {
   const body = Buffer.from(text + '\n', 'utf8');
   res.writeHead(status, baseHeaders({
     'Content-Type': 'text/plain; charset=utf-8',
     'Content-Length': body.length,
     ...extra,
-  }));
+  }, options));
   res.end(body);
 }
 
@@ -126,9 +134,10 @@ function resolvePath(mounts, pathname) {
   return null;
 }
 
-async function handle(mounts, req, res, hubOrigin) {
+async function handle(mounts, req, res, options) {
+  const { hubOrigin } = options;
   if (req.method !== 'GET' && req.method !== 'HEAD') {
-    return sendText(res, 405, 'method not allowed', { Allow: 'GET, HEAD' });
+    return sendText(res, 405, 'method not allowed', { Allow: 'GET, HEAD' }, options);
   }
   // `encoded` is the path as sent (percent-encoded, normalised by the URL parser); `pathname` is
   // its decoded form, used only to find the file. Parsed after the origin, so "//host/x" stays
@@ -140,29 +149,29 @@ async function handle(mounts, req, res, hubOrigin) {
     encoded = new URL(`http://localhost${req.url}`).pathname;
     pathname = decodeURIComponent(encoded);
   } catch {
-    return sendText(res, 400, 'bad request');
+    return sendText(res, 400, 'bad request', {}, options);
   }
   // No empty segments: "//" (however encoded) would make a redirect to another host.
   if (pathname.includes('\0') || pathname.includes('//') || pathname.split('/').some((seg) => seg === '..')) {
-    return sendText(res, 400, 'bad request');
+    return sendText(res, 400, 'bad request', {}, options);
   }
   let file = resolvePath(mounts, pathname);
-  if (!file) return sendText(res, 404, 'not found');
+  if (!file) return sendText(res, 404, 'not found', {}, options);
   let info;
   try {
     info = await stat(file);
     if (info.isDirectory()) {
       if (!pathname.endsWith('/')) {
         // The still-encoded path: a decoded "%2F" or "%5C" must not shape the Location.
-        return sendText(res, 301, 'moved', { Location: `${encoded}/` });
+        return sendText(res, 301, 'moved', { Location: `${encoded}/` }, options);
       }
       file = join(file, 'index.html');
       info = await stat(file);
     }
   } catch {
-    return sendText(res, 404, 'not found');
+    return sendText(res, 404, 'not found', {}, options);
   }
-  if (!info.isFile()) return sendText(res, 404, 'not found');
+  if (!info.isFile()) return sendText(res, 404, 'not found', {}, options);
   let body = await readFile(file);
   const type = MIME[extname(file).toLowerCase()] ?? 'application/octet-stream';
   if (hubOrigin && type.startsWith('text/html')) {
@@ -173,24 +182,24 @@ async function handle(mounts, req, res, hubOrigin) {
   // the whole wasm again.
   const etag = `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
   if (req.headers['if-none-match']?.split(/\s*,\s*/).includes(etag)) {
-    res.writeHead(304, baseHeaders({ ETag: etag }, hubOrigin));
+    res.writeHead(304, baseHeaders({ ETag: etag }, options));
     return res.end();
   }
-  res.writeHead(200, baseHeaders({ 'Content-Type': type, 'Content-Length': body.length, ETag: etag }, hubOrigin));
+  res.writeHead(200, baseHeaders({ 'Content-Type': type, 'Content-Length': body.length, ETag: etag }, options));
   res.end(req.method === 'HEAD' ? undefined : body);
 }
 
 /**
  * Start the server. Resolves to { server, port, url, close() }.
- * @param {{port?: number, repo?: string, mounts?: Array<[string, string]>, hubOrigin?: string}} [options]
+ * @param {{port?: number, repo?: string, mounts?: Array<[string, string]>, hubOrigin?: string, isolated?: boolean}} [options]
  *   port 0 (the default here) picks a free port; `mounts` are extra [urlPrefix, path] pairs
  *   checked before the defaults; `hubOrigin` (browser tests only) lets the page fetch models
  *   from a local stand-in for the hub.
  */
-export function startServer({ port = 0, repo = REPO, mounts = [], hubOrigin = '' } = {}) {
+export function startServer({ port = 0, repo = REPO, mounts = [], hubOrigin = '', isolated = true } = {}) {
   const all = [...mounts, ...defaultMounts(repo)];
   const server = createServer((req, res) => {
-    handle(all, req, res, hubOrigin).catch((err) => {
+    handle(all, req, res, { hubOrigin, isolated }).catch((err) => {
       if (!res.headersSent) sendText(res, 500, 'internal error');
       else res.destroy();
       console.error(`geneb: ${req.url}: ${err.message}`);

@@ -41,6 +41,26 @@ function rawGet(path, method = 'GET', headers = {}) {
   });
 }
 
+test('every response, the service worker and errors too, carries COOP + COEP (cross-origin isolation, for the threaded core)', async () => {
+  for (const path of ['/', '/sw.js', '/worker.js', '/scratch/m.wasm', '/no-such-file', '/scratch/sub%20dir']) {
+    const r = await rawGet(path);
+    assert.equal(r.headers['cross-origin-opener-policy'], 'same-origin', path);
+    assert.equal(r.headers['cross-origin-embedder-policy'], 'require-corp', path);
+    assert.equal(r.headers['cross-origin-resource-policy'], 'same-origin', path);
+  }
+  // A host that cannot set COEP, as the one-thread fallback test serves the page.
+  const plain = await startServer({ port: 0, isolated: false });
+  try {
+    const r = await new Promise((resolve, reject) => {
+      request({ host: '127.0.0.1', port: plain.port, path: '/' }, (res) => { res.resume(); resolve(res); })
+        .on('error', reject).end();
+    });
+    assert.equal(r.headers['cross-origin-embedder-policy'], undefined);
+  } finally {
+    await plain.close();
+  }
+});
+
 test('serves the page with the CSP, no-cache and the right types', async () => {
   const res = await rawGet('/');
   assert.equal(res.status, 200);
