@@ -2,8 +2,10 @@
 // Chromium through playwright-core, a recorder that fails the test when any request goes
 // anywhere but the local server (data: and blob: URLs excepted), and a local stand-in for the hub.
 
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
+import { readFile, readdir } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { join, resolve } from 'node:path';
@@ -153,6 +155,90 @@ export async function profileRows(page, regime) {
       model: tr.querySelector('th code')?.textContent ?? '',
       cells: [...tr.querySelectorAll('td')].map((td) => td.textContent.trim()),
     })));
+}
+
+/** Pick task files with the page's file input and wait until it lists them. */
+export async function addFiles(page, ...paths) {
+  await byTestId(page, 'task-files').setInputFiles(paths);
+  for (const p of paths) {
+    const name = p.split('/').pop();
+    await byTestId(page, 'file-list').locator('li', { hasText: name }).waitFor({ timeout: 10_000 });
+  }
+}
+
+/** Click the results download; the parsed JSON (saved to `saveAs` too when given). */
+export async function downloadResult(page, { saveAs } = {}) {
+  const [download] = await Promise.all([
+    page.waitForEvent('download', { timeout: 60_000 }),
+    byTestId(page, 'download').click(),
+  ]);
+  assert.equal(download.suggestedFilename(), 'geneb-results.json');
+  if (saveAs) await download.saveAs(saveAs);
+  const path = saveAs ?? await download.path();
+  return JSON.parse(await readFile(path, 'utf8'));
+}
+
+// --- foundation models through the page's own controls (www/models.js) ---
+
+export async function folderFiles(dir) {
+  const out = {};
+  for (const name of await readdir(dir)) out[name] = await readFile(join(dir, name));
+  return out;
+}
+
+/** Drop files onto the model panel as a user's drag and drop would. */
+export async function dropModel(page, files) {
+  const payload = Object.entries(files).map(([name, bytes]) => ({ name, bytes: [...bytes] }));
+  await page.evaluate((list) => {
+    const dt = new DataTransfer();
+    for (const f of list) dt.items.add(new File([new Uint8Array(f.bytes)], f.name));
+    const zone = document.querySelector('[data-testid="model-drop"]');
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, payload);
+}
+
+export async function waitLoaded(page, spec) {
+  await page.waitForFunction((s) => {
+    const loaded = [...document.querySelectorAll('[data-testid="loaded-model"] input')].some((i) => i.value === s);
+    const error = document.querySelector('[data-testid="model-error"]');
+    return loaded || (error && !error.hidden && error.textContent);
+  }, spec, { timeout: LOAD_TIMEOUT, polling: 100 });
+  const error = byTestId(page, 'model-error');
+  if (await error.isVisible()) throw new Error(`loading ${spec} failed: ${await error.textContent()}`);
+}
+
+export async function waitModelError(page) {
+  await page.waitForFunction(() => {
+    const e = document.querySelector('[data-testid="model-error"]');
+    return e && !e.hidden && e.textContent;
+  }, null, { timeout: LOAD_TIMEOUT, polling: 100 });
+  return byTestId(page, 'model-error').textContent();
+}
+
+/** Embed `sequences` through the page's embed tool; returns the JSON it shows and its summary line. */
+export async function embedThroughPage(page, spec, sequences, { cpu }) {
+  const tool = byTestId(page, 'embed-tool');
+  if (!(await tool.evaluate((d) => d.open))) await tool.locator('summary').click();
+  await byTestId(page, 'embed-model').selectOption(spec);
+  await byTestId(page, 'embed-input').fill(sequences.join('\n'));
+  await byTestId(page, 'embed-backend').selectOption(cpu ? 'cpu' : 'webgpu');
+  await page.evaluate(() => { document.querySelector('[data-testid="embed-json"]').textContent = ''; });
+  await byTestId(page, 'embed-run').click();
+  await page.waitForFunction(() => {
+    const out = document.querySelector('[data-testid="embed-json"]');
+    const summary = document.querySelector('[data-testid="embed-summary"]');
+    return out.textContent || summary.classList.contains('error');
+  }, null, { timeout: LOAD_TIMEOUT * 2, polling: 100 });
+  const json = await byTestId(page, 'embed-json').textContent();
+  const summary = await byTestId(page, 'embed-summary').textContent();
+  if (!json) throw new Error(`embedding failed: ${summary}`);
+  return { ...JSON.parse(json), summary };
+}
+
+/** Run the chosen tasks and models; the page must show no error. */
+export async function runWithoutError(page) {
+  await runAndWait(page, 'run');
+  assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
 }
 
 export function ensureArtifacts() {

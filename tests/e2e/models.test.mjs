@@ -5,78 +5,16 @@
 // give a clear message while the page stays usable.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, launchBrowser, openApp, pkgMounts, profileRows, runAndWait,
-  startFakeHub, waitReady, wasmBuilt,
+  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, dropModel, embedThroughPage, folderFiles, launchBrowser, openApp,
+  pkgMounts, profileRows, runWithoutError, startFakeHub, waitLoaded, waitModelError, waitReady, wasmBuilt,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
 const NT_V2 = join(REPO, 'tests', 'fixtures', 'models', 'nt_v2');
 const TOLERANCE = 1e-4;
 const GC_VS_AT = join(REPO, 'tests', 'e2e', 'fixtures', 'e2e_gc_vs_at.csv');
-
-async function folderFiles(dir) {
-  const out = {};
-  for (const name of await readdir(dir)) out[name] = await readFile(join(dir, name));
-  return out;
-}
-
-/** Drop files onto the model panel as a user's drag and drop would. */
-async function dropModel(page, files) {
-  const payload = Object.entries(files).map(([name, bytes]) => ({ name, bytes: [...bytes] }));
-  await page.evaluate((list) => {
-    const dt = new DataTransfer();
-    for (const f of list) dt.items.add(new File([new Uint8Array(f.bytes)], f.name));
-    const zone = document.querySelector('[data-testid="model-drop"]');
-    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
-  }, payload);
-}
-
-async function waitLoaded(page, spec) {
-  await page.waitForFunction((s) => {
-    const loaded = [...document.querySelectorAll('[data-testid="loaded-model"] input')].some((i) => i.value === s);
-    const error = document.querySelector('[data-testid="model-error"]');
-    return loaded || (error && !error.hidden && error.textContent);
-  }, spec, { timeout: LOAD_TIMEOUT, polling: 100 });
-  const error = byTestId(page, 'model-error');
-  if (await error.isVisible()) throw new Error(`loading ${spec} failed: ${await error.textContent()}`);
-}
-
-async function waitModelError(page) {
-  await page.waitForFunction(() => {
-    const e = document.querySelector('[data-testid="model-error"]');
-    return e && !e.hidden && e.textContent;
-  }, null, { timeout: LOAD_TIMEOUT, polling: 100 });
-  return byTestId(page, 'model-error').textContent();
-}
-
-/** Embed `sequences` through the page's embed tool; returns the JSON it shows and its summary line. */
-async function embedThroughPage(page, spec, sequences, { cpu }) {
-  const tool = byTestId(page, 'embed-tool');
-  if (!(await tool.evaluate((d) => d.open))) await tool.locator('summary').click();
-  await byTestId(page, 'embed-model').selectOption(spec);
-  await byTestId(page, 'embed-input').fill(sequences.join('\n'));
-  await byTestId(page, 'embed-backend').selectOption(cpu ? 'cpu' : 'webgpu');
-  await page.evaluate(() => { document.querySelector('[data-testid="embed-json"]').textContent = ''; });
-  await byTestId(page, 'embed-run').click();
-  await page.waitForFunction(() => {
-    const out = document.querySelector('[data-testid="embed-json"]');
-    const summary = document.querySelector('[data-testid="embed-summary"]');
-    return out.textContent || summary.classList.contains('error');
-  }, null, { timeout: LOAD_TIMEOUT * 2, polling: 100 });
-  const json = await byTestId(page, 'embed-json').textContent();
-  const summary = await byTestId(page, 'embed-summary').textContent();
-  if (!json) throw new Error(`embedding failed: ${summary}`);
-  return { ...JSON.parse(json), summary };
-}
-
-/** Run the chosen tasks and models; the page must show no error. */
-async function runWithoutError(page) {
-  await runAndWait(page, 'run');
-  assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
-}
 
 function worstDifference(values, pooled) {
   const expected = pooled.flat();
