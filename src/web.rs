@@ -19,6 +19,17 @@ pub fn start() {
     console_error_panic_hook::set_once();
 }
 
+/// `initThreadPool(n)` in the threaded build: starts n rayon threads as Web Workers sharing this
+/// module's memory (wasm-bindgen-rayon); the worker calls it once, right after loading.
+#[cfg(feature = "threads")]
+pub use wasm_bindgen_rayon::init_thread_pool;
+
+/// Threads the core's CPU work runs on: rayon's pool, 1 in the one-thread build.
+#[wasm_bindgen]
+pub fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
 #[wasm_bindgen]
 pub fn version() -> String {
     crate::VERSION.to_string()
@@ -41,6 +52,7 @@ struct Request {
     backend: String,
     /// The page's description of its WebGPU adapter (browsers hide the name from wgpu).
     #[serde(default)]
+    #[cfg_attr(not(feature = "wgpu"), allow(dead_code))] // the threaded build has no WebGPU
     adapter: String,
     #[serde(default)]
     category: Option<String>,
@@ -184,6 +196,7 @@ async fn run(
     }
     let regimes = Regime::parse_list(&request.regimes)?;
     let backend = BackendKind::parse(&request.backend)?;
+    #[cfg(feature = "wgpu")]
     crate::encoder::backend::set_page_adapter_label(&request.adapter);
     let files: Vec<InputFile> = request
         .files
@@ -263,6 +276,13 @@ fn holds_model(key: &str, backend: BackendKind) -> bool {
     HELD.with_borrow(|held| held.as_ref().is_some_and(|h| h.key == wanted))
 }
 
+/// Drop the held model. The page's worker calls it on one build of the core before the other
+/// build (threaded CPU, one-thread WebGPU) loads a model, so the tab never holds two.
+#[wasm_bindgen(js_name = releaseModel)]
+pub fn release_model() {
+    HELD.set(None);
+}
+
 /// A built-in encoder from its spec, or an `hf:` model from the files the page passed for it
 /// (or the held one, when `key` names it; then the files may be absent). The flag says whether
 /// the held model was used.
@@ -326,6 +346,7 @@ struct EmbedRequest {
     sequences: Vec<String>,
     /// The page's description of its WebGPU adapter, as for `evaluate`.
     #[serde(default)]
+    #[cfg_attr(not(feature = "wgpu"), allow(dead_code))]
     adapter: String,
     /// The model's files when `model` is an `hf:` model; absent when the core holds it under
     /// `model_key`.
@@ -364,6 +385,7 @@ pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
             })
             .collect::<Result<Vec<_>>>()?;
         let backend = BackendKind::parse(&request.backend)?;
+        #[cfg(feature = "wgpu")]
         crate::encoder::backend::set_page_adapter_label(&request.adapter);
         let (encoder, model_kept) = load_encoder(
             &request.model,

@@ -73,6 +73,7 @@ const state = {
   models: [], // from the worker's ready message
   modelsRendered: false,
   backend: null, // {kind, adapter, reason?} from the last GPU check
+  threads: null, // {count, reason}: the core's CPU threads (www/worker.js)
   files: [], // [{path, file}]
   run: null, // {id, request, label, forcedCpu, startedAt, gpuNote}
   nextRunId: 1,
@@ -90,15 +91,24 @@ function isGpu(b) {
   return Boolean(b && b.kind && b.kind !== 'cpu');
 }
 
+/** "CPU, 4 threads", or "CPU, 1 thread" and why (the worker's `threads`, www/worker.js). */
+function cpuText() {
+  const t = state.threads;
+  if (!t) return 'CPU';
+  const n = Math.max(1, Number(t.count) || 1);
+  return `CPU, ${n} thread${n === 1 ? '' : 's'}${t.reason ? ` (one thread: ${t.reason})` : ''}`;
+}
+
 function backendText(b, { fallback = false, gpuAvailable = false, chosen = false, passedOver = '' } = {}) {
   if (!b) return 'checking for WebGPU…';
   if (isGpu(b)) return `WebGPU — ${b.adapter || 'adapter'}${b.fallback ? ' (software fallback)' : ''}`;
-  if (fallback) return 'CPU (WebGPU failed, fell back to the CPU)';
-  if (passedOver) return `CPU (faster than the software WebGPU adapter, ${passedOver})`;
-  if (chosen) return 'CPU (chosen)';
-  if (gpuAvailable) return 'CPU (these encoders run on the CPU)';
+  const cpu = cpuText();
+  if (fallback) return `${cpu} — WebGPU failed, fell back to the CPU`;
+  if (passedOver) return `${cpu} — faster than the software WebGPU adapter, ${passedOver}`;
+  if (chosen) return `${cpu} — chosen`;
+  if (gpuAvailable) return `${cpu} — these encoders run on the CPU`;
   const reason = b.reason && b.reason !== 'forced' ? b.reason : 'no WebGPU adapter';
-  return `CPU (${reason})`;
+  return `${cpu} — ${reason}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -137,7 +147,7 @@ function setPhase(phase) {
   updateControls();
 }
 
-function setProgress({ stage = '', model = '', task = '', done = 0, total = 0, fromCache = false } = {}, text) {
+function setProgress({ stage = '', model = '', task = '', done = 0, total = 0, fromCache = false, pace = '' } = {}, text) {
   if (total > 0) {
     el.progressBar.max = total;
     el.progressBar.value = Math.min(done, total);
@@ -146,7 +156,7 @@ function setProgress({ stage = '', model = '', task = '', done = 0, total = 0, f
   }
   const count = total > 0 ? `${done}/${total}` : '';
   el.progressText.textContent = text
-    ?? [stage, model, task, count, fromCache ? 'reused from the embedding cache' : ''].filter(Boolean).join(' · ');
+    ?? [stage, model, task, count, fromCache ? 'reused from the embedding cache' : '', pace].filter(Boolean).join(' · ');
   // Screen readers hear each new stage and model, not every count.
   announce(text ?? [stage, model].filter(Boolean).join(' · '));
 }
@@ -416,6 +426,7 @@ function onWorkerMessage(msg) {
       state.models = Array.isArray(msg.models) ? msg.models : [];
       setKnownModels(msg.known);
       state.backend = msg.backend ?? null;
+      state.threads = msg.threads ?? null;
       el.version.textContent = msg.version || '—';
       if (!state.modelsRendered) {
         renderModels(state.models);

@@ -10,7 +10,7 @@
 // activation deletes every older geneb cache.
 // Nothing here talks to any host but the page's own.
 
-const CACHE_VERSION = 3;
+const CACHE_VERSION = 4;
 const CACHE = `geneb-v${CACHE_VERSION}`;
 
 /** The app shell and the core, relative to this file. A missing one fails the install. */
@@ -19,6 +19,19 @@ const SHELL = [
   'worker.js', 'style.css', 'favicon.svg', 'pkg/geneb.js', 'pkg/geneb_bg.wasm',
   'hub.js', 'models.js', 'tasks.js', 'idb.js', 'embedding-cache.js',
 ];
+
+/**
+ * The threaded core (scripts/build-wasm.sh lists its files, whose helper folder is named by
+ * hash). Optional: without it the page runs the one-thread core.
+ */
+const THREADED_MANIFEST = 'pkg-threads/files.json';
+
+async function cacheThreadedCore(cache) {
+  const res = await fetch(fresh(THREADED_MANIFEST));
+  if (!res.ok) return;
+  const { files = [] } = await res.json();
+  await cache.addAll(files.map((f) => fresh(`pkg-threads/${f}`)));
+}
 
 /** The demo suite: its manifest lists the task files. Optional (a server may not ship it). */
 const DEMO_MANIFEST = 'tasks/smoke/tasks.json';
@@ -40,8 +53,9 @@ self.addEventListener('install', (event) => {
   event.waitUntil((async () => {
     const cache = await caches.open(CACHE);
     await cache.addAll(SHELL.map(fresh));
-    // The demo suite is a convenience: the page works offline without it.
+    // The demo suite and the threaded core are conveniences: the page works offline without them.
     await cacheDemoSuite(cache).catch(() => {});
+    await cacheThreadedCore(cache).catch(() => {});
     await self.skipWaiting();
   })());
 });

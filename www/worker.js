@@ -3,8 +3,9 @@
 // Page → worker:  {type: "run", id, request: {..., modelFiles, modelKeys, reuseEmbeddings}, forceBackend?: "cpu" | "webgpu"}
 //                 {type: "embed", id, model, sequences, modelFiles, modelKey, forceBackend?}
 //                 {type: "report", id, request: {files: [{name, text}], maxParams?}}
-// Worker → page:  {type: "ready", version, models, backend}
-//                 {type: "progress", id, stage, model, task, done, total, fromCache}
+// Worker → page:  {type: "ready", version, models, backend, threads: {count, reason}}
+//                 {type: "progress", id, stage, model, task, done, total, fromCache, pace}
+//                 (pace: the core's rate, elapsed and time-left line for the run, src/progress.rs)
 //                 {type: "result", id, backend, submissions, profile, cacheWarnings}
 //                 {type: "embedded", id, dim, values, backend, modelKept}
 //                 {type: "report", id, report: {html, csv, svg, official: {name: text}, analysis}}
@@ -15,12 +16,37 @@
 
 import { storeForRun } from './embedding-cache.js';
 
+// Two builds of one core (scripts/build-wasm.sh). The threaded one runs the CPU work on a rayon
+// pool of Web Workers sharing its memory; shared memory needs a cross-origin isolated page
+// (COOP + COEP, scripts/serve.mjs). Anywhere else the one-thread build runs.
 const PKG = './pkg/geneb.js';
+const PKG_THREADS = './pkg-threads/geneb.js';
 
 /** Minimum time between two progress messages of the same step (ms). */
 const PROGRESS_INTERVAL_MS = 80;
 
-let wasm = null; // the imported module, once initialised
+let wasm = null; // the core, once initialised: the threaded build where it could start
+let threaded = false; // whether `wasm` is the threaded build, which has no WebGPU
+let gpuCore = null; // the one-thread build beside the threaded one, for WebGPU calls
+
+/**
+ * The core for a call on `kind` ("cpu" or "webgpu"). The threaded build is the CPU's alone, so
+ * WebGPU calls go to the one-thread build, loaded on first use. Each build holds at most one
+ * model (src/web.rs HeldEncoder); the other build's is released first, so the tab never holds two.
+ */
+async function coreFor(kind) {
+  if (!threaded || kind !== 'webgpu') {
+    gpuCore?.releaseModel();
+    return wasm;
+  }
+  if (!gpuCore) {
+    const mod = await import(PKG);
+    await mod.default();
+    gpuCore = mod;
+  }
+  wasm.releaseModel();
+  return gpuCore;
+}
 
 /** Describe a WebGPU adapter in one short line. */
 async function describeAdapter(adapter) {
@@ -114,12 +140,34 @@ function looksLikeGpuFailure(message) {
   return GPU_WORDS.test(message);
 }
 
+/**
+ * The threaded core with one rayon thread per logical core, or why not: `{mod, threads: {count,
+ * reason}}`, `mod` null when the one-thread build must run. Never throws.
+ */
+async function loadThreaded() {
+  if (!self.crossOriginIsolated || typeof SharedArrayBuffer !== 'function') {
+    return { mod: null, threads: { count: 1, reason: 'the page is not cross-origin isolated' } };
+  }
+  try {
+    const mod = await import(PKG_THREADS);
+    await mod.default();
+    const count = Math.max(1, Number(self.navigator?.hardwareConcurrency) || 1);
+    await mod.initThreadPool(count);
+    return { mod, threads: { count: mod.threads(), reason: '' } };
+  } catch (err) {
+    return { mod: null, threads: { count: 1, reason: `the threaded core did not start: ${messageOf(err)}` } };
+  }
+}
+
 async function start() {
   const backendP = detectBackend();
-  let mod;
+  let { mod, threads } = await loadThreaded();
+  threaded = mod != null;
   try {
-    mod = await import(PKG);
-    await mod.default();
+    if (!mod) {
+      mod = await import(PKG);
+      await mod.default();
+    }
   } catch (err) {
     self.postMessage({
       type: 'error',
@@ -144,7 +192,7 @@ async function start() {
   }
   let version = '';
   try { version = String(mod.version()); } catch { version = ''; }
-  self.postMessage({ type: 'ready', version, models, known, backend: await backendP });
+  self.postMessage({ type: 'ready', version, models, known, backend: await backendP, threads });
 }
 
 async function run({ id, request, forceBackend }) {
@@ -153,6 +201,7 @@ async function run({ id, request, forceBackend }) {
     return;
   }
   const backend = await chooseBackend(forceBackend);
+  const core = await coreFor(backend.kind);
 
   let last = { t: 0, key: '' };
   const onProgress = (p) => {
@@ -167,6 +216,7 @@ async function run({ id, request, forceBackend }) {
         type: 'progress', id,
         stage: p.stage ?? '', model: p.model ?? '', task: p.task ?? '',
         done: Number(p.done ?? 0), total: Number(p.total ?? 0), fromCache: Boolean(p.fromCache),
+        pace: typeof p.pace === 'string' ? p.pace : '',
       });
     } catch { /* progress must never break the run */ }
   };
@@ -181,7 +231,7 @@ async function run({ id, request, forceBackend }) {
     adapter: backend.adapter ?? '',
     category: request.category || null,
     modelFiles: Object.fromEntries(await Promise.all(Object.entries(request.modelFiles ?? {})
-      .filter(([spec]) => !wasm.holdsModel(request.modelKeys?.[spec] ?? '', backend.kind))
+      .filter(([spec]) => !core.holdsModel(request.modelKeys?.[spec] ?? '', backend.kind))
       .map(async ([spec, files]) => [spec, await readModelFiles(files)]))), // www/models.js
     modelKeys: request.modelKeys ?? {},
   });
@@ -190,7 +240,7 @@ async function run({ id, request, forceBackend }) {
   const cache = request.reuseEmbeddings === false ? null : storeForRun(cacheWarnings);
   let raw;
   try {
-    raw = await wasm.evaluate(await fullRequest(), onProgress, cache);
+    raw = await core.evaluate(await fullRequest(), onProgress, cache);
   } catch (err) {
     const message = messageOf(err).split('\n')[0];
     self.postMessage({
@@ -231,11 +281,12 @@ function readModelFiles(files) {
 async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend }) {
   if (!wasm) throw new Error('The WebAssembly module is not loaded yet.');
   const backend = await chooseBackend(forceBackend);
+  const core = await coreFor(backend.kind);
   // The core may still hold this load of the model (src/web.rs HeldEncoder): then its files are
   // neither read nor sent.
-  const held = modelKey != null && wasm.holdsModel(modelKey, backend.kind);
+  const held = modelKey != null && core.holdsModel(modelKey, backend.kind);
   try {
-    const r = plain(parseIfString(await wasm.embed({
+    const r = plain(parseIfString(await core.embed({
       model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelKey,
       modelFiles: modelFiles && !held ? await readModelFiles(modelFiles) : undefined,
     })));
@@ -244,7 +295,7 @@ async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend 
     });
   } catch (err) {
     // A trap leaves the instance broken: reload it so the page stays usable.
-    if (err instanceof WebAssembly.RuntimeError) { wasm = null; start(); }
+    if (err instanceof WebAssembly.RuntimeError) { wasm = null; gpuCore = null; start(); }
     throw err;
   }
 }

@@ -44,10 +44,20 @@ pub fn cpu() -> Compute {
 
 /// The wgpu device, initialised on first use. An error (no adapter, a driver failure) is
 /// returned rather than panicking, so callers can fall back to the CPU and say so.
+#[cfg(feature = "wgpu")]
 pub async fn wgpu() -> Result<Compute> {
     cached::get_or_init().await
 }
 
+/// A build without Burn's GPU backend (the page's threaded core) runs on the CPU alone.
+#[cfg(not(feature = "wgpu"))]
+pub async fn wgpu() -> Result<Compute> {
+    Err(Error::new(
+        "this build of geneb has no GPU backend (the threaded page core is CPU-only); run on the CPU backend instead",
+    ))
+}
+
+#[cfg(feature = "wgpu")]
 fn init_error(e: impl std::fmt::Display) -> Error {
     // Browser failures carry a JS stack after the first line; the user needs only the reason.
     let reason = e.to_string();
@@ -57,6 +67,7 @@ fn init_error(e: impl std::fmt::Display) -> Error {
     ))
 }
 
+#[cfg(feature = "wgpu")]
 /// The adapter's name and API. Browsers hide the name from wgpu (it is empty there), so the
 /// page's own description of its adapter, when given, names it instead.
 fn describe(setup: &burn::tensor::wgpu::WgpuSetup, page_label: Option<&str>) -> String {
@@ -68,7 +79,7 @@ fn describe(setup: &burn::tensor::wgpu::WgpuSetup, page_label: Option<&str>) -> 
     format!("{name} ({:?}, {:?})", info.backend, info.device_type)
 }
 
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(feature = "wgpu", not(target_arch = "wasm32")))]
 mod cached {
     use super::*;
     use std::sync::OnceLock;
@@ -90,10 +101,10 @@ mod cached {
     }
 }
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(feature = "wgpu", target_arch = "wasm32"))]
 pub use cached::set_page_adapter_label;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(feature = "wgpu", target_arch = "wasm32"))]
 mod cached {
     use super::*;
     use std::cell::RefCell;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { CSP } from '../../scripts/serve.mjs';
 import {
   ARTIFACTS, FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, RUN_TIMEOUT,
-  byTestId, cellMean, ensureArtifacts, launchBrowser, openApp, profileRows, runAndWait,
+  addFiles, byTestId, cellMean, downloadResult, ensureArtifacts, launchBrowser, openApp, profileRows, runAndWait,
   startTestServer, waitReady, waitRunEnd, nativeGeneb, wasmBuilt,
 } from './helpers.mjs';
 
@@ -32,18 +32,6 @@ function assertModels(ids, specs, what) {
 
 /** The native CLI, built by `cargo build` (or `cargo test`). */
 const GENEB_CLI = nativeGeneb() ?? join(REPO, 'target', 'debug', 'geneb');
-
-/** Read the downloaded result JSON; with `saveAs`, also keep the file there. */
-async function downloadResult(page, { saveAs } = {}) {
-  const [download] = await Promise.all([
-    page.waitForEvent('download', { timeout: 60_000 }),
-    byTestId(page, 'download').click(),
-  ]);
-  assert.equal(download.suggestedFilename(), 'geneb-results.json');
-  if (saveAs) await download.saveAs(saveAs);
-  const path = saveAs ?? await download.path();
-  return JSON.parse(await readFile(path, 'utf8'));
-}
 
 /** `geneb profile FILE` on a downloaded file: the download must feed back into the CLI. */
 function cliProfile(file) {
@@ -86,14 +74,6 @@ async function checkProfileTables(page, models, regimes = REGIMES) {
       const withStd = rows.flatMap((r) => r.cells).filter((c) => /±/.test(c));
       assert.ok(withStd.length > 0, `${regime}: few-shot cells show mean ± std`);
     }
-  }
-}
-
-async function addFiles(page, ...paths) {
-  await byTestId(page, 'task-files').setInputFiles(paths);
-  for (const p of paths) {
-    const name = p.split('/').pop();
-    await byTestId(page, 'file-list').locator('li', { hasText: name }).waitFor({ timeout: 10_000 });
   }
 }
 
@@ -224,7 +204,7 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
     try {
       const { page } = app;
       await waitReady(page);
-      assert.match(await byTestId(page, 'backend').textContent(), /^CPU \(no WebGPU adapter\)/);
+      assert.match(await byTestId(page, 'backend').textContent(), /^CPU, \d+ threads? .*— no WebGPU adapter/);
       await addFiles(page, GOOD);
       await runAndWait(page, 'run');
       assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
@@ -342,7 +322,7 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
       const notice = await byTestId(page, 'notice').textContent();
       console.log(`# fallback notice: ${notice}`);
       assert.match(notice, /WebGPU failed .*ran on the CPU instead/);
-      assert.match(await byTestId(page, 'backend').textContent(), /^CPU \(WebGPU failed/);
+      assert.match(await byTestId(page, 'backend').textContent(), /^CPU, \d+ threads? .*— WebGPU failed/);
       await checkProfileTables(page, ['kmer:4', 'random-cnn']);
       app.assertLocalOnly();
     } finally {
@@ -359,7 +339,7 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
       // is covered above. This also exercises the compute choice.
       await byTestId(page, 'compute').selectOption('cpu');
       await runAndWait(page, 'demo');
-      assert.match(await byTestId(page, 'backend').textContent(), /^CPU \(chosen\)/);
+      assert.match(await byTestId(page, 'backend').textContent(), /^CPU, \d+ threads? .*— chosen/);
       assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
       await checkProfileTables(page, ['kmer:4', 'random-cnn']);
       const header = await page.locator('[data-testid="profile-table-full"] thead th').allTextContents();

@@ -1,0 +1,127 @@
+// Threads in the page (www/worker.js, scripts/build-wasm.sh): served with COOP + COEP the page is
+// cross-origin isolated and the core runs on a rayon pool of Web Workers; served without COEP
+// (a host that cannot set headers) it still runs, on the one-thread build, and says so. Both give
+// the native CLI's embeddings (within 1e-5) and its MCC, to the last digit.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer } from '../../scripts/serve.mjs';
+import {
+  FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, addFiles, byTestId, downloadResult, dropModel, embedThroughPage,
+  folderFiles, launchBrowser, nativeGeneb, openApp, pkgMounts, runWithoutError, waitLoaded, waitReady, wasmBuilt,
+} from './helpers.mjs';
+
+const NT_V2 = join(REPO, 'tests', 'fixtures', 'models', 'nt_v2');
+const TASK = join(FIXTURES, 'e2e_gc_vs_at.csv');
+const TASK_ID = 'e2e_gc_vs_at';
+const REGIMES = ['full', '10shot', '1shot'];
+const TOLERANCE = 1e-5;
+
+function native(args) {
+  const cli = nativeGeneb();
+  assert.ok(cli, 'no native geneb: run `cargo build` first');
+  const out = spawnSync(cli, args, { encoding: 'utf8', timeout: 300_000 });
+  assert.equal(out.status, 0, `geneb ${args.join(' ')}: ${out.stderr}`);
+  return out;
+}
+
+/** The MCC of every fit, by regime: full once, few-shot per seed. */
+function mccs(submission) {
+  const out = {};
+  for (const regime of REGIMES) {
+    out[regime] = regime === 'full'
+      ? [submission.results.full[TASK_ID].MCC]
+      : submission.fewshot[regime][TASK_ID].map((s) => s.MCC);
+  }
+  return out;
+}
+
+describe('threads in the page', { timeout: 15 * 60_000 }, () => {
+  let browser;
+  let files;
+  let sequences;
+  let scratch;
+  const expected = {};
+  before(async () => {
+    assert.ok(wasmBuilt(), NO_WASM);
+    assert.ok(await import('node:fs').then((fs) => fs.existsSync(join(REPO, 'www', 'pkg-threads', 'geneb.js'))),
+      'www/pkg-threads/ has no threaded build: run `bash scripts/build-wasm.sh` (npm test does)');
+    // CPU only: the threads serve the CPU backend, and SwiftShader would only slow the test.
+    browser = await launchBrowser({ webgpu: false });
+    files = await folderFiles(NT_V2);
+    sequences = JSON.parse(files['pipeline.json']).sequences;
+    scratch = await mkdtemp(join(tmpdir(), 'geneb-threads-'));
+    const fasta = join(scratch, 'seqs.fa');
+    await writeFile(fasta, sequences.map((s, i) => `>s${i}\n${s}\n`).join(''));
+    const npy = join(scratch, 'emb.npy');
+    native(['embed', '--model', `hf:${NT_V2}`, '--input', fasta, '--out', npy]);
+    expected.embeddings = readNpyF32(await readFile(npy));
+    const out = join(scratch, 'native.json');
+    native(['eval', '--model', `hf:${NT_V2}`, '--task', TASK, '--regimes', REGIMES.join(','), '--no-cache', '--quiet', '--out', out]);
+    expected.mcc = mccs(JSON.parse(await readFile(out, 'utf8')));
+  });
+  after(async () => {
+    await browser?.close();
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+  });
+
+  for (const isolated of [true, false]) {
+    const name = isolated
+      ? 'served cross-origin isolated, the core runs on several threads'
+      : 'served without COEP, the page runs on one thread and says so';
+    it(`${name}, with the native embeddings and MCC`, { timeout: LOAD_TIMEOUT * 6 }, async () => {
+      const server = await startServer({ port: 0, mounts: pkgMounts(), isolated });
+      const app = await openApp(browser, server);
+      try {
+        const { page } = app;
+        await waitReady(page);
+        assert.equal(await page.evaluate(() => self.crossOriginIsolated), isolated, 'crossOriginIsolated');
+        const backend = await byTestId(page, 'backend').textContent();
+        const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+        if (isolated) {
+          assert.ok(cores > 1, `this test needs a machine with 2 or more cores (hardwareConcurrency ${cores})`);
+          assert.match(backend, new RegExp(`^CPU, ${cores} threads — `), backend);
+        } else {
+          assert.match(backend, /^CPU, 1 thread \(one thread: the page is not cross-origin isolated\)/, backend);
+        }
+        console.log(`# ${isolated ? 'isolated' : 'not isolated'}: ${backend}`);
+
+        await dropModel(page, files);
+        await waitLoaded(page, 'hf:dropped-model');
+        const r = await embedThroughPage(page, 'hf:dropped-model', sequences, { cpu: true });
+        assert.equal(r.values.length, expected.embeddings.length);
+        let worst = 0;
+        r.values.forEach((v, i) => { worst = Math.max(worst, Math.abs(v - expected.embeddings[i])); });
+        console.log(`# max |page - native| = ${worst}`);
+        assert.ok(worst <= TOLERANCE, `max |page - native| = ${worst}`);
+
+        await addFiles(page, TASK);
+        await page.locator('[data-testid="loaded-model"] input[value="hf:dropped-model"]').check();
+        await byTestId(page, 'model-random-cnn').setChecked(false);
+        await runWithoutError(page);
+        const json = await downloadResult(page);
+        const sub = json.submissions.find((s) => s.model_id.startsWith('hf:'));
+        assert.ok(sub, `an hf: submission among ${json.submissions.map((s) => s.model_id)}`);
+        assert.deepEqual(mccs(sub), expected.mcc, 'every fit\'s MCC equals the native CLI\'s');
+        assert.deepEqual(app.consoleErrors, [], 'no console errors');
+        app.assertLocalOnly();
+      } finally {
+        await app.close();
+        await server.close();
+      }
+    });
+  }
+});
+
+/** A little-endian float32 .npy (geneb embed's output) as a flat array. */
+function readNpyF32(bytes) {
+  assert.equal(bytes.subarray(1, 6).toString('latin1'), 'NUMPY', 'an .npy file');
+  const headerLen = bytes.readUInt16LE(8);
+  const header = bytes.subarray(10, 10 + headerLen).toString('latin1');
+  assert.match(header, /'descr': '<f4'/, header);
+  const start = 10 + headerLen;
+  return Array.from(new Float32Array(bytes.buffer.slice(bytes.byteOffset + start, bytes.byteOffset + bytes.length)));
+}
