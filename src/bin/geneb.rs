@@ -404,8 +404,15 @@ fn run_models() -> Result<()> {
     print_json(&Listing { catalogue, cached })
 }
 
+/// Without Burn there are only the k-mer encoders: `from_spec` says so for any other spec.
+#[cfg(not(feature = "burn"))]
+fn load_encoder(spec: &str, backend: BackendKind, _offline: bool, _show: bool) -> Result<Encoder> {
+    pollster::block_on(Encoder::from_spec(spec, backend))
+}
+
 /// An encoder from its spec; `hf:owner/name[@revision]` that is not a local folder is fetched
 /// from the hub into the verified cache first (saying what is downloaded), then loaded.
+#[cfg(feature = "burn")]
 fn load_encoder(spec: &str, backend: BackendKind, offline: bool, show: bool) -> Result<Encoder> {
     let (base, _) = geneb::encoder::hf::Window::split_spec(spec.trim())?;
     let Some(id) = base.strip_prefix("hf:").map(str::trim) else {
