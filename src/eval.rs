@@ -264,7 +264,7 @@ async fn embed_all(
     cache: Option<(&dyn EmbeddingStore, &str)>,
     place: Place<'_>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Array2<f64>> {
+) -> Result<Array2<f32>> {
     let report = |done: usize, from_cache: bool| Progress {
         stage: Stage::Embed,
         model: place.spec,
@@ -278,7 +278,7 @@ async fn embed_all(
         && let Some(hit) = store.get(key, sequences.len(), encoder.dim()).await
     {
         progress(report(sequences.len(), true));
-        return Ok(hit.mapv(f64::from));
+        return Ok(hit);
     }
     let mut out = Array2::<f32>::zeros((sequences.len(), encoder.dim()));
     for (i, chunk) in sequences.chunks(EMBED_CHUNK).enumerate() {
@@ -291,7 +291,7 @@ async fn embed_all(
     if let (Some((store, _)), Some(key)) = (cache, &key) {
         store.put(key, &out).await?;
     }
-    Ok(out.mapv(f64::from))
+    Ok(out)
 }
 
 fn mean_scores(scores: impl Iterator<Item = Scores>) -> Scores {
