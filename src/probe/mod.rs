@@ -228,4 +228,37 @@ mod tests {
                 .all(|(p, q)| p.to_bits() == q.to_bits())
         );
     }
+
+    /// Bit-identical coefficients on pools of 1, 2 and 4 threads, for f32 and f64 input,
+    /// binary and multiclass, on problems past the parallel threshold with several shards.
+    #[test]
+    fn fits_do_not_depend_on_the_thread_count() {
+        fn on_threads<T: Element>(threads: usize, x: ArrayView2<T>, y: &[usize]) -> Vec<u64> {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let m = pool.install(|| fit(x, y)).unwrap();
+            m.coef.iter().chain(&m.intercept).map(|v| v.to_bits()).collect()
+        }
+        fn check<T: Element>(x: ArrayView2<T>, y: &[usize]) {
+            let one = on_threads(1, x, y);
+            assert_eq!(one, on_threads(2, x, y));
+            assert_eq!(one, on_threads(4, x, y));
+        }
+        let (n, d) = (3000, 100);
+        // 3000 rows are 5 chunks (f32) or 10 (f64), so 5 shards; every case is past
+        // the work threshold.
+        assert!(n * d >= objective::PARALLEL_MIN_WORK);
+        let x = Array2::from_shape_fn((n, d), |(i, j)| {
+            (((i * 7919 + j * 104_729) % 1009) as f64 / 1009.0 - 0.5) * (1.0 + (j % 3) as f64)
+        });
+        for classes in [2, 3] {
+            let y: Vec<usize> = (0..n)
+                .map(|i| usize::from(x[[i, 0]] + x[[i, 1]] > 0.0) + (classes - 2) * (i % 2))
+                .collect();
+            check(x.view(), &y);
+            check(x.mapv(|v| v as f32).view(), &y);
+        }
+    }
 }

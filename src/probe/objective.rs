@@ -25,7 +25,7 @@ const SHARDS: usize = 8;
 const CHUNK_BYTES: usize = 256 * 1024;
 /// Below this many multiply-adds per evaluation, handing shards to the pool costs more
 /// than it saves.
-const PARALLEL_MIN_WORK: usize = 1 << 17;
+pub(super) const PARALLEL_MIN_WORK: usize = 1 << 17;
 /// Lanes of the hand-written passes: fixed (not the machine's vector width), so every
 /// instruction set adds in the same order and gives the same bits.
 const LANES: usize = 8;
