@@ -13,13 +13,14 @@ fn smoke_submission(threads: usize) -> (serde_json::Value, usize) {
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tasks/smoke");
     let tasks = tasks_from_path(&suite, None).unwrap();
     let encoder = pollster::block_on(Encoder::from_spec("kmer:3", BackendKind::Cpu)).unwrap();
-    let caller = std::thread::current().id();
     let mut probe_reports = 0;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .unwrap();
     let sub = pool.install(|| {
+        // install runs this on a pool thread: that is evaluate's calling thread here.
+        let caller = std::thread::current().id();
         pollster::block_on(eval::evaluate(
             &encoder,
             &tasks,

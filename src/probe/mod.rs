@@ -241,14 +241,14 @@ mod tests {
             let m = pool.install(|| fit(x, y)).unwrap();
             m.coef.iter().chain(&m.intercept).map(|v| v.to_bits()).collect()
         }
-        fn check<T: Element>(x: ArrayView2<T>, y: &[usize]) {
+        fn check<T: Element>(x: ArrayView2<T>, y: &[usize]) -> Vec<u64> {
             let one = on_threads(1, x, y);
             assert_eq!(one, on_threads(2, x, y));
             assert_eq!(one, on_threads(4, x, y));
+            one
         }
         let (n, d) = (3000, 100);
-        // 3000 rows are 5 chunks (f32) or 10 (f64), so 5 shards; every case is past
-        // the work threshold.
+        // 3000 rows are 10 chunks, so 5 shards; every case is past the work threshold.
         assert!(n * d >= objective::PARALLEL_MIN_WORK);
         let x = Array2::from_shape_fn((n, d), |(i, j)| {
             (((i * 7919 + j * 104_729) % 1009) as f64 / 1009.0 - 0.5) * (1.0 + (j % 3) as f64)
@@ -258,7 +258,9 @@ mod tests {
                 .map(|i| usize::from(x[[i, 0]] + x[[i, 1]] > 0.0) + (classes - 2) * (i % 2))
                 .collect();
             check(x.view(), &y);
-            check(x.mapv(|v| v as f32).view(), &y);
+            // f32 input is read as the f64 values it widens to: the same model, bit for bit.
+            let x32 = x.mapv(|v| v as f32);
+            assert_eq!(check(x32.view(), &y), check(x32.mapv(f64::from).view(), &y));
         }
     }
 }

@@ -59,7 +59,9 @@ impl<'a, T: Element> Objective<'a, T> {
         let n = y.len();
         debug_assert_eq!(x.len(), n * d);
         let k = if n_classes == 2 { 1 } else { n_classes };
-        let chunk_rows = (CHUNK_BYTES / (size_of::<T>() * d.max(1))).clamp(8, 1024);
+        // Sized as f64 rows whatever T is: multiclass chunks are converted to f64, and the
+        // same chunks (so the same sums) make f32 and f64 input give the same bits.
+        let chunk_rows = (CHUNK_BYTES / (size_of::<f64>() * d.max(1))).clamp(8, 1024);
         Objective {
             x,
             d,
