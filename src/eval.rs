@@ -8,6 +8,7 @@ use crate::report::{ClassIndices, Meta, SeedScores, Submission, TaskInfo, TaskPr
 use crate::task::{TaskData, fewshot};
 use crate::{Result, probe};
 use ndarray::{Array2, Axis};
+use rayon::prelude::*;
 use serde_json::json;
 use std::collections::BTreeMap;
 use web_time::Instant;
@@ -68,6 +69,9 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Embeds the tasks one by one, holding their embeddings until `PROBE_BATCH_BYTES`, then
+/// runs the probe fits of those tasks in parallel (see `probe_batch`). Results are assembled
+/// in task, regime and seed order, so the `Submission` does not depend on the thread count.
 pub async fn evaluate(
     encoder: &Encoder,
     tasks: &[TaskData],
@@ -78,14 +82,12 @@ pub async fn evaluate(
     let spec = encoder.spec();
     let identity = encoder.cache_identity();
     let cache = store.zip(identity.as_deref());
-    let mut results: BTreeMap<String, BTreeMap<String, Scores>> = BTreeMap::new();
-    let mut fewshot_detail = BTreeMap::new();
-    let mut task_info = BTreeMap::new();
-    let mut predictions = BTreeMap::new();
-    let mut not_converged = Vec::new();
+    let mut out = Collected::default();
     let (mut embed_seconds, mut probe_seconds) = (0.0, 0.0);
+    let mut batch: Vec<Embedded> = Vec::new();
+    let mut held = 0;
 
-    for task in tasks {
+    for (i, task) in tasks.iter().enumerate() {
         let id = task.task.id.as_str();
         let data = &task.data;
         check_memory(id, data.train.len() + data.test.len(), encoder.dim())?;
@@ -104,97 +106,27 @@ pub async fn evaluate(
         };
         let x_test = embed_all(encoder, &data.test.sequences, cache, place, progress).await?;
         embed_seconds += started.elapsed().as_secs_f64();
-
-        let started = Instant::now();
-        let fits_total = regimes
-            .iter()
-            .map(|r| {
-                if r.shots().is_some() {
-                    protocol::FEWSHOT_SEEDS.len()
-                } else {
-                    1
-                }
-            })
-            .sum();
-        let mut fits_done = 0;
-        let mut evidence = TaskPredictions {
-            y_true: ClassIndices::encode(&data.test.y)?,
-            regimes: BTreeMap::new(),
-        };
-        for &regime in regimes {
-            // Every fit's test predictions, kept for bootstrap intervals over test examples.
-            let regime_predictions = evidence
-                .regimes
-                .entry(regime.key().to_string())
-                .or_default();
-            let report = &mut |done| {
-                progress(Progress {
-                    stage: Stage::Probe,
-                    model: &spec,
-                    task: id,
-                    done,
-                    total: fits_total,
-                    from_cache: false,
-                })
-            };
-            let scores = match regime.shots() {
-                None => {
-                    let fit = probe::fit(x_train.view(), &data.train.y)?;
-                    if !fit.converged {
-                        not_converged.push(format!("{}/{id}", regime.key()));
-                    }
-                    fits_done += 1;
-                    report(fits_done);
-                    let predicted = fit.predict(x_test.view());
-                    regime_predictions.push(ClassIndices::encode(&predicted)?);
-                    metrics::score(&data.test.y, &predicted)
-                }
-                Some(k) => {
-                    let mut per_seed = Vec::with_capacity(protocol::FEWSHOT_SEEDS.len());
-                    for seed in protocol::FEWSHOT_SEEDS {
-                        let rows = fewshot::sample(&data.train.y, data.labels.len(), k, seed);
-                        let x = x_train.select(Axis(0), &rows);
-                        let y: Vec<usize> = rows.iter().map(|&r| data.train.y[r]).collect();
-                        let fit = probe::fit(x.view(), &y)?;
-                        if !fit.converged {
-                            not_converged.push(format!("{}/{id}/seed{seed}", regime.key()));
-                        }
-                        let predicted = fit.predict(x_test.view());
-                        regime_predictions.push(ClassIndices::encode(&predicted)?);
-                        let scores = metrics::score(&data.test.y, &predicted);
-                        per_seed.push(SeedScores {
-                            seed,
-                            scores,
-                            converged: fit.converged,
-                        });
-                        fits_done += 1;
-                        report(fits_done);
-                    }
-                    let mean = mean_scores(per_seed.iter().map(|s| s.scores));
-                    fewshot_detail
-                        .entry(regime.key().to_string())
-                        .or_insert_with(BTreeMap::new)
-                        .insert(id.to_string(), per_seed);
-                    mean
-                }
-            };
-            results
-                .entry(regime.key().to_string())
-                .or_default()
-                .insert(id.to_string(), scores);
+        held += (x_train.len() + x_test.len()) * size_of::<f32>();
+        batch.push(Embedded {
+            task,
+            x_train,
+            x_test,
+        });
+        if held >= PROBE_BATCH_BYTES || i + 1 == tasks.len() {
+            let started = Instant::now();
+            probe_batch(&spec, &batch, regimes, progress, &mut out)?;
+            probe_seconds += started.elapsed().as_secs_f64();
+            batch.clear();
+            held = 0;
         }
-        probe_seconds += started.elapsed().as_secs_f64();
-        predictions.insert(id.to_string(), evidence);
-        task_info.insert(
-            id.to_string(),
-            TaskInfo {
-                category: task.task.category.clone(),
-                n_train: data.train.len(),
-                n_test: data.test.len(),
-                n_classes: data.labels.len(),
-            },
-        );
     }
+    let Collected {
+        results,
+        fewshot: fewshot_detail,
+        tasks: task_info,
+        predictions,
+        not_converged,
+    } = out;
 
     Ok(Submission {
         schema_version: protocol::SCHEMA_VERSION.to_string(),
@@ -227,7 +159,182 @@ pub async fn evaluate(
     })
 }
 
-/// Embeddings are held in f64 for the probe; past this many bytes a task is refused with advice
+/// Embedded tasks held before their probe fits run together: more tasks give the pool more
+/// independent fits; the page's whole memory is 4 GiB.
+#[cfg(not(target_arch = "wasm32"))]
+const PROBE_BATCH_BYTES: usize = 2 << 30;
+#[cfg(target_arch = "wasm32")]
+const PROBE_BATCH_BYTES: usize = 256 << 20;
+
+/// Fits per pool thread between two progress reports: the callback runs on the calling
+/// thread only (in the page it is JavaScript), so it is called between waves of fits.
+const FITS_PER_THREAD: usize = 2;
+
+/// A task whose embeddings wait for the probe.
+struct Embedded<'t> {
+    task: &'t TaskData,
+    x_train: Array2<f32>,
+    x_test: Array2<f32>,
+}
+
+/// The submission's per-task parts, filled task by task in the caller's order.
+#[derive(Default)]
+struct Collected {
+    results: BTreeMap<String, BTreeMap<String, Scores>>,
+    fewshot: BTreeMap<String, BTreeMap<String, Vec<SeedScores>>>,
+    tasks: BTreeMap<String, TaskInfo>,
+    predictions: BTreeMap<String, TaskPredictions>,
+    not_converged: Vec<String>,
+}
+
+/// One probe fit: a task of the batch, on its full training split or on one seed's few-shot
+/// sample.
+struct Job {
+    task: usize,
+    shots: Option<(usize, u32)>,
+}
+
+struct Fitted {
+    predicted: Vec<usize>,
+    converged: bool,
+}
+
+/// Every fit of the batch, in waves of `FITS_PER_THREAD` per pool thread (each fit also
+/// shards its own objective on the pool), then the results in task, regime, seed order.
+fn probe_batch(
+    spec: &str,
+    batch: &[Embedded],
+    regimes: &[Regime],
+    progress: &mut dyn FnMut(Progress),
+    out: &mut Collected,
+) -> Result<()> {
+    let jobs: Vec<Job> = (0..batch.len())
+        .flat_map(|task| {
+            regimes.iter().flat_map(move |r| match r.shots() {
+                None => vec![Job { task, shots: None }],
+                Some(k) => protocol::FEWSHOT_SEEDS
+                    .iter()
+                    .map(|&seed| Job {
+                        task,
+                        shots: Some((k, seed)),
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+    let per_task = jobs.len() / batch.len().max(1);
+    let wave = rayon::current_num_threads() * FITS_PER_THREAD;
+    let mut fitted = Vec::with_capacity(jobs.len());
+    for jobs in jobs.chunks(wave) {
+        let done: Vec<Result<Fitted>> = jobs
+            .par_iter()
+            .map(|job| fit_one(&batch[job.task], job.shots))
+            .collect();
+        for f in done {
+            fitted.push(f?);
+        }
+        let (lo, hi) = (fitted.len() - jobs.len(), fitted.len());
+        for t in lo / per_task..hi.div_ceil(per_task) {
+            progress(Progress {
+                stage: Stage::Probe,
+                model: spec,
+                task: &batch[t].task.task.id,
+                done: hi.min((t + 1) * per_task) - t * per_task,
+                total: per_task,
+                from_cache: false,
+            });
+        }
+    }
+
+    let mut fitted = fitted.into_iter();
+    let mut next = || {
+        fitted
+            .next()
+            .ok_or_else(|| crate::Error::new("internal error: a probe fit is missing"))
+    };
+    for e in batch {
+        let (task, data) = (&e.task.task, &e.task.data);
+        let id = task.id.as_str();
+        let mut evidence = TaskPredictions {
+            y_true: ClassIndices::encode(&data.test.y)?,
+            regimes: BTreeMap::new(),
+        };
+        for &regime in regimes {
+            // Every fit's test predictions, kept for bootstrap intervals over test examples.
+            let regime_predictions = evidence
+                .regimes
+                .entry(regime.key().to_string())
+                .or_default();
+            let scores = match regime.shots() {
+                None => {
+                    let fit = next()?;
+                    if !fit.converged {
+                        out.not_converged.push(format!("{}/{id}", regime.key()));
+                    }
+                    regime_predictions.push(ClassIndices::encode(&fit.predicted)?);
+                    metrics::score(&data.test.y, &fit.predicted)
+                }
+                Some(_) => {
+                    let mut per_seed = Vec::with_capacity(protocol::FEWSHOT_SEEDS.len());
+                    for seed in protocol::FEWSHOT_SEEDS {
+                        let fit = next()?;
+                        if !fit.converged {
+                            out.not_converged
+                                .push(format!("{}/{id}/seed{seed}", regime.key()));
+                        }
+                        regime_predictions.push(ClassIndices::encode(&fit.predicted)?);
+                        per_seed.push(SeedScores {
+                            seed,
+                            scores: metrics::score(&data.test.y, &fit.predicted),
+                            converged: fit.converged,
+                        });
+                    }
+                    let mean = mean_scores(per_seed.iter().map(|s| s.scores));
+                    out.fewshot
+                        .entry(regime.key().to_string())
+                        .or_default()
+                        .insert(id.to_string(), per_seed);
+                    mean
+                }
+            };
+            out.results
+                .entry(regime.key().to_string())
+                .or_default()
+                .insert(id.to_string(), scores);
+        }
+        out.predictions.insert(id.to_string(), evidence);
+        out.tasks.insert(
+            id.to_string(),
+            TaskInfo {
+                category: task.category.clone(),
+                n_train: data.train.len(),
+                n_test: data.test.len(),
+                n_classes: data.labels.len(),
+            },
+        );
+    }
+    Ok(())
+}
+
+/// One fit and its test predictions.
+fn fit_one(e: &Embedded, shots: Option<(usize, u32)>) -> Result<Fitted> {
+    let data = &e.task.data;
+    let fit = match shots {
+        None => probe::fit(e.x_train.view(), &data.train.y)?,
+        Some((k, seed)) => {
+            let rows = fewshot::sample(&data.train.y, data.labels.len(), k, seed);
+            let x = e.x_train.select(Axis(0), &rows);
+            let y: Vec<usize> = rows.iter().map(|&r| data.train.y[r]).collect();
+            probe::fit(x.view(), &y)?
+        }
+    };
+    Ok(Fitted {
+        predicted: fit.predict(e.x_test.view()),
+        converged: fit.converged,
+    })
+}
+
+/// Embeddings are held in f32 for the probe; past this many bytes a task is refused with advice
 /// instead of aborting the process (or trapping the tab, whose memory is 4 GiB in all).
 #[cfg(not(target_arch = "wasm32"))]
 const EMBEDDING_BUDGET: usize = 16 << 30;
@@ -237,7 +344,7 @@ const EMBEDDING_BUDGET: usize = 1 << 30;
 fn check_memory(task: &str, rows: usize, dim: usize) -> Result<()> {
     let bytes = rows
         .saturating_mul(dim)
-        .saturating_mul(std::mem::size_of::<f64>());
+        .saturating_mul(size_of::<f32>());
     if bytes > EMBEDDING_BUDGET {
         return Err(crate::Error::new(format!(
             "task {task}: {rows} sequences × {dim} dimensions need {:.1} GB of embeddings, more \
@@ -264,7 +371,7 @@ async fn embed_all(
     cache: Option<(&dyn EmbeddingStore, &str)>,
     place: Place<'_>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Array2<f64>> {
+) -> Result<Array2<f32>> {
     let report = |done: usize, from_cache: bool| Progress {
         stage: Stage::Embed,
         model: place.spec,
@@ -278,7 +385,7 @@ async fn embed_all(
         && let Some(hit) = store.get(key, sequences.len(), encoder.dim()).await
     {
         progress(report(sequences.len(), true));
-        return Ok(hit.mapv(f64::from));
+        return Ok(hit);
     }
     let mut out = Array2::<f32>::zeros((sequences.len(), encoder.dim()));
     for (i, chunk) in sequences.chunks(EMBED_CHUNK).enumerate() {
@@ -291,7 +398,7 @@ async fn embed_all(
     if let (Some((store, _)), Some(key)) = (cache, &key) {
         store.put(key, &out).await?;
     }
-    Ok(out.mapv(f64::from))
+    Ok(out)
 }
 
 fn mean_scores(scores: impl Iterator<Item = Scores>) -> Scores {

@@ -10,12 +10,49 @@ use crate::{Error, Result};
 /// The four arrays of a probe `.npz`, labels as indices into `labels`.
 #[derive(Debug, Clone)]
 pub struct ProbeArrays {
-    pub x_train: Array2<f64>,
+    pub x: ProbeX,
     pub y_train: Vec<usize>,
-    pub x_test: Array2<f64>,
     pub y_test: Vec<usize>,
     /// The distinct label values of train and test together, ascending (`np.unique`).
     pub labels: Vec<String>,
+}
+
+/// X_train and X_test in the precision they were stored in (the probe reads either); f64 for
+/// both when either is f64.
+#[derive(Debug, Clone)]
+pub enum ProbeX {
+    F32 {
+        train: Array2<f32>,
+        test: Array2<f32>,
+    },
+    F64 {
+        train: Array2<f64>,
+        test: Array2<f64>,
+    },
+}
+
+impl ProbeX {
+    /// (rows, columns) of X_train and of X_test.
+    pub fn dims(&self) -> ((usize, usize), (usize, usize)) {
+        match self {
+            ProbeX::F32 { train, test } => (train.dim(), test.dim()),
+            ProbeX::F64 { train, test } => (train.dim(), test.dim()),
+        }
+    }
+}
+
+enum Matrix {
+    F32(Array2<f32>),
+    F64(Array2<f64>),
+}
+
+impl Matrix {
+    fn into_f64(self) -> Array2<f64> {
+        match self {
+            Matrix::F32(x) => x.mapv(f64::from),
+            Matrix::F64(x) => x,
+        }
+    }
 }
 
 type Npz = NpzReader<File>;
@@ -41,27 +78,33 @@ pub fn read_probe_npz(path: &Path) -> Result<ProbeArrays> {
             names.join(", ")
         )));
     }
-    let x_train = read_x(&mut npz, "X_train").map_err(err)?;
-    let x_test = read_x(&mut npz, "X_test").map_err(err)?;
+    let x = match (
+        read_x(&mut npz, "X_train").map_err(err)?,
+        read_x(&mut npz, "X_test").map_err(err)?,
+    ) {
+        (Matrix::F32(train), Matrix::F32(test)) => ProbeX::F32 { train, test },
+        (train, test) => ProbeX::F64 {
+            train: train.into_f64(),
+            test: test.into_f64(),
+        },
+    };
     let y_train = read_y(&mut npz, "y_train").map_err(err)?;
     let y_test = read_y(&mut npz, "y_test").map_err(err)?;
-    for (x, y, split) in [(&x_train, &y_train, "train"), (&x_test, &y_test, "test")] {
-        if x.nrows() != y.len() {
+    let ((train_rows, train_cols), (test_rows, test_cols)) = x.dims();
+    for (rows, y, split) in [(train_rows, &y_train, "train"), (test_rows, &y_test, "test")] {
+        if rows != y.len() {
             return Err(err(format!(
-                "X_{split} has {} rows but y_{split} has {} labels",
-                x.nrows(),
+                "X_{split} has {rows} rows but y_{split} has {} labels",
                 y.len()
             )));
         }
     }
-    if x_test.nrows() == 0 {
+    if test_rows == 0 {
         return Err(err("X_test has no rows: there is nothing to score".into()));
     }
-    if x_train.ncols() != x_test.ncols() {
+    if train_cols != test_cols {
         return Err(err(format!(
-            "X_train has {} columns but X_test has {}",
-            x_train.ncols(),
-            x_test.ncols()
+            "X_train has {train_cols} columns but X_test has {test_cols}"
         )));
     }
     let mut values: Vec<i128> = y_train.iter().chain(&y_test).copied().collect();
@@ -76,8 +119,7 @@ pub fn read_probe_npz(path: &Path) -> Result<ProbeArrays> {
         y_train: index(&y_train),
         y_test: index(&y_test),
         labels: values.iter().map(|v| v.to_string()).collect(),
-        x_train,
-        x_test,
+        x,
     })
 }
 
@@ -97,20 +139,23 @@ fn try_read<T: ReadableElement, D: ndarray::Dimension>(
     }
 }
 
-fn read_x(npz: &mut Npz, name: &str) -> std::result::Result<Array2<f64>, String> {
-    let x = match try_read::<f64, _>(npz, name)? {
-        Some(x) => x,
-        None => match try_read::<f32, _>(npz, name)? {
-            Some(x) => x.mapv(f64::from),
-            None => return Err(format!("{name} must be a float32 or float64 array")),
-        },
-    };
-    if let Some(((i, j), _)) = x.indexed_iter().find(|(_, v)| !v.is_finite()) {
-        return Err(format!(
-            "{name}[{i}, {j}] is not a finite number (NaN or infinity)"
-        ));
+fn read_x(npz: &mut Npz, name: &str) -> std::result::Result<Matrix, String> {
+    fn finite<T: Copy + Into<f64>>(x: &Array2<T>, name: &str) -> std::result::Result<(), String> {
+        match x.indexed_iter().find(|(_, v)| !(**v).into().is_finite()) {
+            Some(((i, j), _)) => Err(format!(
+                "{name}[{i}, {j}] is not a finite number (NaN or infinity)"
+            )),
+            None => Ok(()),
+        }
     }
-    Ok(x)
+    if let Some(x) = try_read::<f64, _>(npz, name)? {
+        finite(&x, name)?;
+        return Ok(Matrix::F64(x));
+    }
+    match try_read::<f32, _>(npz, name)? {
+        Some(x) => finite(&x, name).map(|()| Matrix::F32(x)),
+        None => Err(format!("{name} must be a float32 or float64 array")),
+    }
 }
 
 fn read_y(npz: &mut Npz, name: &str) -> std::result::Result<Vec<i128>, String> {
@@ -166,8 +211,11 @@ mod tests {
         assert_eq!(a.labels, vec!["-2", "3", "10"]);
         assert_eq!(a.y_train, vec![2, 0, 2]);
         assert_eq!(a.y_test, vec![1]);
-        assert_eq!(a.x_train[[1, 0]], 3.0);
-        assert_eq!(a.x_test.dim(), (1, 2));
+        let ProbeX::F32 { train, test } = &a.x else {
+            panic!("float32 X must stay float32: {:?}", a.x)
+        };
+        assert_eq!(train[[1, 0]], 3.0);
+        assert_eq!(test.dim(), (1, 2));
     }
 
     #[test]

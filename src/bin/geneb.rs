@@ -316,9 +316,20 @@ fn run_embed(args: EmbedArgs) -> Result<()> {
 }
 
 fn run_probe(args: ProbeArgs) -> Result<()> {
+    fn fit_predict<T: probe::Element>(
+        train: &ndarray::Array2<T>,
+        y: &[usize],
+        test: &ndarray::Array2<T>,
+    ) -> Result<(probe::LogisticRegression, Vec<usize>)> {
+        let fit = probe::fit(train.view(), y)?;
+        let predicted = fit.predict(test.view());
+        Ok((fit, predicted))
+    }
     let data = geneb::npz::read_probe_npz(&args.npz)?;
-    let fit = probe::fit(data.x_train.view(), &data.y_train)?;
-    let predicted = fit.predict(data.x_test.view());
+    let (fit, predicted) = match &data.x {
+        geneb::npz::ProbeX::F32 { train, test } => fit_predict(train, &data.y_train, test)?,
+        geneb::npz::ProbeX::F64 { train, test } => fit_predict(train, &data.y_train, test)?,
+    };
     let scores = metrics::score(&data.y_test, &predicted);
     let numeric = data.labels.iter().all(|l| l.parse::<i64>().is_ok());
     let predictions: Vec<serde_json::Value> = predicted
@@ -404,8 +415,15 @@ fn run_models() -> Result<()> {
     print_json(&Listing { catalogue, cached })
 }
 
+/// Without Burn there are only the k-mer encoders: `from_spec` says so for any other spec.
+#[cfg(not(feature = "burn"))]
+fn load_encoder(spec: &str, backend: BackendKind, _offline: bool, _show: bool) -> Result<Encoder> {
+    pollster::block_on(Encoder::from_spec(spec, backend))
+}
+
 /// An encoder from its spec; `hf:owner/name[@revision]` that is not a local folder is fetched
 /// from the hub into the verified cache first (saying what is downloaded), then loaded.
+#[cfg(feature = "burn")]
 fn load_encoder(spec: &str, backend: BackendKind, offline: bool, show: bool) -> Result<Encoder> {
     let (base, _) = geneb::encoder::hf::Window::split_spec(spec.trim())?;
     let Some(id) = base.strip_prefix("hf:").map(str::trim) else {

@@ -5,12 +5,50 @@
 //! a full multinomial `n_classes × (d + 1)` softmax otherwise, scipy's L-BFGS-B from zeros.
 mod lbfgsb;
 mod objective;
+mod vmath;
 
 use crate::protocol::{
     LBFGS_FTOL, LBFGS_HISTORY, LBFGS_MAX_LINE_SEARCH, PROBE_C, PROBE_MAX_ITER, PROBE_TOL,
 };
 use crate::{Error, Result};
+use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, ArrayView2, Axis};
+
+/// The element types the probe reads: f32 (embeddings as encoders and npz files give them)
+/// and f64. Every product is taken in f64, and f32 → f64 is exact, so f32 input gives the
+/// same arithmetic as an f64 copy of it, at half the memory traffic.
+pub trait Element: Copy + Send + Sync + Into<f64> + 'static {
+    /// `rows × d` values, row-major, as an f64 matrix: `x` itself for f64, a converted copy
+    /// in `scratch` for f32.
+    fn as_f64<'s>(
+        x: &'s [Self],
+        rows: usize,
+        d: usize,
+        scratch: &'s mut Vec<f64>,
+    ) -> ArrayView2<'s, f64>;
+}
+
+/// Callers pass whole rows; a mismatch is a bug in this module.
+const WHOLE_ROWS: &str = "the probe passes whole rows";
+
+impl Element for f64 {
+    fn as_f64<'s>(x: &'s [f64], rows: usize, d: usize, _: &'s mut Vec<f64>) -> ArrayView2<'s, f64> {
+        ArrayView2::from_shape((rows, d), x).expect(WHOLE_ROWS)
+    }
+}
+
+impl Element for f32 {
+    fn as_f64<'s>(
+        x: &'s [f32],
+        rows: usize,
+        d: usize,
+        scratch: &'s mut Vec<f64>,
+    ) -> ArrayView2<'s, f64> {
+        scratch.clear();
+        scratch.extend(x.iter().map(|&v| f64::from(v)));
+        ArrayView2::from_shape((rows, d), &scratch[..]).expect(WHOLE_ROWS)
+    }
+}
 
 /// A fitted probe.
 #[derive(Debug, Clone)]
@@ -29,7 +67,7 @@ pub struct LogisticRegression {
 }
 
 /// Fit on rows of `x` with label indices `y`.
-pub fn fit(x: ArrayView2<f64>, y: &[usize]) -> Result<LogisticRegression> {
+pub fn fit<T: Element>(x: ArrayView2<T>, y: &[usize]) -> Result<LogisticRegression> {
     let (n, d) = x.dim();
     if y.len() != n {
         return Err(Error::new(format!(
@@ -37,7 +75,7 @@ pub fn fit(x: ArrayView2<f64>, y: &[usize]) -> Result<LogisticRegression> {
             y.len()
         )));
     }
-    if let Some((i, _)) = x.indexed_iter().find(|(_, v)| !v.is_finite()) {
+    if let Some((i, _)) = x.indexed_iter().find(|(_, v)| !(**v).into().is_finite()) {
         return Err(Error::new(format!(
             "embedding row {}, column {} is not a finite number; the probe needs finite values",
             i.0 + 1,
@@ -59,7 +97,10 @@ pub fn fit(x: ArrayView2<f64>, y: &[usize]) -> Result<LogisticRegression> {
         .map(|v| classes.binary_search(v).unwrap_or_default())
         .collect();
     let x = x.as_standard_layout();
-    let obj = objective::Objective::new(x.view(), &yi, classes.len(), PROBE_C);
+    let x = x
+        .as_slice()
+        .ok_or_else(|| Error::new("internal error: the probe's input is not contiguous"))?;
+    let obj = objective::Objective::new(x, d, &yi, classes.len(), PROBE_C);
     let opts = lbfgsb::Options {
         history: LBFGS_HISTORY,
         max_iter: PROBE_MAX_ITER,
@@ -82,12 +123,26 @@ pub fn fit(x: ArrayView2<f64>, y: &[usize]) -> Result<LogisticRegression> {
 
 impl LogisticRegression {
     /// Raw scores, `n × k` (sklearn's `decision_function`).
-    pub fn decision_function(&self, x: ArrayView2<f64>) -> Array2<f64> {
-        x.dot(&self.coef) + &self.intercept
+    pub fn decision_function<T: Element>(&self, x: ArrayView2<T>) -> Array2<f64> {
+        /// Rows converted at a time: f32 input is not copied whole.
+        const BLOCK: usize = 1024;
+        let d = x.ncols();
+        let x = x.as_standard_layout();
+        let mut out = Array2::zeros((x.nrows(), self.coef.ncols()));
+        let mut scratch = Vec::new();
+        for (xb, mut ob) in x
+            .axis_chunks_iter(Axis(0), BLOCK)
+            .zip(out.axis_chunks_iter_mut(Axis(0), BLOCK))
+        {
+            let rows = xb.nrows();
+            let xb = T::as_f64(xb.to_slice().expect(WHOLE_ROWS), rows, d, &mut scratch);
+            general_mat_mul(1.0, &xb, &self.coef, 0.0, &mut ob);
+        }
+        out + &self.intercept
     }
 
     /// Predicted label indices (the same index space as the `y` it was fitted on).
-    pub fn predict(&self, x: ArrayView2<f64>) -> Vec<usize> {
+    pub fn predict<T: Element>(&self, x: ArrayView2<T>) -> Vec<usize> {
         let scores = self.decision_function(x);
         scores
             .axis_iter(Axis(0))
@@ -172,5 +227,40 @@ mod tests {
                 .zip(c.coef.iter())
                 .all(|(p, q)| p.to_bits() == q.to_bits())
         );
+    }
+
+    /// Bit-identical coefficients on pools of 1, 2 and 4 threads, for f32 and f64 input,
+    /// binary and multiclass, on problems past the parallel threshold with several shards.
+    #[test]
+    fn fits_do_not_depend_on_the_thread_count() {
+        fn on_threads<T: Element>(threads: usize, x: ArrayView2<T>, y: &[usize]) -> Vec<u64> {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let m = pool.install(|| fit(x, y)).unwrap();
+            m.coef.iter().chain(&m.intercept).map(|v| v.to_bits()).collect()
+        }
+        fn check<T: Element>(x: ArrayView2<T>, y: &[usize]) -> Vec<u64> {
+            let one = on_threads(1, x, y);
+            assert_eq!(one, on_threads(2, x, y));
+            assert_eq!(one, on_threads(4, x, y));
+            one
+        }
+        let (n, d) = (3000, 100);
+        // 3000 rows are 10 chunks, so 5 shards; every case is past the work threshold.
+        assert!(n * d >= objective::PARALLEL_MIN_WORK);
+        let x = Array2::from_shape_fn((n, d), |(i, j)| {
+            (((i * 7919 + j * 104_729) % 1009) as f64 / 1009.0 - 0.5) * (1.0 + (j % 3) as f64)
+        });
+        for classes in [2, 3] {
+            let y: Vec<usize> = (0..n)
+                .map(|i| usize::from(x[[i, 0]] + x[[i, 1]] > 0.0) + (classes - 2) * (i % 2))
+                .collect();
+            check(x.view(), &y);
+            // f32 input is read as the f64 values it widens to: the same model, bit for bit.
+            let x32 = x.mapv(|v| v as f32);
+            assert_eq!(check(x32.view(), &y), check(x32.mapv(f64::from).view(), &y));
+        }
     }
 }
