@@ -13,6 +13,7 @@ pub mod metrics;
 #[cfg(feature = "cli")]
 pub mod npz;
 pub mod probe;
+pub mod progress;
 pub mod profile;
 pub mod protocol;
 pub mod report;

@@ -265,9 +265,19 @@ fn run_eval(args: EvalArgs) -> Result<()> {
     let encoder = load_encoder(&args.model, backend_kind, args.offline, show)?;
     let mut on_progress = |p: Progress| {
         if show {
+            // One line, redrawn: the stage's bar over the whole run, then this task's count.
+            let stage = match p.stage {
+                eval::Stage::Embed => "embedding",
+                eval::Stage::Probe => "probing",
+            };
             eprint!(
-                "\r{:?} {} {} {}/{}   ",
-                p.stage, p.model, p.task, p.done, p.total
+                "\r\x1b[2K{stage:<9} {} {} {} {}/{} · {}",
+                geneb::progress::bar(p.run.done, p.run.total, 20),
+                p.model,
+                p.task,
+                p.done,
+                p.total,
+                p.pace
             );
             let _ = std::io::stderr().flush();
         }
