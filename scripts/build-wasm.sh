@@ -52,11 +52,19 @@ rustup run "$NIGHTLY" rustc --version >/dev/null 2>&1 \
 # .cargo/config.toml gives the one-thread build (RUSTFLAGS replaces that file's flags). rustc
 # caps a shared memory at 1 GiB unless told: DNABERT-2-117M alone takes 0.9 GiB in the tab,
 # so allow wasm32's whole 4 GiB, as the one-thread build has.
+# The link of the final module must share its memory and export the thread-local storage
+# symbols wasm-bindgen's thread support initialises per Web Worker; rustc no longer adds these
+# by itself for +atomics (without them the module defines an unshared memory).
 RUSTFLAGS='-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128 -C link-arg=--max-memory=4294967296' \
   CARGO_TARGET_DIR="$target/threads" \
   rustup run "$NIGHTLY" cargo rustc --lib --crate-type cdylib --target wasm32-unknown-unknown \
-  --profile "$profile" --no-default-features --features threads -Z build-std=panic_abort,std
+  --profile "$profile" --no-default-features --features threads -Z build-std=panic_abort,std \
+  -- -C link-arg=--shared-memory -C link-arg=--import-memory \
+  -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size \
+  -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base
 bindgen www/pkg-threads "$target/threads/wasm32-unknown-unknown/$profile"
+grep -q 'shared: *true' www/pkg-threads/geneb.js \
+  || { echo "geneb: www/pkg-threads has no shared memory: the threaded build is broken" >&2; exit 1; }
 # The service worker keeps these for offline use; wasm-bindgen names the helper's folder by hash.
 (cd www/pkg-threads && find . -type f ! -name files.json | sed 's|^\./||' | sort \
   | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.stringify({files:s.split("\n").filter(Boolean)})))' \

@@ -379,7 +379,12 @@ async function onDrop(event) {
 function startWorker({ phase = 'loading' } = {}) {
   if (state.worker) state.worker.terminate();
   setPhase(phase);
-  const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'geneb' });
+  const url = new URL('./worker.js', import.meta.url);
+  // `?threads=N` on the page sizes the threaded core's pool (default: every logical core), for a
+  // user who wants cores left free and for the tests of thread-count determinism.
+  const threads = new URLSearchParams(location.search).get('threads');
+  if (threads) url.searchParams.set('threads', threads);
+  const worker = new Worker(url, { type: 'module', name: 'geneb' });
   state.worker = worker;
   state.workerReady = false;
   worker.addEventListener('message', (e) => {

@@ -151,7 +151,10 @@ async function loadThreaded() {
   try {
     const mod = await import(PKG_THREADS);
     await mod.default();
-    const count = Math.max(1, Number(self.navigator?.hardwareConcurrency) || 1);
+    const asked = Number.parseInt(new URL(self.location.href).searchParams.get('threads') ?? '', 10);
+    const cores = Number(self.navigator?.hardwareConcurrency) || 1;
+    // 64 bounds a mistyped `?threads=`.
+    const count = Number.isInteger(asked) && asked >= 1 ? Math.min(asked, 64) : cores;
     await mod.initThreadPool(count);
     return { mod, threads: { count: mod.threads(), reason: '' } };
   } catch (err) {

@@ -79,7 +79,7 @@ export async function launchBrowser({ webgpu = true } = {}) {
  * `serviceWorkers: 'block'` is for tests that replace the page's files with `context.route`: a
  * service worker's own fetches would bypass those routes once it controls the page.
  */
-export async function openApp(browser, server, { viewport = { width: 1280, height: 900 }, beforeGoto, serviceWorkers = 'allow' } = {}) {
+export async function openApp(browser, server, { viewport = { width: 1280, height: 900 }, beforeGoto, serviceWorkers = 'allow', query = '' } = {}) {
   const context = await browser.newContext({ viewport, acceptDownloads: true, serviceWorkers });
   const origin = `http://127.0.0.1:${server.port}/`;
   const requests = [];
@@ -107,7 +107,7 @@ export async function openApp(browser, server, { viewport = { width: 1280, heigh
   });
   page.on('pageerror', (err) => consoleErrors.push(`pageerror: ${err.message}`));
   if (beforeGoto) await beforeGoto(context, origin);
-  await page.goto(origin, { waitUntil: 'load' });
+  await page.goto(origin + query, { waitUntil: 'load' });
   return {
     context, page, requests, offsite, consoleErrors, origin,
     assertLocalOnly() {

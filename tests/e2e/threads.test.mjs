@@ -1,7 +1,8 @@
 // Threads in the page (www/worker.js, scripts/build-wasm.sh): served with COOP + COEP the page is
 // cross-origin isolated and the core runs on a rayon pool of Web Workers; served without COEP
 // (a host that cannot set headers) it still runs, on the one-thread build, and says so. Both give
-// the native CLI's embeddings (within 1e-5) and its MCC, to the last digit.
+// the native CLI's embeddings (within 1e-5) and its MCC, to the last digit; and the probe's fits
+// are the same, bit for bit, on 1, 2 and 4 threads of the threaded core.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -11,7 +12,8 @@ import { join } from 'node:path';
 import { startServer } from '../../scripts/serve.mjs';
 import {
   FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, addFiles, byTestId, downloadResult, dropModel, embedThroughPage,
-  folderFiles, launchBrowser, nativeGeneb, openApp, pkgMounts, runWithoutError, waitLoaded, waitReady, wasmBuilt,
+  folderFiles, launchBrowser, nativeGeneb, openApp, pkgMounts, runAndWait, runWithoutError, waitLoaded, waitReady,
+  wasmBuilt,
 } from './helpers.mjs';
 
 const NT_V2 = join(REPO, 'tests', 'fixtures', 'models', 'nt_v2');
@@ -114,6 +116,46 @@ describe('threads in the page', { timeout: 15 * 60_000 }, () => {
       }
     });
   }
+});
+
+describe('the probe in the page at any thread count', { timeout: 10 * 60_000 }, () => {
+  let browser;
+  let server;
+  before(async () => {
+    assert.ok(wasmBuilt(), NO_WASM);
+    browser = await launchBrowser({ webgpu: false });
+    server = await startServer({ port: 0, mounts: pkgMounts() });
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  it('the demo on 1, 2 and 4 threads: every fit\'s predictions identical, k-mer MCC as the native CLI\'s', { timeout: LOAD_TIMEOUT * 6 }, async () => {
+    const runs = {};
+    for (const threads of [1, 2, 4]) {
+      const app = await openApp(browser, server, { query: `?threads=${threads}` });
+      try {
+        await waitReady(app.page);
+        assert.match(await byTestId(app.page, 'backend').textContent(), new RegExp(`^CPU, ${threads} threads? — `));
+        await runAndWait(app.page, 'demo');
+        assert.equal(await byTestId(app.page, 'error').isHidden(), true, await byTestId(app.page, 'error').textContent());
+        runs[threads] = (await downloadResult(app.page)).submissions;
+        app.assertLocalOnly();
+      } finally {
+        await app.close();
+      }
+    }
+    const evidence = (subs) => subs.map((s) => ({ model: s.model_id, results: s.results, fewshot: s.fewshot, predictions: s.predictions }));
+    assert.deepEqual(evidence(runs[2]), evidence(runs[1]), '2 threads vs 1');
+    assert.deepEqual(evidence(runs[4]), evidence(runs[1]), '4 threads vs 1');
+    const kmer = runs[1].find((s) => s.model_id.startsWith('kmer:'));
+    const out = native(['eval', '--model', kmer.model_id, '--task', join(REPO, 'tasks', 'smoke'), '--no-cache', '--quiet']);
+    const cli = JSON.parse(out.stdout);
+    for (const [regime, tasks] of Object.entries(kmer.results)) {
+      for (const [task, r] of Object.entries(tasks)) assert.equal(r.MCC, cli.results[regime][task].MCC, `${regime}/${task}`);
+    }
+  });
 });
 
 /** A little-endian float32 .npy (geneb embed's output) as a flat array. */
