@@ -8,7 +8,7 @@
 // longer sequences) comes last: a call that outlasts --timeout leaves the worker busy, so that
 // model's remaining runs are skipped and reported.
 //
-//   node bench/browser_bench.mjs [--quick] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu]
+//   node bench/browser_bench.mjs [--quick] [--one-thread] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu]
 //                                [--count N] [--webgpu-count N] [--webgpu-lengths L,..] [--timeout S]
 //
 // Run `python3 bench/model_bench.py --quick ...` first: the models, the sequences and PyTorch's
@@ -39,8 +39,9 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import {
-  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, launchBrowser, openApp, startTestServer, waitReady, wasmBuilt,
+  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, launchBrowser, openApp, pkgMounts, waitReady, wasmBuilt,
 } from '../tests/e2e/helpers.mjs';
+import { startServer } from '../scripts/serve.mjs';
 
 const MODELS_DIR = join(REPO, 'target', 'bench-models');
 const REAL_MODELS = process.env.GENEB_REAL_MODELS || join(REPO, 'target', 'real-models');
@@ -59,7 +60,7 @@ const PAGE_SIZE = 4096;
 function parseArgs(argv) {
   const args = {
     quick: false, models: DEFAULT_MODELS, lengths: [200, 1000], backends: ['cpu', 'webgpu'], count: null, timeout: 600,
-    webgpuCount: null, webgpuLengths: null,
+    webgpuCount: null, webgpuLengths: null, oneThread: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -68,6 +69,7 @@ function parseArgs(argv) {
       return argv[++i];
     };
     if (a === '--quick') args.quick = true;
+    else if (a === '--one-thread') args.oneThread = true;
     else if (a === '--models') args.models = value().split(',');
     else if (a === '--lengths') args.lengths = value().split(',').map(Number);
     else if (a === '--backends') args.backends = value().split(',');
@@ -76,7 +78,7 @@ function parseArgs(argv) {
     else if (a === '--webgpu-count') args.webgpuCount = Number(value());
     else if (a === '--webgpu-lengths') args.webgpuLengths = value().split(',').map(Number);
     else if (a === '--help' || a === '-h') {
-      console.log('usage: node bench/browser_bench.mjs [--quick] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu] [--count N] [--webgpu-count N] [--webgpu-lengths 200] [--timeout S]');
+      console.log('usage: node bench/browser_bench.mjs [--quick] [--one-thread] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu] [--count N] [--webgpu-count N] [--webgpu-lengths 200] [--timeout S]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a} (try --help)`);
   }
@@ -203,11 +205,12 @@ async function wasmMemoryMib(page, origin) {
   try {
     // The worker imported this same URL: the module (and its instance) is the worker's, and
     // wasm-bindgen's init returns the live exports when the instance exists.
-    return await worker.evaluate(async (url) => {
-      const mod = await import(url);
+    // The worker runs the threaded build where the page is cross-origin isolated (www/worker.js).
+    return await worker.evaluate(async (urls) => {
+      const mod = await import(self.crossOriginIsolated ? urls.threads : urls.one);
       const exports = await mod.default();
       return exports.memory.buffer.byteLength / 2 ** 20;
-    }, new URL('pkg/geneb.js', origin).href);
+    }, { one: new URL('pkg/geneb.js', origin).href, threads: new URL('pkg-threads/geneb.js', origin).href });
   } catch (err) {
     return `unreadable: ${err.message.split('\n')[0]}`;
   }
@@ -301,6 +304,8 @@ async function benchModel(browser, server, name, args, failures) {
   const out = { model: name, folder, runs: [] };
   try {
     await waitReady(page);
+    out.core = await byTestId(page, 'backend').textContent();
+    console.log(`\n${name}: the page's CPU line: ${out.core}`);
     sampler.reset();
     out.idle = sampler.peak();
     sampler.reset();
@@ -367,7 +372,9 @@ async function benchModel(browser, server, name, args, failures) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   if (!wasmBuilt()) throw new Error(NO_WASM);
-  const server = await startTestServer();
+  // --one-thread: served without COEP, the page is not cross-origin isolated and runs the
+  // one-thread core, as on a host that cannot set headers.
+  const server = await startServer({ port: 0, mounts: pkgMounts(), isolated: !args.oneThread });
   const browser = await launchBrowser({ webgpu: true });
   const failures = [];
   const results = { date: new Date().toISOString(), chromium: browser.version(), count: args.count, models: [] };
