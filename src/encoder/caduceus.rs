@@ -343,15 +343,15 @@ impl Reverser {
     fn new(mask: Tensor<2>) -> Reverser {
         let [_, tokens] = mask.dims();
         let device = mask.device();
-        let position = Tensor::<1, Int>::arange(0..tokens as i64, &device)
-            .float()
-            .reshape([1, tokens]);
+        let position = Tensor::<1, Int>::arange(0..tokens as i64, &device).reshape([1, tokens]);
+        // In integers, on the device: nothing is read back, and positions stay exact where
+        // floats would not (f16 counts exactly only to 2,048).
+        let mask = mask.int();
         let length = mask.clone().sum_dim(1);
-        let mirrored = length - position.clone() - 1.0;
-        // Real tokens take the mirrored position, padding its own (computed on the device, so
-        // nothing is read back; the values are small integers, exact in f32).
-        let index = mirrored * mask.clone() + position * (mask.neg() + 1.0);
-        Reverser { index: index.int() }
+        let mirrored = length - position.clone() - 1;
+        // Real tokens take the mirrored position, padding its own.
+        let index = mirrored * mask.clone() + position * (mask.neg() + 1);
+        Reverser { index }
     }
 
     /// The same reversals for the batch stacked on itself.
