@@ -656,7 +656,11 @@ fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profile
 fn gpu_options_count_wgpu_launches_and_f16_is_refused_or_close_to_f32() {
     let dir = scratch("gpu_options");
     let fasta = dir.join("seqs.fa");
-    std::fs::write(&fasta, ">a\nACGTACGTTTGACCA\n>b\nGGGCCCATATNNACGTAGCATCGA\n").unwrap();
+    std::fs::write(
+        &fasta,
+        ">a\nACGTACGTTTGACCA\n>b\nGGGCCCATATNNACGTAGCATCGA\n",
+    )
+    .unwrap();
     let npy = dir.join("x.npy");
     let embed = |extra: &[&str]| {
         let mut args = vec![
@@ -675,7 +679,10 @@ fn gpu_options_count_wgpu_launches_and_f16_is_refused_or_close_to_f32() {
     for (extra, says) in [
         (&["--count-kernels"][..], "--backend wgpu"),
         (&["--precision", "f16"], "--backend wgpu"),
-        (&["--precision", "f8", "--backend", "wgpu"], "use f32 or f16"),
+        (
+            &["--precision", "f8", "--backend", "wgpu"],
+            "use f32 or f16",
+        ),
     ] {
         let out = embed(extra);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -711,10 +718,17 @@ fn gpu_options_count_wgpu_launches_and_f16_is_refused_or_close_to_f32() {
         let f16_values = read_npy_f32(&npy);
         assert_eq!(f16_values.len(), f32_values.len());
         let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let diff: Vec<f32> = f16_values.iter().zip(&f32_values).map(|(a, b)| a - b).collect();
+        let diff: Vec<f32> = f16_values
+            .iter()
+            .zip(&f32_values)
+            .map(|(a, b)| a - b)
+            .collect();
         let relative = norm(&diff) / norm(&f32_values);
         assert!(relative <= 1e-2, "f16 vs f32: relative error {relative}");
-        assert!(relative > 0.0, "f16 gave f32's exact values: it did not run in f16");
+        assert!(
+            relative > 0.0,
+            "f16 gave f32's exact values: it did not run in f16"
+        );
     } else {
         assert!(stderr.contains("shader-f16"), "{stderr}");
     }
