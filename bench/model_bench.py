@@ -475,7 +475,10 @@ def main():
         if name not in MODELS:
             sys.exit(f"model_bench: unknown model '{name}'; choose from {', '.join(MODELS)}")
         # Written in a child: this process stays small (torch is never imported here).
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--make-checkpoint", name], check=True)
+        made = subprocess.run([sys.executable, os.path.abspath(__file__), "--make-checkpoint", name])
+        if made.returncode != 0:
+            # The child has said why (a missing package, weights or checkout); no traceback here.
+            sys.exit(f"model_bench: no {name} checkpoint (above)")
         folder = checkpoint_folder(name, MODELS[name])
         for length in lengths:
             texts = sequences(length, counts[length])
