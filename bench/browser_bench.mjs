@@ -10,6 +10,10 @@
 //
 //   node bench/browser_bench.mjs [--quick] [--one-thread] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu]
 //                                [--count N] [--webgpu-count N] [--webgpu-lengths L,..] [--timeout S]
+//                                [--models-dir DIR] [--reference FILE.npy]
+//
+// bench/gpu-check.sh passes --models-dir (its numpy-written models and runs, all four models in
+// one folder) and --reference geneb_cpu.npy (native geneb's CPU embeddings, where no PyTorch is).
 //
 // Run `python3 bench/model_bench.py --quick ...` first: the models, the sequences and PyTorch's
 // embeddings (target/bench-models/runs/<model>_<length>/{seqs.txt,torch_b32.npy}) are that
@@ -43,13 +47,15 @@ import {
 } from '../tests/e2e/helpers.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
-const MODELS_DIR = join(REPO, 'target', 'bench-models');
+// --models-dir (bench/gpu-check.sh) reads every model and run from one folder instead.
+const MODELS_DIR_ARG = process.argv.indexOf('--models-dir');
+const MODELS_DIR = MODELS_DIR_ARG > 0 ? process.argv[MODELS_DIR_ARG + 1] : join(REPO, 'target', 'bench-models');
 const REAL_MODELS = process.env.GENEB_REAL_MODELS || join(REPO, 'target', 'real-models');
 /** The folders model_bench.py writes (or, for HyenaDNA-tiny, checks). */
 const MODELS = {
   'nt-v2-50m': join(MODELS_DIR, 'nt-v2-50m'),
   'dnabert2-117m': join(MODELS_DIR, 'dnabert2-117m'),
-  'hyenadna-tiny': join(REAL_MODELS, 'hyenadna-tiny-anticapt-dataset1'),
+  'hyenadna-tiny': MODELS_DIR_ARG > 0 ? join(MODELS_DIR, 'hyenadna-tiny') : join(REAL_MODELS, 'hyenadna-tiny-anticapt-dataset1'),
   'caduceus-ph-1k': join(MODELS_DIR, 'caduceus-ph-1k'),
 };
 const DEFAULT_MODELS = ['nt-v2-50m', 'dnabert2-117m', 'hyenadna-tiny'];
@@ -60,7 +66,7 @@ const PAGE_SIZE = 4096;
 function parseArgs(argv) {
   const args = {
     quick: false, models: DEFAULT_MODELS, lengths: [200, 1000], backends: ['cpu', 'webgpu'], count: null, timeout: 600,
-    webgpuCount: null, webgpuLengths: null, oneThread: false,
+    webgpuCount: null, webgpuLengths: null, oneThread: false, reference: 'torch_b32.npy',
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -77,8 +83,10 @@ function parseArgs(argv) {
     else if (a === '--timeout') args.timeout = Number(value());
     else if (a === '--webgpu-count') args.webgpuCount = Number(value());
     else if (a === '--webgpu-lengths') args.webgpuLengths = value().split(',').map(Number);
+    else if (a === '--models-dir') value();
+    else if (a === '--reference') args.reference = value();
     else if (a === '--help' || a === '-h') {
-      console.log('usage: node bench/browser_bench.mjs [--quick] [--one-thread] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu] [--count N] [--webgpu-count N] [--webgpu-lengths 200] [--timeout S]');
+      console.log('usage: node bench/browser_bench.mjs [--quick] [--one-thread] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu] [--count N] [--webgpu-count N] [--webgpu-lengths 200] [--timeout S] [--models-dir DIR] [--reference FILE.npy]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a} (try --help)`);
   }
@@ -289,9 +297,9 @@ async function benchModel(browser, server, name, args, failures) {
   const inputs = args.lengths.map((length) => {
     const work = join(MODELS_DIR, 'runs', `${name}_${length}`);
     const seqsPath = join(work, 'seqs.txt');
-    const refPath = join(work, 'torch_b32.npy');
+    const refPath = join(work, args.reference);
     if (!existsSync(seqsPath) || !existsSync(refPath)) {
-      throw new Error(`${work}: no seqs.txt/torch_b32.npy; run python3 bench/model_bench.py --quick --models ${name} --lengths ${length} first`);
+      throw new Error(`${work}: no seqs.txt/${args.reference}; run python3 bench/model_bench.py --quick --models ${name} --lengths ${length} first`);
     }
     const texts = readFileSync(seqsPath, 'utf8').split(/\s+/).filter(Boolean);
     const reference = readNpy(refPath);

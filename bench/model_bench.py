@@ -1,6 +1,7 @@
 """Encoder speed: PyTorch on CPU vs `geneb embed` (Burn flex CPU and wgpu), same weights, same DNA.
 
     python3 bench/model_bench.py [--quick] [--geneb PATH] [--threads N] [--models a,b] [--backends cpu,wgpu]
+                                 [--torch-device cpu|cuda]
 
 1. Writes, once, random checkpoints shaped like the real models under target/bench-models/
    (NT-v2-50m: hidden 512, 12 layers, 16 heads, SwiGLU 2048, vocab 4107, rotary; DNABERT-2-117M:
@@ -232,14 +233,14 @@ def make_checkpoint(name, spec):
     return folder
 
 
-def load_torch_model(folder, spec):
+def load_torch_model(folder, spec, device):
     """The PyTorch reference with the checkpoint's tensors: (input_ids, mask) -> last hidden state."""
     from safetensors.torch import load_file
 
     ref = oracle()
     if spec["kind"] == "hyena":
         modeling, _, _ = hyena_code()
-        model = modeling.HyenaDNAModel.from_pretrained(folder).eval()
+        model = modeling.HyenaDNAModel.from_pretrained(folder).to(device).eval()
         return lambda ids, mask: model(ids, return_dict=True).last_hidden_state
     if spec["kind"] == "caduceus":
         _, CaduceusForMaskedLM, _ = caduceus_code()
@@ -284,10 +285,13 @@ def torch_child(job):
     import torch
 
     torch.set_num_threads(job["threads"])
+    device = torch.device(job["device"])
+    # Modules, the oracle's helper tensors and the tokenizers' outputs are made on this device.
+    torch.set_default_device(device)
     spec = MODELS[job["model"]]
     ref = oracle()
     started = time.perf_counter()
-    forward = load_torch_model(job["folder"], spec)
+    forward = load_torch_model(job["folder"], spec, device)
     tokenizer = torch_tokenizer(job["folder"], spec)
     load_s = time.perf_counter() - started
     with open(job["input"]) as f:
@@ -302,6 +306,7 @@ def torch_child(job):
             if len({len(t) for t in batch}) != 1:
                 sys.exit("model_bench: a HyenaDNA/Caduceus batch needs padding; give it sequences of one length")
             enc = {"input_ids": enc["input_ids"], "attention_mask": torch.ones_like(enc["input_ids"])}
+        enc = {k: v.to(device) for k, v in enc.items()}
         hidden = forward(enc["input_ids"], enc["attention_mask"])
         return ref.masked_mean(hidden, enc["attention_mask"]), int(enc["attention_mask"].sum())
 
@@ -316,9 +321,12 @@ def torch_child(job):
             for i in range(0, len(texts), batch):
                 vectors, n = embed(texts[i:i + batch])
                 if passes == 0:
-                    pooled.append(vectors.numpy())
+                    pooled.append(vectors.cpu().numpy())
                     tokens += n
             passes += 1
+            if device.type == "cuda":
+                # Kernels run asynchronously: a pass is over when the device says so.
+                torch.cuda.synchronize()
         run_s = time.perf_counter() - started
     np.save(job["out"], np.concatenate(pooled).astype(np.float32))
     json.dump({"load_s": load_s, "run_s": run_s, "tokens": tokens, "passes": passes}, sys.stdout)
@@ -372,9 +380,10 @@ def write_fasta(path, texts):
         f.writelines(f">s{i}\n{t}\n" for i, t in enumerate(texts))
 
 
-def time_pytorch(name, folder, texts_path, batch, threads, work):
+def time_pytorch(name, folder, texts_path, batch, threads, work, device):
     out = os.path.join(work, f"torch_b{batch}.npy")
-    job = {"model": name, "folder": folder, "input": texts_path, "batch": batch, "threads": threads, "out": out}
+    job = {"model": name, "folder": folder, "input": texts_path, "batch": batch, "threads": threads, "out": out,
+           "device": device}
     run = measure([sys.executable, os.path.abspath(__file__), "--torch-child", json.dumps(job)], os.environ, 1e9)
     if run["returncode"] != 0:
         sys.exit(f"model_bench: the PyTorch reference failed:\n{run['stderr']}")
@@ -445,6 +454,7 @@ def main():
     ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)), help="sequence lengths in nt")
     ap.add_argument("--backends", default="cpu,wgpu", help="geneb backends to time")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to one geneb run")
+    ap.add_argument("--torch-device", default="cpu", help="where PyTorch runs: cpu, or cuda on a GPU machine")
     ap.add_argument("--torch-child", help=argparse.SUPPRESS)
     ap.add_argument("--make-checkpoint", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -458,13 +468,17 @@ def main():
     lengths = [int(n) for n in args.lengths.split(",")]
     if not set(lengths) <= set(counts):
         sys.exit(f"model_bench: --lengths takes {', '.join(map(str, LENGTHS))}")
-    print(f"geneb: {os.path.normpath(geneb)}; threads: {args.threads} (torch.set_num_threads, RAYON_NUM_THREADS)")
+    print(f"geneb: {os.path.normpath(geneb)}; threads: {args.threads} (torch.set_num_threads, RAYON_NUM_THREADS); "
+          f"PyTorch on {args.torch_device}")
     rows, failures = [], []
     for name in args.models.split(","):
         if name not in MODELS:
             sys.exit(f"model_bench: unknown model '{name}'; choose from {', '.join(MODELS)}")
         # Written in a child: this process stays small (torch is never imported here).
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--make-checkpoint", name], check=True)
+        made = subprocess.run([sys.executable, os.path.abspath(__file__), "--make-checkpoint", name])
+        if made.returncode != 0:
+            # The child has said why (a missing package, weights or checkout); no traceback here.
+            sys.exit(f"model_bench: no {name} checkpoint (above)")
         folder = checkpoint_folder(name, MODELS[name])
         for length in lengths:
             texts = sequences(length, counts[length])
@@ -476,7 +490,8 @@ def main():
             # Other work on the machine slows every runner; the load average says how busy it was.
             row = {"model": name, "length": length, "n": len(texts), "load_avg_before": os.getloadavg()[0]}
             for batch in TORCH_BATCHES:
-                row[f"torch_b{batch}"] = time_pytorch(name, folder, texts_path, batch, args.threads, work)
+                row[f"torch_b{batch}"] = time_pytorch(name, folder, texts_path, batch, args.threads, work,
+                                                      args.torch_device)
             reference = row[f"torch_b{TORCH_BATCHES[-1]}"]["embeddings"]
             row["torch_b1"]["max_delta"] = float(np.abs(row["torch_b1"]["embeddings"] - reference).max())
             for backend in backends:

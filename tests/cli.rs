@@ -31,6 +31,16 @@ fn ok_json(out: &Output) -> Value {
     serde_json::from_str(&ok_text(out)).expect("stdout is JSON")
 }
 
+/// The values of a float32 .npy as `geneb embed` writes it (little-endian, n × d after the header).
+fn read_npy_f32(path: &Path) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap();
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    bytes[10 + header_len..]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect()
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
@@ -554,13 +564,7 @@ fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let bytes = std::fs::read(&out_npy).unwrap();
-        // float32 .npy, little-endian, n × d after the header.
-        let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-        let values: Vec<f32> = bytes[10 + header_len..]
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-            .collect();
+        let values = read_npy_f32(&out_npy);
         let want: Vec<f32> = expected["pooled"]
             .as_array()
             .unwrap()
@@ -646,4 +650,86 @@ fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profile
         .find(|m| m["hubId"] == "LongSafari/hyenadna-tiny-1k-seqlen-hf")
         .expect("HyenaDNA tiny is known");
     assert!(hyena_tiny["published"].is_null(), "not on the leaderboard");
+}
+
+#[test]
+fn gpu_options_count_wgpu_launches_and_f16_is_refused_or_close_to_f32() {
+    let dir = scratch("gpu_options");
+    let fasta = dir.join("seqs.fa");
+    std::fs::write(
+        &fasta,
+        ">a\nACGTACGTTTGACCA\n>b\nGGGCCCATATNNACGTAGCATCGA\n",
+    )
+    .unwrap();
+    let npy = dir.join("x.npy");
+    let embed = |extra: &[&str]| {
+        let mut args = vec![
+            "embed",
+            "--model",
+            "random-cnn",
+            "--input",
+            fasta.to_str().unwrap(),
+            "--out",
+            npy.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        geneb(&args)
+    };
+    // Launch counts and f16 are wgpu things: on the CPU backend each is one clear error.
+    for (extra, says) in [
+        (&["--count-kernels"][..], "--backend wgpu"),
+        (&["--precision", "f16"], "--backend wgpu"),
+        (
+            &["--precision", "f8", "--backend", "wgpu"],
+            "use f32 or f16",
+        ),
+    ] {
+        let out = embed(extra);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(
+            stderr.trim_end().lines().count() == 1 && stderr.contains(says),
+            "{extra:?}: {stderr}"
+        );
+    }
+
+    // On wgpu (lavapipe in CI): the two sequences are one forward pass, so one host read.
+    let out = embed(&["--backend", "wgpu", "--count-kernels"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let summary = stderr
+        .lines()
+        .find(|l| l.contains("kernel launches"))
+        .unwrap_or_else(|| panic!("no count in {stderr}"));
+    let numbers: Vec<usize> = summary
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(
+        numbers.len() >= 3 && numbers[0] > 0 && numbers[1] == 1 && numbers[2] == 2,
+        "{summary}"
+    );
+    let f32_values = read_npy_f32(&npy);
+
+    // f16 either runs and stays close to f32, or is refused naming the missing feature.
+    let out = embed(&["--backend", "wgpu", "--precision", "f16"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        let f16_values = read_npy_f32(&npy);
+        assert_eq!(f16_values.len(), f32_values.len());
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let diff: Vec<f32> = f16_values
+            .iter()
+            .zip(&f32_values)
+            .map(|(a, b)| a - b)
+            .collect();
+        let relative = norm(&diff) / norm(&f32_values);
+        assert!(relative <= 1e-2, "f16 vs f32: relative error {relative}");
+        assert!(
+            relative > 0.0,
+            "f16 gave f32's exact values: it did not run in f16"
+        );
+    } else {
+        assert!(stderr.contains("shader-f16"), "{stderr}");
+    }
 }

@@ -2,7 +2,7 @@
 //! arguments, calls the library and prints; every error is one line on stderr and exit code 2.
 
 use clap::{Args, Parser, Subcommand};
-use geneb::encoder::{BackendKind, Encoder};
+use geneb::encoder::{BackendKind, Encoder, Precision};
 use geneb::eval::{self, Progress};
 use geneb::hub::{Hub, Located};
 use geneb::protocol::Regime;
@@ -63,6 +63,36 @@ struct EmbedArgs {
     /// Where Burn encoders run: cpu or wgpu.
     #[arg(long, default_value = "cpu")]
     backend: String,
+    #[command(flatten)]
+    precision: PrecisionArg,
+    /// Print on stderr the GPU kernel launches and host reads of the embedding (wgpu only).
+    /// The first sequence is embedded once before counting, so shader compilation, autotuning
+    /// and per-length caches are not counted.
+    #[arg(long)]
+    count_kernels: bool,
+}
+
+#[derive(Args)]
+struct PrecisionArg {
+    /// What the wgpu backend computes in: f32 (default) or f16 (needs an adapter with
+    /// shader-f16; opt-in until a real GPU shows it is faster, see bench/README.md).
+    #[arg(long, default_value = "f32")]
+    precision: String,
+}
+
+impl PrecisionArg {
+    /// Sets the wgpu device's precision before any model is built, or says why it cannot.
+    fn apply(&self, backend: BackendKind) -> Result<()> {
+        let precision = Precision::parse(&self.precision)?;
+        if precision == Precision::F16 && backend != BackendKind::Wgpu {
+            return Err(Error::new(
+                "--precision f16 runs on the GPU only: add --backend wgpu",
+            ));
+        }
+        #[cfg(feature = "wgpu")]
+        geneb::encoder::backend::set_wgpu_precision(precision)?;
+        Ok(())
+    }
 }
 
 #[derive(Args)]
@@ -91,6 +121,8 @@ struct EvalArgs {
     /// Where Burn encoders run: cpu (default, pure Rust) or wgpu (Vulkan/Metal/DX12 GPU).
     #[arg(long, default_value = "cpu")]
     backend: String,
+    #[command(flatten)]
+    precision: PrecisionArg,
     /// Write the result here instead of stdout (written whole or not at all).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -219,6 +251,7 @@ fn write_whole(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
 fn run_eval(args: EvalArgs) -> Result<()> {
     let regimes = Regime::parse_list(&args.regimes)?;
     let backend_kind = BackendKind::parse(&args.backend)?;
+    args.precision.apply(backend_kind)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut tasks = Vec::new();
     let mut given_by = std::collections::BTreeMap::new();
@@ -307,10 +340,23 @@ fn run_eval(args: EvalArgs) -> Result<()> {
 
 fn run_embed(args: EmbedArgs) -> Result<()> {
     let backend = BackendKind::parse(&args.backend)?;
+    args.precision.apply(backend)?;
+    if args.count_kernels && backend != BackendKind::Wgpu {
+        return Err(Error::new(
+            "--count-kernels counts GPU kernel launches: use it with --backend wgpu",
+        ));
+    }
     let sequences = seq::read_sequences(&read_file(&args.input)?)?;
     let encoder = load_encoder(&args.model, backend, false, true)?;
     let texts: Vec<String> = sequences.into_iter().map(|s| s.sequence).collect();
-    let embeddings = pollster::block_on(encoder.embed(&texts))?;
+    if args.count_kernels
+        && let Some(first) = texts.first()
+    {
+        pollster::block_on(encoder.embed(std::slice::from_ref(first)))?;
+    }
+    let embeddings = counting_kernels(args.count_kernels, &encoder, texts.len(), || {
+        pollster::block_on(encoder.embed(&texts))
+    })?;
     let mut npy = Vec::new();
     ndarray_npy::WriteNpyExt::write_npy(&embeddings, &mut npy)
         .map_err(|e| Error::new(format!("cannot encode the .npy: {e}")))?;
@@ -323,6 +369,45 @@ fn run_embed(args: EmbedArgs) -> Result<()> {
         args.out.display()
     );
     Ok(())
+}
+
+/// `work`, with its GPU kernel launches and host reads printed on stderr when `on`.
+#[cfg(feature = "wgpu")]
+fn counting_kernels<T>(
+    on: bool,
+    encoder: &Encoder,
+    sequences: usize,
+    work: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let counting = on.then(geneb::encoder::backend::launches::start);
+    let out = work()?;
+    if let Some(counting) = counting {
+        let counts = counting.finish();
+        eprintln!(
+            "geneb: {} kernel launches and {} host reads for {sequences} sequences ({})",
+            counts.launches,
+            counts.reads,
+            encoder.backend_info().adapter
+        );
+        for (n, kernel) in &counts.by_kernel {
+            // Matmul kernels are named by their whole type; the start says which one.
+            let short: String = kernel.chars().take(100).collect();
+            eprintln!("  {n:>8}  {short}");
+        }
+    }
+    Ok(out)
+}
+
+/// A build without the GPU backend has no kernels to count (`run_embed` refused the flag
+/// already, as `--backend wgpu` cannot run here).
+#[cfg(not(feature = "wgpu"))]
+fn counting_kernels<T>(
+    _on: bool,
+    _encoder: &Encoder,
+    _sequences: usize,
+    work: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    work()
 }
 
 fn run_probe(args: ProbeArgs) -> Result<()> {

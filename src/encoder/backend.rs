@@ -2,7 +2,7 @@
 //! Vulkan/Metal natively, WebGPU in the browser. The wgpu runtime can be initialised once per
 //! process (or tab), so its device is cached and cloned.
 
-use super::BackendKind;
+use super::{BackendKind, Precision};
 use crate::{Error, Result};
 use burn::tensor::Device;
 
@@ -13,18 +13,23 @@ pub struct Compute {
     pub kind: BackendKind,
     /// The adapter's name (a GPU, lavapipe, SwiftShader) or the CPU backend's name.
     pub adapter: String,
+    /// What the device's float tensors hold (f16 only on wgpu, when asked for).
+    pub precision: Precision,
 }
 
 impl Compute {
     /// A tensor's values on the host, read asynchronously (a synchronous read panics in wasm).
     pub async fn read<const D: usize>(&self, tensor: burn::tensor::Tensor<D>) -> Result<Vec<f32>> {
+        #[cfg(all(feature = "wgpu", not(target_arch = "wasm32")))]
+        launches::note_read();
         let data = tensor.into_data_async().await.map_err(|e| {
             Error::new(format!(
                 "reading embeddings from the {:?} backend failed: {e:?}",
                 self.kind
             ))
         })?;
-        data.try_to_vec::<f32>().map_err(|e| {
+        // An f16 device's values are widened here: callers always get f32.
+        data.convert::<f32>().try_to_vec::<f32>().map_err(|e| {
             Error::new(format!(
                 "unexpected embedding data type from the backend: {e:?}"
             ))
@@ -39,6 +44,7 @@ pub fn cpu() -> Compute {
         device: Device::flex(),
         kind: BackendKind::Cpu,
         adapter: CPU_ADAPTER.to_string(),
+        precision: Precision::F32,
     }
 }
 
@@ -80,21 +86,58 @@ fn describe(setup: &burn::tensor::wgpu::WgpuSetup, page_label: Option<&str>) -> 
 }
 
 #[cfg(all(feature = "wgpu", not(target_arch = "wasm32")))]
+pub use cached::set_wgpu_precision;
+
+#[cfg(all(feature = "wgpu", not(target_arch = "wasm32")))]
 mod cached {
     use super::*;
-    use std::sync::OnceLock;
+    use burn::tensor::FloatDType;
+    use burn::tensor::wgpu::wgpu::Features;
+    use std::sync::{Mutex, OnceLock};
 
     static WGPU: OnceLock<std::result::Result<Compute, Error>> = OnceLock::new();
+    static PRECISION: Mutex<Precision> = Mutex::new(Precision::F32);
+
+    /// The precision the wgpu device is made with. Burn fixes a device's float type before its
+    /// first tensor, and the device is one per process, so this must come before the first use
+    /// of wgpu; asking for another precision afterwards is an error.
+    pub fn set_wgpu_precision(precision: Precision) -> Result<()> {
+        if let Some(Ok(compute)) = WGPU.get()
+            && compute.precision != precision
+        {
+            return Err(Error::new(format!(
+                "the wgpu device already computes in {:?}; the precision is chosen once per \
+                 process, before the first wgpu model",
+                compute.precision
+            )));
+        }
+        *PRECISION.lock().unwrap_or_else(|e| e.into_inner()) = precision;
+        Ok(())
+    }
 
     pub async fn get_or_init() -> Result<Compute> {
         WGPU.get_or_init(|| {
-            let (device, setup) = Device::wgpu_options()
+            let (mut device, setup) = Device::wgpu_options()
                 .init_with_setup()
                 .map_err(init_error)?;
+            let adapter = describe(&setup, None);
+            let precision = *PRECISION.lock().unwrap_or_else(|e| e.into_inner());
+            if precision == Precision::F16 {
+                if !setup.adapter.features().contains(Features::SHADER_F16) {
+                    return Err(Error::new(format!(
+                        "f16 needs a GPU with shader-f16, and {adapter} has none; use \
+                         --precision f32"
+                    )));
+                }
+                device.configure(FloatDType::F16).map_err(|e| {
+                    Error::new(format!("cannot compute in f16 on {adapter}: {e:?}"))
+                })?;
+            }
             Ok(Compute {
                 device,
                 kind: BackendKind::Wgpu,
-                adapter: describe(&setup, None),
+                adapter,
+                precision,
             })
         })
         .clone()
@@ -129,10 +172,88 @@ mod cached {
                 device,
                 kind: BackendKind::Wgpu,
                 adapter: PAGE_LABEL.with(|l| describe(&setup, Some(&l.borrow()))),
+                precision: Precision::F32,
             }),
             Err(e) => Err(init_error(e)),
         };
         WGPU.with(|c| *c.borrow_mut() = Some(outcome.clone()));
         outcome
+    }
+}
+
+/// Kernel launches and host reads counted over a stretch of work (`geneb embed
+/// --count-kernels`): what a forward pass costs on the wgpu backend in dispatches and round
+/// trips. Launches come from cubecl's launch observer, which sees every kernel any Burn op
+/// issues; reads are the calls to `Compute::read` (geneb's only read of a device tensor on the
+/// wgpu path), so a read Burn made inside an op would not be counted here.
+#[cfg(all(feature = "wgpu", not(target_arch = "wasm32")))]
+pub mod launches {
+    use burn::cubecl::config::{TypeNameFormatLevel, type_name_format};
+    use burn::cubecl::logging::{LaunchObservation, LaunchObserver};
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    static READS: AtomicUsize = AtomicUsize::new(0);
+
+    pub(super) fn note_read() {
+        READS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[derive(Default)]
+    struct ByKernel(Mutex<BTreeMap<&'static str, usize>>);
+
+    impl LaunchObserver for ByKernel {
+        fn launched(&self, kernel: &'static str) {
+            // A poisoned lock only means another counting thread panicked; keep counting.
+            let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            *counts.entry(kernel).or_default() += 1;
+        }
+    }
+
+    /// Counts from `start` until `finish`.
+    pub struct Counting {
+        counts: Arc<ByKernel>,
+        _observation: LaunchObservation,
+        reads_before: usize,
+    }
+
+    /// What was launched and read while counting.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Counts {
+        pub launches: usize,
+        pub reads: usize,
+        /// (launches, kernel name shortened as cubecl's profiler shortens it), most first.
+        pub by_kernel: Vec<(usize, String)>,
+    }
+
+    pub fn start() -> Counting {
+        let counts = Arc::new(ByKernel::default());
+        Counting {
+            _observation: LaunchObservation::new(counts.clone()),
+            counts,
+            reads_before: READS.load(Ordering::Relaxed),
+        }
+    }
+
+    impl Counting {
+        pub fn finish(self) -> Counts {
+            let reads = READS.load(Ordering::Relaxed) - self.reads_before;
+            let counts = self.counts.0.lock().unwrap_or_else(|e| e.into_inner());
+            let mut named: BTreeMap<String, usize> = BTreeMap::new();
+            for (kernel, n) in counts.iter() {
+                *named
+                    .entry(type_name_format(kernel, TypeNameFormatLevel::Balanced))
+                    .or_default() += n;
+            }
+            let mut by_kernel: Vec<(usize, String)> =
+                named.into_iter().map(|(name, n)| (n, name)).collect();
+            by_kernel.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+            Counts {
+                launches: by_kernel.iter().map(|(n, _)| n).sum(),
+                reads,
+                by_kernel,
+            }
+        }
     }
 }

@@ -25,8 +25,9 @@
 //! machine (debug test build, dependencies at opt-level 2), 1,000 tokens: a PS-shaped random
 //! model (d_model 256, 16 layers, 7.7 M parameters) takes 5.7 s at batch 1 and 38 s at batch 8
 //! on burn-flex (10.2 s and 55.8 s before the streams were stacked; 72 s at batch 1 on wgpu over
-//! lavapipe, unstacked); a PH-shaped one (d_model 118, 4 layers) 0.66 s and 4.7 s. A parallel
-//! (chunked) scan is the next step for long inputs.
+//! lavapipe, unstacked); a PH-shaped one (d_model 118, 4 layers) 0.66 s and 4.7 s. On wgpu
+//! each chunk is scanned by doubling instead (`scan_by_doubling`): ⌈log₂ L⌉ steps of
+//! whole-chunk ops rather than three launches per position.
 //!
 //! Padding: the model is bidirectional, so padding must not enter the reverse direction. Every
 //! reversal here (the reverse Mamba, the RC stream, the RC of the ids) reverses each sequence
@@ -343,15 +344,15 @@ impl Reverser {
     fn new(mask: Tensor<2>) -> Reverser {
         let [_, tokens] = mask.dims();
         let device = mask.device();
-        let position = Tensor::<1, Int>::arange(0..tokens as i64, &device)
-            .float()
-            .reshape([1, tokens]);
+        let position = Tensor::<1, Int>::arange(0..tokens as i64, &device).reshape([1, tokens]);
+        // In integers, on the device: nothing is read back, and positions stay exact where
+        // floats would not (f16 counts exactly only to 2,048).
+        let mask = mask.int();
         let length = mask.clone().sum_dim(1);
-        let mirrored = length - position.clone() - 1.0;
-        // Real tokens take the mirrored position, padding its own (computed on the device, so
-        // nothing is read back; the values are small integers, exact in f32).
-        let index = mirrored * mask.clone() + position * (mask.neg() + 1.0);
-        Reverser { index: index.int() }
+        let mirrored = length - position.clone() - 1;
+        // Real tokens take the mirrored position, padding its own.
+        let index = mirrored * mask.clone() + position * (mask.neg() + 1);
+        Reverser { index }
     }
 
     /// The same reversals for the batch stacked on itself.
@@ -536,6 +537,10 @@ impl Mamba {
         let n = self.d_state;
         let a = self.a.clone().reshape([1, 1, inner, n]);
         let chunk = (SCAN_CHUNK_ELEMENTS / (batch * inner * n)).clamp(1, tokens);
+        // The CPU backend runs the recurrence position by position, the least arithmetic. A GPU
+        // pays per kernel launch instead (three per position: 5,211 per pass of Caduceus-PH at
+        // 200 nt, bench/README.md), so there each chunk is scanned by doubling.
+        let by_doubling = x.device() != Device::flex();
         let mut state: Tensor<4> = Tensor::zeros([batch, 1, inner, n], &x.device());
         let mut outputs = Vec::with_capacity(tokens.div_ceil(chunk));
         for start in (0..tokens).step_by(chunk) {
@@ -545,20 +550,49 @@ impl Mamba {
             let input = delta
                 * x.clone().narrow(1, start, len).unsqueeze_dim::<4>(3)
                 * b.clone().narrow(1, start, len).unsqueeze_dim::<4>(2);
-            let mut states = Vec::with_capacity(len);
-            for t in 0..len {
-                state = decay.clone().narrow(1, t, 1) * state + input.clone().narrow(1, t, 1);
-                states.push(state.clone());
-            }
+            let states = if by_doubling {
+                scan_by_doubling(decay, input, state)
+            } else {
+                scan_in_order(decay, input, state)
+            };
+            state = states.clone().narrow(1, len - 1, 1);
             let readout = c.clone().narrow(1, start, len).unsqueeze_dim::<4>(2);
-            outputs.push(
-                (Tensor::cat(states, 1) * readout)
-                    .sum_dim(3)
-                    .squeeze_dim::<3>(3),
-            );
+            outputs.push((states * readout).sum_dim(3).squeeze_dim::<3>(3));
         }
         Tensor::cat(outputs, 1)
     }
+}
+
+/// Every state of `h_t = decay_t · h_{t−1} + input_t` over a chunk ([batch, len, d_inner,
+/// d_state]) from `h` before it ([batch, 1, …]), one position at a time.
+fn scan_in_order(decay: Tensor<4>, input: Tensor<4>, mut h: Tensor<4>) -> Tensor<4> {
+    let len = decay.dims()[1];
+    let mut states = Vec::with_capacity(len);
+    for t in 0..len {
+        h = decay.clone().narrow(1, t, 1) * h + input.clone().narrow(1, t, 1);
+        states.push(h.clone());
+    }
+    Tensor::cat(states, 1)
+}
+
+/// `scan_in_order` by doubling (Hillis–Steele): after the step with offset k, position t holds
+/// the composition of the steps t−2k+1…t as one affine map (decay, input), so ⌈log₂ len⌉ steps
+/// of whole-chunk ops replace len dependent ones (more arithmetic, far fewer launches).
+fn scan_by_doubling(mut decay: Tensor<4>, mut input: Tensor<4>, h: Tensor<4>) -> Tensor<4> {
+    let len = decay.dims()[1];
+    let mut offset = 1;
+    while offset < len {
+        let rest = len - offset;
+        let later_decay = decay.clone().narrow(1, offset, rest);
+        let composed_input = later_decay.clone() * input.clone().narrow(1, 0, rest)
+            + input.clone().narrow(1, offset, rest);
+        let composed_decay = later_decay * decay.clone().narrow(1, 0, rest);
+        // The first `offset` positions already compose every step since the chunk began.
+        input = Tensor::cat(vec![input.narrow(1, 0, offset), composed_input], 1);
+        decay = Tensor::cat(vec![decay.narrow(1, 0, offset), composed_decay], 1);
+        offset *= 2;
+    }
+    decay * h + input
 }
 
 impl RmsNorm {
@@ -578,5 +612,44 @@ impl RmsNorm {
     fn forward(&self, x: Tensor<3>) -> Tensor<3> {
         let mean_square = (x.clone() * x.clone()).mean_dim(2);
         x / mean_square.add_scalar(self.eps).sqrt() * self.weight.clone().unsqueeze::<3>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scan_by_doubling_gives_the_states_in_order() {
+        let device = crate::encoder::backend::cpu().device;
+        let values = |n: usize, seed: f32| -> Vec<f32> {
+            (0..n)
+                .map(|i| ((i as f32 * 0.61 + seed).sin() + 1.0) * 0.5)
+                .collect()
+        };
+        // Lengths around powers of two, and one position.
+        for len in [1, 2, 3, 8, 13, 33] {
+            let shape = [2, len, 3, 4];
+            let n = shape.iter().product();
+            let decay = upload(values(n, 0.3), shape, &device);
+            let input = upload(
+                values(n, 1.7).iter().map(|v| v - 0.5).collect(),
+                shape,
+                &device,
+            );
+            let h = upload(values(24, 2.9), [2, 1, 3, 4], &device);
+            let read = |t: Tensor<4>| t.into_data().try_to_vec::<f32>().unwrap();
+            let in_order = read(scan_in_order(decay.clone(), input.clone(), h.clone()));
+            let doubled = read(scan_by_doubling(decay, input, h));
+            let worst = in_order
+                .iter()
+                .zip(&doubled)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(
+                worst <= 1e-6,
+                "length {len}: max |in order - doubling| = {worst}"
+            );
+        }
     }
 }

@@ -18,7 +18,7 @@ use super::nt::{self, NucleotideTransformer};
 use crate::hf::{Checkpoint, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
 use crate::{Error, Result};
-use burn::tensor::{Int, Tensor, TensorData};
+use burn::tensor::{DType, FloatDType, Int, Tensor, TensorData};
 use ndarray::Array2;
 
 /// Token positions per forward pass (batch × padded length). A GPU wants many at once; the CPU
@@ -361,8 +361,14 @@ impl HfModel {
         let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [rows, width]), device);
         let mask = Tensor::<2>::from_data(TensorData::new(mask, [rows, width]), device);
         let hidden = self.architecture.forward(ids, mask.clone());
-        let inverse_count =
-            Tensor::<2>::from_data(TensorData::new(inverse_count, [rows, 1]), device);
+        // The mean is taken in f32 whatever the model ran in: an f16 sum over a thousand
+        // tokens loses digits and can overflow. (A no-op on an f32 device.)
+        let hidden = hidden.cast(FloatDType::F32);
+        let mask = mask.cast(FloatDType::F32);
+        let inverse_count = Tensor::<2>::from_data(
+            TensorData::new(inverse_count, [rows, 1]),
+            (device, DType::F32),
+        );
         let pooled = (hidden * mask.unsqueeze_dim::<3>(2))
             .sum_dim(1)
             .reshape([rows, self.dim()])

@@ -228,10 +228,12 @@ where
 }
 
 /// Additive attention bias that removes padded keys: [batch, 1, 1, tokens], 0 where the mask
-/// is 1 and a large negative number where it is 0 (finite, so no backend meets inf − inf).
+/// is 1 and a large negative number where it is 0: finite in f16 too (whose largest value is
+/// 65,504; 1e30 became inf there, and 0 · inf is NaN), so no backend meets inf − inf, and large
+/// enough that the softmax weight of a padded key is exactly 0 in either precision.
 pub fn padding_bias(attention_mask: Tensor<2>) -> Tensor<4> {
     let [batch, tokens] = attention_mask.dims();
-    ((attention_mask - 1.0) * 1.0e30).reshape([batch, 1, 1, tokens])
+    ((attention_mask - 1.0) * 3.0e4).reshape([batch, 1, 1, tokens])
 }
 
 /// [batch, tokens, heads·head_dim] → [batch, heads, tokens, head_dim]

@@ -46,6 +46,33 @@ impl BackendKind {
     }
 }
 
+/// The floating-point type the Burn encoders compute in. f32 is the default everywhere; f16
+/// is an opt-in for the native wgpu backend on an adapter with `shader-f16`, until a real GPU
+/// shows it is faster (bench/README.md has its measured error against f32).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    #[default]
+    F32,
+    F16,
+}
+
+impl Precision {
+    pub fn parse(s: &str) -> Result<Precision> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "f32" | "fp32" | "float32" => Ok(Precision::F32),
+            "f16" | "fp16" | "float16" | "half" => Ok(Precision::F16),
+            other => Err(Error::new(format!(
+                "unknown precision '{other}': use f32 or f16"
+            ))),
+        }
+    }
+
+    fn is_f32(&self) -> bool {
+        *self == Precision::F32
+    }
+}
+
 /// A built-in encoder as the page and `geneb models` list it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelInfo {
@@ -99,6 +126,9 @@ pub struct BackendInfo {
     /// `cpu`, or `wgpu` (a native GPU API or WebGPU in a browser).
     pub kind: String,
     pub adapter: String,
+    /// Only written when it is not the default f32, so f32 results read as before.
+    #[serde(skip_serializing_if = "Precision::is_f32")]
+    pub precision: Precision,
 }
 
 pub enum Encoder {
@@ -217,6 +247,7 @@ impl Encoder {
             None => BackendInfo {
                 kind: "cpu".into(),
                 adapter: "plain Rust (no tensor backend)".into(),
+                precision: Precision::F32,
             },
             #[cfg(feature = "burn")]
             Some(compute) => BackendInfo {
@@ -226,6 +257,7 @@ impl Encoder {
                 }
                 .into(),
                 adapter: compute.adapter.clone(),
+                precision: compute.precision,
             },
             #[cfg(not(feature = "burn"))]
             Some(never) => match *never {},
@@ -241,7 +273,12 @@ impl Encoder {
             let window = e
                 .window()
                 .map_or(String::new(), |w| format!("-w{}-{}", w.size, w.stride));
-            let backend = self.backend_info().kind;
+            let info = self.backend_info();
+            // f16 embeddings differ from f32 ones: they must never be served for each other.
+            let backend = match info.precision {
+                Precision::F32 => info.kind,
+                Precision::F16 => format!("{}-f16", info.kind),
+            };
             return Some(format!(
                 "{}{window}-{backend}-geneb{}",
                 e.fingerprint(),

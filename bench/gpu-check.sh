@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The GPU check of issue 11: on a machine with a GPU, in one run of under 10 minutes,
+#   1. native: `geneb embed` on wgpu vs on the CPU (ratio, agreement, kernel launches per pass),
+#   2. PyTorch: geneb's wgpu vs PyTorch (CUDA when torch sees one), where torch is installed,
+#   3. browser: WebGPU vs the wasm CPU backend in headless Chromium, where there is one,
+# for the four bench models (NT-v2-50m, DNABERT-2-117M, HyenaDNA-tiny, Caduceus-PH-1k) at 200
+# and 1,000 nt. Such a machine has no package registry and gets the working tree plus named
+# build outputs (64 MiB): the release binary is carried, the checkpoints are written there from
+# a seed by bench/random_models.py (python3 + numpy). Each part that cannot run says why and the
+# others still run; the exit status is 1 when a part that ran failed.
+#
+#   bash bench/gpu-check.sh [--geneb PATH] [--quick] [--models a,b] [--lengths 200,1000]
+#
+# --geneb: the release binary, or it gzipped (.gz; default $CARGO_TARGET_DIR or target,
+#          release/geneb);
+# --quick: 4 sequences per length instead of 16 (a dry run on a machine without a GPU).
+# Output folder: $GPU_CHECK_OUT (default target/gpu-check).
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+GENEB="${CARGO_TARGET_DIR:-$ROOT/target}/release/geneb"
+COUNT=16
+MODELS=nt-v2-50m,dnabert2-117m,hyenadna-tiny,caduceus-ph-1k
+LENGTHS=200,1000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --geneb) GENEB="$2"; shift 2 ;;
+    --quick) COUNT=4; shift ;;
+    --models) MODELS="$2"; shift 2 ;;
+    --lengths) LENGTHS="$2"; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "gpu-check: unknown argument $1 (try --help)" >&2; exit 2 ;;
+  esac
+done
+GENEB="$(realpath -m "$GENEB")"
+OUT="$(realpath -m "${GPU_CHECK_OUT:-$ROOT/target/gpu-check}")"
+mkdir -p "$OUT"
+# Vulkan loaders warn without it.
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+cd "$ROOT"
+
+# The stripped release binary is ~60 MiB, the working tree ~13: carried gzipped (~16 MiB) they fit
+# the 64 MiB a lent machine gets (`strip -o geneb target/release/geneb && gzip geneb`).
+if [ "${GENEB%.gz}" != "$GENEB" ] && [ -f "$GENEB" ]; then
+  gunzip -c "$GENEB" > "$OUT/geneb" && chmod +x "$OUT/geneb" && GENEB="$OUT/geneb"
+fi
+if ! [ -x "$GENEB" ]; then
+  echo "gpu-check: no geneb binary at $GENEB (build it with cargo build --release --bin geneb and carry it, or pass --geneb)" >&2
+  exit 2
+fi
+if ! python3 -c 'import numpy' 2>/dev/null; then
+  echo "gpu-check: needs python3 with numpy (for the checkpoints and the timing harness)" >&2
+  exit 2
+fi
+status=0
+echo "gpu-check $(date -u +%FT%TZ) on $(uname -n): $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "geneb: $GENEB ($("$GENEB" --version))"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/GPU: /'
+fi
+
+echo
+echo "== 1. native: geneb wgpu vs geneb CPU, random checkpoints of the bench shapes (seed 0), $COUNT sequences per length"
+python3 bench/gpu_check.py --geneb "$GENEB" --out "$OUT" --models "$MODELS" --lengths "$LENGTHS" --count "$COUNT" || status=1
+
+echo
+echo "== 2. PyTorch vs geneb wgpu (bench/model_bench.py)"
+if python3 -c 'import torch, transformers, safetensors, tokenizers' 2>/dev/null; then
+  device=$(python3 -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")')
+  echo "PyTorch $(python3 -c 'import torch; print(torch.__version__)') on $device"
+  for model in ${MODELS//,/ }; do
+    # A model whose reference is missing here (HyenaDNA-tiny's real weights, a Caduceus
+    # checkout) is named by model_bench.py and skipped; the others still run.
+    python3 bench/model_bench.py --quick --geneb "$GENEB" --backends wgpu --torch-device "$device" \
+      --models "$model" --lengths "$LENGTHS" --timeout 300 || echo "PyTorch: $model skipped or failed (above)"
+  done
+else
+  echo "PyTorch: skipped (python3 here cannot import torch, transformers, safetensors and tokenizers)"
+fi
+
+echo
+echo "== 3. browser: WebGPU vs the wasm CPU backend (bench/browser_bench.mjs)"
+chromium="${GENEB_CHROMIUM:-/usr/bin/chromium}"
+if ! command -v node >/dev/null; then
+  echo "browser: skipped (no node)"
+elif ! [ -x "$chromium" ]; then
+  echo "browser: skipped (no Chromium at $chromium; set GENEB_CHROMIUM)"
+elif ! node -e 'require.resolve("playwright-core")' 2>/dev/null; then
+  echo "browser: skipped (no node_modules/playwright-core: carry node_modules or run npm ci where a registry is)"
+elif ! ls www/pkg/*.wasm >/dev/null 2>&1; then
+  echo "browser: skipped (no wasm build in www/pkg: carry it from scripts/build-wasm.sh)"
+else
+  node bench/browser_bench.mjs --quick --models "$MODELS" --lengths "$LENGTHS" --models-dir "$OUT" \
+    --reference geneb_cpu.npy --timeout 300 || status=1
+fi
+exit $status
