@@ -230,9 +230,9 @@ fn scores<S: Simd, T: Element>(s: S, x: &[T], d: usize, wt: &[f64], b: &[f64], r
     for c0 in (0..b.len()).step_by(CLASSES) {
         match (b.len() - c0).min(CLASSES) {
             1 => block::<S, T, 8, 1>(s, x, d, wt, b, c0, raw),
-            2 => block::<S, T, 4, 2>(s, x, d, wt, b, c0, raw),
-            3 => block::<S, T, 4, 3>(s, x, d, wt, b, c0, raw),
-            _ => block::<S, T, 4, CLASSES>(s, x, d, wt, b, c0, raw),
+            2 => block::<S, T, 2, 2>(s, x, d, wt, b, c0, raw),
+            3 => block::<S, T, 2, 3>(s, x, d, wt, b, c0, raw),
+            _ => block::<S, T, 2, CLASSES>(s, x, d, wt, b, c0, raw),
         }
     }
 }
