@@ -338,59 +338,64 @@ fn whole<'a, T, const N: usize>(xs: &[&'a [T]; N], body: usize) -> [&'a [[T; LAN
 mod tests {
     use super::*;
 
-    /// The blocked kernels against plain f64 loops, on every instruction set this CPU has,
-    /// at lengths with and without a tail; f32 rows give their f64 widening's bits.
-    #[test]
-    fn kernels_match_plain_loops() {
-        fn check<S: Simd>(s: S) {
-            for d in [1, 7, 8, 13, 64, 67] {
-                let x: Vec<f64> = (0..3 * d).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
-                let w: Vec<f64> = (0..2 * d).map(|i| ((i * 53 % 89) as f64 - 44.0) / 3.0).collect();
-                let rows: [&[f64]; 3] = std::array::from_fn(|r| &x[r * d..(r + 1) * d]);
-                let ws: [&[f64]; 2] = [&w[..d], &w[d..]];
-                let got = dots(s, rows, ws);
-                for (r, row) in rows.iter().enumerate() {
-                    for (c, w) in ws.iter().enumerate() {
-                        let want: f64 = row.iter().zip(*w).map(|(a, b)| a * b).sum();
-                        assert!((got[r][c] - want).abs() <= 1e-9 * (1.0 + want.abs()), "d {d}");
-                        // The same row alone, and the same row in f32: the same bits.
-                        assert_eq!(dots(s, [*row], [*w])[0][0].to_bits(), got[r][c].to_bits());
-                    }
-                }
-                let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-                let x64: Vec<f64> = x32.iter().map(|&v| f64::from(v)).collect();
-                let r32: [&[f32]; 3] = std::array::from_fn(|r| &x32[r * d..(r + 1) * d]);
-                let r64: [&[f64]; 3] = std::array::from_fn(|r| &x64[r * d..(r + 1) * d]);
-                assert_eq!(dots(s, r32, ws), dots(s, r64, ws));
-
-                let cs = [[0.5, -2.0], [1.25, 3.0], [-0.75, 0.125]];
-                let mut g = w.clone();
-                {
-                    let (g0, g1) = g.split_at_mut(d);
-                    axpys(s, [g0, g1], cs, rows);
-                }
-                // One row at a time, in order: the same bits as the block.
-                let mut one = w.clone();
-                for (r, row) in rows.iter().enumerate() {
-                    let (g0, g1) = one.split_at_mut(d);
-                    axpys(s, [g0, g1], [cs[r]], [*row]);
-                }
-                assert_eq!(g, one, "d {d}");
-                for j in 0..2 * d {
-                    let (c, jj) = (j / d, j % d);
-                    let want = w[j] + (0..3).map(|r| cs[r][c] * x[r * d + jj]).sum::<f64>();
-                    assert!((g[j] - want).abs() <= 1e-9 * (1.0 + want.abs()), "d {d}");
+    /// The blocked kernels against plain f64 loops, at lengths with and without a tail: a
+    /// row's result does not depend on its block, and f32 rows give their f64 widening's bits.
+    /// Returns every result, for comparing instruction sets.
+    fn check<S: Simd>(s: S) -> Vec<u64> {
+        let mut bits = Vec::new();
+        for d in [1, 7, 8, 13, 64, 67] {
+            let x: Vec<f64> = (0..3 * d).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
+            let w: Vec<f64> = (0..2 * d).map(|i| ((i * 53 % 89) as f64 - 44.0) / 3.0).collect();
+            let rows: [&[f64]; 3] = std::array::from_fn(|r| &x[r * d..(r + 1) * d]);
+            let ws: [&[f64]; 2] = [&w[..d], &w[d..]];
+            let got = dots(s, &rows, &ws);
+            for (r, row) in rows.iter().enumerate() {
+                for (c, w) in ws.iter().enumerate() {
+                    let want: f64 = row.iter().zip(*w).map(|(a, b)| a * b).sum();
+                    assert!((got[r][c] - want).abs() <= 1e-9 * (1.0 + want.abs()), "d {d}");
+                    assert_eq!(dots(s, &[*row], &[*w])[0][0].to_bits(), got[r][c].to_bits());
+                    bits.push(got[r][c].to_bits());
                 }
             }
+            let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let x64: Vec<f64> = x32.iter().map(|&v| f64::from(v)).collect();
+            let r32: [&[f32]; 3] = std::array::from_fn(|r| &x32[r * d..(r + 1) * d]);
+            let r64: [&[f64]; 3] = std::array::from_fn(|r| &x64[r * d..(r + 1) * d]);
+            assert_eq!(dots(s, &r32, &ws), dots(s, &r64, &ws));
+
+            let cs = [[0.5, -2.0], [1.25, 3.0], [-0.75, 0.125]];
+            let mut g = w.clone();
+            {
+                let (g0, g1) = g.split_at_mut(d);
+                axpys(s, &mut [g0, g1], &cs, &rows);
+            }
+            // One row at a time, in order: the same bits as the block.
+            let mut one = w.clone();
+            for (r, row) in rows.iter().enumerate() {
+                let (g0, g1) = one.split_at_mut(d);
+                axpys(s, &mut [g0, g1], &[cs[r]], &[*row]);
+            }
+            assert_eq!(g, one, "d {d}");
+            for j in 0..2 * d {
+                let (c, jj) = (j / d, j % d);
+                let want = w[j] + (0..3).map(|r| cs[r][c] * x[r * d + jj]).sum::<f64>();
+                assert!((g[j] - want).abs() <= 1e-9 * (1.0 + want.abs()), "d {d}");
+            }
+            bits.extend(g.iter().map(|v| v.to_bits()));
         }
+        bits
+    }
+
+    #[test]
+    fn kernels_match_plain_loops() {
         check(Portable);
         #[cfg(target_arch = "x86_64")]
         {
-            if let Some(s) = Avx512::detect() {
-                check(s);
-            }
-            if let Some(s) = Avx2::detect() {
-                check(s);
+            let wide = Avx512::detect().map(check);
+            let avx2 = Avx2::detect().map(check);
+            // Both fuse the multiply-adds over the same 8 lanes.
+            if let (Some(a), Some(b)) = (wide, avx2) {
+                assert_eq!(a, b, "AVX-512 and AVX2 differ");
             }
         }
     }
