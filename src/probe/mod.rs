@@ -5,6 +5,7 @@
 //! a full multinomial `n_classes × (d + 1)` softmax otherwise, scipy's L-BFGS-B from zeros.
 mod lbfgsb;
 mod objective;
+mod simd;
 mod vmath;
 
 use crate::protocol::{
@@ -17,7 +18,12 @@ use ndarray::{Array1, Array2, ArrayView2, Axis};
 /// The element types the probe reads: f32 (embeddings as encoders and npz files give them)
 /// and f64. Every product is taken in f64, and f32 → f64 is exact, so f32 input gives the
 /// same arithmetic as an f64 copy of it, at half the memory traffic.
-pub trait Element: Copy + Send + Sync + Into<f64> + 'static {
+pub trait Element: Copy + Default + Send + Sync + Into<f64> + 'static {
+    /// 8 values widened to f64 in `S`'s registers.
+    /// (`Simd` is public in a private module: callers outside the probe cannot name it.)
+    #[doc(hidden)]
+    fn load<S: simd::Simd>(s: S, p: &[Self; simd::LANES]) -> S::V;
+
     /// `rows × d` values, row-major, as an f64 matrix: `x` itself for f64, a converted copy
     /// in `scratch` for f32.
     fn as_f64<'s>(
@@ -32,12 +38,18 @@ pub trait Element: Copy + Send + Sync + Into<f64> + 'static {
 const WHOLE_ROWS: &str = "the probe passes whole rows";
 
 impl Element for f64 {
+    fn load<S: simd::Simd>(s: S, p: &[f64; simd::LANES]) -> S::V {
+        s.load(p)
+    }
     fn as_f64<'s>(x: &'s [f64], rows: usize, d: usize, _: &'s mut Vec<f64>) -> ArrayView2<'s, f64> {
         ArrayView2::from_shape((rows, d), x).expect(WHOLE_ROWS)
     }
 }
 
 impl Element for f32 {
+    fn load<S: simd::Simd>(s: S, p: &[f32; simd::LANES]) -> S::V {
+        s.load_f32(p)
+    }
     fn as_f64<'s>(
         x: &'s [f32],
         rows: usize,
@@ -74,6 +86,9 @@ pub fn fit<T: Element>(x: ArrayView2<T>, y: &[usize]) -> Result<LogisticRegressi
             "the probe got {n} embedding rows but {} labels",
             y.len()
         )));
+    }
+    if d == 0 {
+        return Err(Error::new("the probe needs at least one embedding column"));
     }
     if let Some((i, _)) = x.indexed_iter().find(|(_, v)| !(**v).into().is_finite()) {
         return Err(Error::new(format!(
@@ -174,6 +189,8 @@ mod tests {
         let bad = array![[0.0, 1.0], [1.0, f64::NAN], [2.0, 2.0]];
         let e = fit(bad.view(), &[0, 1, 0]).unwrap_err();
         assert!(e.message.contains("row 2, column 2"), "{e}");
+        let e = fit(Array2::<f64>::zeros((2, 0)).view(), &[0, 1]).unwrap_err();
+        assert!(e.message.contains("at least one embedding column"), "{e}");
         let inf = array![[0.0, f64::INFINITY], [1.0, 0.0]];
         assert!(fit(inf.view(), &[0, 1]).is_err());
     }

@@ -14,9 +14,8 @@
 //! result does not depend on how many threads ran the shards (rayon's, when there are any).
 
 use super::Element;
+use super::simd::{self, LANES, Portable, Simd};
 use super::vmath;
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 /// Shards per evaluation: fixed, so that sums do not depend on the machine's core count.
@@ -26,13 +25,9 @@ const CHUNK_BYTES: usize = 256 * 1024;
 /// Below this many multiply-adds per evaluation, handing shards to the pool costs more
 /// than it saves.
 pub(super) const PARALLEL_MIN_WORK: usize = 1 << 17;
-/// Lanes of the hand-written passes: fixed (not the machine's vector width), so every
-/// instruction set adds in the same order and gives the same bits.
-const LANES: usize = 8;
-/// Partial sums of a dot product: enough independent add chains to hide the add latency.
-const DOT_LANES: usize = 32;
-/// Rows the gradient pass adds at once (one load and store of g per group).
-const ROWS: usize = 4;
+/// Weight vectors (classes) the products take at once: 4 rows × 4 classes is 16
+/// accumulators, of AVX-512's 32 registers.
+const CLASSES: usize = 4;
 
 pub(crate) struct Objective<'a, T> {
     /// n × d, row-major.
@@ -46,7 +41,8 @@ pub(crate) struct Objective<'a, T> {
     chunk_rows: usize,
 }
 
-/// Loss sum, gradient of the weights (d × k, flat) and of the intercepts (k) over some rows.
+/// Loss sum, gradient of the weights (k × d, one vector per output, as `loss_grad`'s
+/// transposed weights) and of the intercepts (k) over some rows.
 struct Partial {
     loss: f64,
     gw: Vec<f64>,
@@ -59,8 +55,8 @@ impl<'a, T: Element> Objective<'a, T> {
         let n = y.len();
         debug_assert_eq!(x.len(), n * d);
         let k = if n_classes == 2 { 1 } else { n_classes };
-        // Sized as f64 rows whatever T is: multiclass chunks are converted to f64, and the
-        // same chunks (so the same sums) make f32 and f64 input give the same bits.
+        // Sized as f64 rows whatever T is: the same chunks, so the same shards and sums, make
+        // f32 and f64 input give the same bits.
         let chunk_rows = (CHUNK_BYTES / (size_of::<f64>() * d.max(1))).clamp(8, 1024);
         Objective {
             x,
@@ -80,6 +76,8 @@ impl<'a, T: Element> Objective<'a, T> {
     pub(crate) fn loss_grad(&self, coef: &[f64], grad: &mut [f64]) -> f64 {
         let (n, d, k) = (self.y.len(), self.d, self.k);
         let (w, b) = coef.split_at(d * k);
+        // One contiguous weight vector per output, for the row products.
+        let wt: Vec<f64> = (0..k * d).map(|i| w[(i % d) * k + i / d]).collect();
         let n_chunks = n.div_ceil(self.chunk_rows);
         let per_shard = n_chunks.div_ceil(SHARDS).max(1);
         let shard_rows: Vec<(usize, usize)> = (0..SHARDS)
@@ -94,12 +92,12 @@ impl<'a, T: Element> Objective<'a, T> {
         let parts: Vec<Partial> = if n * d * k < PARALLEL_MIN_WORK {
             shard_rows
                 .iter()
-                .map(|&(lo, hi)| self.shard(lo, hi, w, b))
+                .map(|&(lo, hi)| self.shard(lo, hi, &wt, b))
                 .collect()
         } else {
             shard_rows
                 .par_iter()
-                .map(|&(lo, hi)| self.shard(lo, hi, w, b))
+                .map(|&(lo, hi)| self.shard(lo, hi, &wt, b))
                 .collect()
         };
 
@@ -113,44 +111,45 @@ impl<'a, T: Element> Objective<'a, T> {
         }
         let norm2: f64 = w.iter().map(|v| v * v).sum();
         let (gw_out, gb_out) = grad.split_at_mut(d * k);
-        for ((o, g), w) in gw_out.iter_mut().zip(&gw).zip(w) {
-            *o = g + self.l2 * w;
+        for (i, (o, w)) in gw_out.iter_mut().zip(w).enumerate() {
+            *o = gw[(i % k) * d + i / k] + self.l2 * w;
         }
         gb_out.copy_from_slice(&gb);
         loss / n as f64 + 0.5 * self.l2 * norm2
     }
 
-    /// Rows lo..hi, chunk by chunk, in the widest vector instructions the CPU has (the
-    /// arithmetic, and so the result, is the same in each).
-    fn shard(&self, lo: usize, hi: usize, w: &[f64], b: &[f64]) -> Partial {
+    /// Rows lo..hi, chunk by chunk, in the widest vector instructions the CPU has (AVX-512
+    /// and AVX2 give the same bits; see `simd`). `wt` holds the k weight vectors.
+    fn shard(&self, lo: usize, hi: usize, wt: &[f64], b: &[f64]) -> Partial {
         #[cfg(target_arch = "x86_64")]
         {
-            if is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU has the features this copy was compiled for.
-                return unsafe { self.shard_avx512(lo, hi, w, b) };
+            if let Some(s) = simd::Avx512::detect() {
+                // SAFETY: `s` exists, so the CPU has AVX-512F.
+                return unsafe { self.shard_avx512(s, lo, hi, wt, b) };
             }
-            if is_x86_feature_detected!("avx2") {
-                // SAFETY: as above.
-                return unsafe { self.shard_avx2(lo, hi, w, b) };
+            if let Some(s) = simd::Avx2::detect() {
+                // SAFETY: `s` exists, so the CPU has AVX2 and FMA.
+                return unsafe { self.shard_avx2(s, lo, hi, wt, b) };
             }
         }
-        self.shard_body(lo, hi, w, b)
+        self.shard_body(Portable, lo, hi, wt, b)
     }
 
+    /// The whole shard compiled for AVX-512, so the kernels' intrinsics inline.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    fn shard_avx512(&self, lo: usize, hi: usize, w: &[f64], b: &[f64]) -> Partial {
-        self.shard_body(lo, hi, w, b)
+    fn shard_avx512(&self, s: simd::Avx512, lo: usize, hi: usize, wt: &[f64], b: &[f64]) -> Partial {
+        self.shard_body(s, lo, hi, wt, b)
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn shard_avx2(&self, lo: usize, hi: usize, w: &[f64], b: &[f64]) -> Partial {
-        self.shard_body(lo, hi, w, b)
+    #[target_feature(enable = "avx2,fma")]
+    fn shard_avx2(&self, s: simd::Avx2, lo: usize, hi: usize, wt: &[f64], b: &[f64]) -> Partial {
+        self.shard_body(s, lo, hi, wt, b)
     }
 
     #[inline(always)]
-    fn shard_body(&self, lo: usize, hi: usize, w: &[f64], b: &[f64]) -> Partial {
+    fn shard_body<S: Simd>(&self, s: S, lo: usize, hi: usize, wt: &[f64], b: &[f64]) -> Partial {
         let (d, k) = (self.d, self.k);
         let mut part = Partial {
             loss: 0.0,
@@ -159,99 +158,128 @@ impl<'a, T: Element> Objective<'a, T> {
         };
         let inv_n = 1.0 / self.y.len() as f64;
         let mut raw = vec![0.0; self.chunk_rows * k];
-        let mut scratch = Vec::new();
         let mut start = lo;
         while start < hi {
             let end = (start + self.chunk_rows).min(hi);
             let xc = &self.x[start * d..end * d];
             let yc = &self.y[start..end];
             let raw = &mut raw[..(end - start) * k];
+            scores(s, xc, d, wt, b, raw);
             if k == 1 {
-                binary_chunk(xc, d, yc, w, b[0], inv_n, raw, &mut part);
+                part.loss += binomial(raw, yc, inv_n);
+                // sklearn adds the pointwise gradients row by row.
+                part.gb[0] = raw.iter().fold(part.gb[0], |a, v| a + v);
             } else {
-                let xc = T::as_f64(xc, end - start, d, &mut scratch);
-                multinomial_chunk(xc, yc, w, b, inv_n, raw, &mut part);
+                // sklearn divides the pointwise gradient by n before multiplying by X.
+                part.loss += multinomial(raw, yc, inv_n, &mut part.gb);
             }
+            gradient(s, xc, d, raw, &mut part.gw);
             start = end;
         }
         part
     }
 }
 
-/// One chunk of a binary problem in three fused passes over its rows (raw scores, the loss
-/// and its derivative, the gradient), each row read from cache after the first.
-#[allow(clippy::too_many_arguments)]
+// No closures or `array::from_fn` in the blocks: see the note in `simd`.
+
+/// `N` consecutive pieces of `len` from the start of `v`.
 #[inline(always)]
-fn binary_chunk<T: Element>(
-    x: &[T],
-    d: usize,
-    y: &[usize],
-    w: &[f64],
-    b: f64,
-    inv_n: f64,
-    raw: &mut [f64],
-    part: &mut Partial,
-) {
-    let n = y.len();
-    let row = |i: usize| &x[i * d..(i + 1) * d];
-    for (r, xi) in raw.iter_mut().zip(x.chunks_exact(d)) {
-        *r = dot(xi, w) + b;
+fn pieces<T, const N: usize>(v: &[T], len: usize) -> [&[T]; N] {
+    let mut out = [&v[..0]; N];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = &v[i * len..(i + 1) * len];
     }
-    part.loss += binomial(raw, y, inv_n);
-    // sklearn adds the pointwise gradients row by row.
-    part.gb[0] = raw.iter().fold(part.gb[0], |a, v| a + v);
-    let full = n / ROWS * ROWS;
-    for i in (0..full).step_by(ROWS) {
-        let rows = std::array::from_fn::<_, ROWS, _>(|r| row(i + r));
-        axpy_rows(&mut part.gw, &raw[i..i + ROWS], rows);
-    }
-    for i in full..n {
-        axpy_rows(&mut part.gw, &raw[i..=i], [row(i)]);
-    }
+    out
 }
 
-/// `x · w` with `DOT_LANES` partial sums (independent add chains along the row), added
-/// pairwise at the end.
+/// `raw[i·k + c] = x_i · wt_c + b_c` for the chunk's rows (`wt` holds k vectors of d).
 #[inline(always)]
-fn dot<T: Element>(x: &[T], w: &[f64]) -> f64 {
-    let (xb, xt) = x.as_chunks::<DOT_LANES>();
-    let (wb, wt) = w.as_chunks::<DOT_LANES>();
-    let mut a = [0.0f64; DOT_LANES];
-    for (xl, wl) in xb.iter().zip(wb) {
-        for l in 0..DOT_LANES {
-            a[l] += xl[l].into() * wl[l];
-        }
-    }
-    let mut half = DOT_LANES;
-    while half > 1 {
-        half /= 2;
-        for l in 0..half {
-            a[l] += a[l + half];
-        }
-    }
-    xt.iter().zip(wt).fold(a[0], |s, (x, w)| s + (*x).into() * w)
-}
-
-/// `g += c[i] · rows[i]`, the rows in order: the same sums as one row at a time, with one
-/// load and store of g per group of rows.
-#[inline(always)]
-fn axpy_rows<T: Element, const R: usize>(g: &mut [f64], c: &[f64], rows: [&[T]; R]) {
-    let (gb, gt) = g.as_chunks_mut::<LANES>();
-    let body = gb.len();
-    let rl = rows.map(|r| &r.as_chunks::<LANES>().0[..body]);
-    for (j, g) in gb.iter_mut().enumerate() {
-        let mut v = *g;
-        for (r, c) in rl.iter().zip(c) {
-            let xl = &r[j];
-            for l in 0..LANES {
-                v[l] += c * xl[l].into();
+fn scores<S: Simd, T: Element>(s: S, x: &[T], d: usize, wt: &[f64], b: &[f64], raw: &mut [f64]) {
+    /// Classes c0..c0 + K, R rows at a time.
+    #[inline(always)]
+    fn block<S: Simd, T: Element, const R: usize, const K: usize>(
+        s: S,
+        x: &[T],
+        d: usize,
+        wt: &[f64],
+        b: &[f64],
+        c0: usize,
+        raw: &mut [f64],
+    ) {
+        #[inline(always)]
+        fn put<const K: usize>(raw: &mut [f64], v: &[f64; K], b: &[f64]) {
+            for c in 0..K {
+                raw[c] = v[c] + b[c];
             }
         }
-        *g = v;
+        let k = b.len();
+        let (ws, b) = (pieces::<_, K>(&wt[c0 * d..], d), &b[c0..c0 + K]);
+        let rows = x.len() / d;
+        let full = rows / R * R;
+        for i in (0..full).step_by(R) {
+            let out = simd::dots(s, &pieces::<_, R>(&x[i * d..], d), &ws);
+            for r in 0..R {
+                put(&mut raw[(i + r) * k + c0..], &out[r], b);
+            }
+        }
+        for i in full..rows {
+            let out = simd::dots(s, &[&x[i * d..(i + 1) * d]], &ws);
+            put(&mut raw[i * k + c0..], &out[0], b);
+        }
     }
-    for (t, g) in gt.iter_mut().enumerate() {
-        for (row, c) in rows.iter().zip(c) {
-            *g += c * row[body * LANES + t].into();
+    for c0 in (0..b.len()).step_by(CLASSES) {
+        match (b.len() - c0).min(CLASSES) {
+            1 => block::<S, T, 8, 1>(s, x, d, wt, b, c0, raw),
+            2 => block::<S, T, 2, 2>(s, x, d, wt, b, c0, raw),
+            3 => block::<S, T, 2, 3>(s, x, d, wt, b, c0, raw),
+            _ => block::<S, T, 2, CLASSES>(s, x, d, wt, b, c0, raw),
+        }
+    }
+}
+
+/// `g_c += Σ_i raw[i·k + c] · x_i` for the chunk's rows in order (`g` holds k vectors of d).
+#[inline(always)]
+fn gradient<S: Simd, T: Element>(s: S, x: &[T], d: usize, raw: &[f64], g: &mut [f64]) {
+    /// Classes c0..c0 + K, R rows at a time.
+    #[inline(always)]
+    fn block<S: Simd, T: Element, const R: usize, const K: usize>(
+        s: S,
+        x: &[T],
+        d: usize,
+        raw: &[f64],
+        g: &mut [f64],
+        c0: usize,
+    ) {
+        #[inline(always)]
+        fn coef<const K: usize>(raw: &[f64]) -> [f64; K] {
+            let mut c = [0.0; K];
+            c.copy_from_slice(&raw[..K]);
+            c
+        }
+        let k = g.len() / d;
+        // Once per block, so a closure is harmless here.
+        let mut it = g[c0 * d..(c0 + K) * d].chunks_exact_mut(d);
+        let mut gs: [&mut [f64]; K] = std::array::from_fn(|_| it.next().unwrap_or_default());
+        let rows = x.len() / d;
+        let full = rows / R * R;
+        for i in (0..full).step_by(R) {
+            let mut cs = [[0.0; K]; R];
+            for (r, c) in cs.iter_mut().enumerate() {
+                *c = coef(&raw[(i + r) * k + c0..]);
+            }
+            simd::axpys(s, &mut gs, &cs, &pieces::<_, R>(&x[i * d..], d));
+        }
+        for i in full..rows {
+            let cs = [coef(&raw[i * k + c0..])];
+            simd::axpys(s, &mut gs, &cs, &[&x[i * d..(i + 1) * d]]);
+        }
+    }
+    for c0 in (0..g.len() / d).step_by(CLASSES) {
+        match (g.len() / d - c0).min(CLASSES) {
+            1 => block::<S, T, 8, 1>(s, x, d, raw, g, c0),
+            2 => block::<S, T, 4, 2>(s, x, d, raw, g, c0),
+            3 => block::<S, T, 4, 3>(s, x, d, raw, g, c0),
+            _ => block::<S, T, 4, CLASSES>(s, x, d, raw, g, c0),
         }
     }
 }
@@ -308,51 +336,66 @@ fn binomial_lanes(raw: &mut [f64; LANES], yt: &[f64; LANES], inv_n: f64) -> [f64
     loss
 }
 
-/// One chunk of a multiclass problem: raw scores and the gradient as matrix products.
-fn multinomial_chunk(
-    xc: ArrayView2<f64>,
-    y: &[usize],
-    w: &[f64],
-    b: &[f64],
-    inv_n: f64,
-    raw: &mut [f64],
-    part: &mut Partial,
-) {
-    let (rows, d) = xc.dim();
-    let k = b.len();
-    // Shapes by construction: w is d × k, raw and the gradient are sized from the same d, k.
-    let shape = "the probe's buffers are sized from d and k";
-    let w = ArrayView2::from_shape((d, k), w).expect(shape);
-    let mut r = ArrayViewMut2::from_shape((rows, k), raw).expect(shape);
-    general_mat_mul(1.0, &xc, &w, 0.0, &mut r);
-    for (row, &yi) in r.axis_iter_mut(Axis(0)).zip(y) {
-        let row = row.into_slice().expect("raw rows are contiguous");
-        row.iter_mut().zip(b).for_each(|(v, b)| *v += b);
-        part.loss += multinomial(row, yi);
-        // sklearn divides the pointwise gradient by n before multiplying by X.
-        row.iter_mut().for_each(|v| *v *= inv_n);
-        part.gb.iter_mut().zip(row.iter()).for_each(|(a, v)| *a += v);
+/// `HalfMultinomialLoss` over rows (`raw` holds k per row): returns the loss sum, overwrites
+/// `raw` with `(softmax(raw) - onehot(y)) / n` and adds that into `gb` (sklearn's
+/// `sum_exp_minus_max` order of operations). Rows go `LANES` at a time, one per lane, so the
+/// branch-free exp and log vectorise; a libm call per class and row was a fifth of a fit.
+#[inline(always)]
+fn multinomial(raw: &mut [f64], y: &[usize], inv_n: f64, gb: &mut [f64]) -> f64 {
+    let k = gb.len();
+    let mut t = vec![[0.0; LANES]; k];
+    let mut loss = 0.0;
+    for (rows, y) in raw.chunks_mut(LANES * k).zip(y.chunks(LANES)) {
+        // Lanes past the last row compute on zeros; their results are dropped.
+        let mut yl = [0; LANES];
+        yl[..y.len()].copy_from_slice(y);
+        for (c, t) in t.iter_mut().enumerate() {
+            for (l, t) in t.iter_mut().enumerate() {
+                *t = rows.get(l * k + c).copied().unwrap_or_default();
+            }
+        }
+        let lanes = multinomial_lanes(&mut t, &yl);
+        for (l, row) in rows.chunks_exact_mut(k).enumerate() {
+            loss += lanes[l];
+            for ((v, g), t) in row.iter_mut().zip(gb.iter_mut()).zip(&t) {
+                *v = t[l] * inv_n;
+                *g += *v;
+            }
+        }
     }
-    let mut gw = ArrayViewMut2::from_shape((d, k), &mut part.gw[..]).expect(shape);
-    general_mat_mul(1.0, &xc.t(), &r, 1.0, &mut gw);
+    loss
 }
 
-/// `HalfMultinomialLoss` at one row: returns `logsumexp(raw) - raw[y]`, overwrites `raw`
-/// with `softmax(raw) - onehot(y)` (sklearn's `sum_exp_minus_max` order of operations).
-fn multinomial(raw: &mut [f64], yi: usize) -> f64 {
-    let ry = raw[yi];
-    let max = raw
-        .iter()
-        .skip(1)
-        .fold(raw[0], |m, &v| if m < v { v } else { m });
-    let mut sum = 0.0;
-    for v in raw.iter_mut() {
-        *v = (*v - max).exp();
-        sum += *v;
+/// One row per lane: `t[c][l]` is class c's raw score in row l, overwritten with its
+/// `softmax - onehot`; returns each row's `logsumexp - raw[y]`.
+#[inline(always)]
+fn multinomial_lanes(t: &mut [[f64; LANES]], y: &[usize; LANES]) -> [f64; LANES] {
+    let mut ry = [0.0; LANES];
+    for (l, r) in ry.iter_mut().enumerate() {
+        *r = t[y[l]][l];
     }
-    let loss = sum.ln() + max - ry;
-    for (j, v) in raw.iter_mut().enumerate() {
-        *v = *v / sum - if j == yi { 1.0 } else { 0.0 };
+    let mut max = t[0];
+    for tc in &t[1..] {
+        for l in 0..LANES {
+            max[l] = if max[l] < tc[l] { tc[l] } else { max[l] };
+        }
+    }
+    let mut sum = [0.0; LANES];
+    for tc in t.iter_mut() {
+        for l in 0..LANES {
+            tc[l] = vmath::exp(tc[l] - max[l]);
+            sum[l] += tc[l];
+        }
+    }
+    let mut loss = [0.0; LANES];
+    for l in 0..LANES {
+        // sum ≥ 1 (the maximum's term is 1), so sum - 1 is exact and log1p gives ln(sum).
+        loss[l] = vmath::log1p(sum[l] - 1.0) + max[l] - ry[l];
+    }
+    for (c, tc) in t.iter_mut().enumerate() {
+        for l in 0..LANES {
+            tc[l] = tc[l] / sum[l] - f64::from(u8::from(y[l] == c));
+        }
     }
     loss
 }
