@@ -202,7 +202,7 @@ fn exp_nonpositive(x: f32) -> f32 {
     if underflow { 0.0 } else { value }
 }
 
-/// `f` applied to every value of a CPU-backend tensor in one pass, on rayon's threads natively:
+/// `f` applied to every value of a CPU-backend tensor in one pass, on rayon's threads:
 /// Burn's CPU backend runs each element-wise op as its own single-threaded pass, and an
 /// activation made of several ops (each with a transcendental function) cost more than the
 /// matrix products around it. `None` when the values are not f32.
@@ -214,13 +214,10 @@ where
     // Reading a CPU-backend tensor completes at once, so the synchronous read is safe in wasm too.
     let mut values = x.clone().into_data().try_into_vec::<f32>().ok()?;
     let apply = |chunk: &mut [f32]| chunk.iter_mut().for_each(|v| *v = f(*v));
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        use rayon::prelude::*;
-        values.par_chunks_mut(CHUNK).for_each(apply);
-    }
-    #[cfg(target_arch = "wasm32")]
-    values.chunks_mut(CHUNK).for_each(apply);
+    // On rayon's pool: the machine's threads natively and in the threaded page core; the
+    // one-thread page core's rayon runs it on the calling thread.
+    use rayon::prelude::*;
+    values.par_chunks_mut(CHUNK).for_each(apply);
     Some(Tensor::from_data(
         TensorData::new(values, x.shape()),
         &x.device(),
