@@ -29,8 +29,9 @@ const THREADED_MANIFEST = 'pkg-threads/files.json';
 async function cacheThreadedCore(cache) {
   const res = await fetch(fresh(THREADED_MANIFEST));
   if (!res.ok) return;
-  const { files = [] } = await res.json();
+  const { files = [] } = await res.clone().json();
   await cache.addAll(files.map((f) => fresh(`pkg-threads/${f}`)));
+  await cache.put(fresh(THREADED_MANIFEST), res);
 }
 
 /** The demo suite: its manifest lists the task files. Optional (a server may not ship it). */

@@ -160,7 +160,7 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
       await runAndWait(page, 'run');
       assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
       assert.match(await byTestId(page, 'backend').textContent(),
-        software ? /^CPU \(faster than the software WebGPU adapter, \S/ : /^WebGPU — /);
+        software ? /^CPU, \d+ threads? .*— faster than the software WebGPU adapter, \S/ : /^WebGPU — /);
       await byTestId(page, 'compute').selectOption('webgpu');
       await runAndWait(page, 'run');
       assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
@@ -305,9 +305,10 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
           }),
           getPreferredCanvasFormat: () => 'rgba8unorm',
         } });\n`;
-        await context.route(`${origin}worker.js`, (route) => route.fulfill({
-          status: 200,
-          headers: { 'content-type': 'text/javascript', 'content-security-policy': CSP },
+        // The server's own response, headers kept: a cross-origin isolated page only starts a
+        // worker whose script carries COEP too.
+        await context.route(`${origin}worker.js`, async (route) => route.fulfill({
+          response: await route.fetch(),
           body: prelude + original,
         }));
       },
@@ -365,11 +366,15 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
     const app = await openApp(cpuBrowser, server, {
       serviceWorkers: 'block',
       async beforeGoto(context, origin) {
-        await context.route(`${origin}pkg/geneb.js`, (route) => route.fulfill({
-          status: 200,
-          headers: { 'content-type': 'text/javascript', 'content-security-policy': CSP },
-          body: fake,
-        }));
+        // Both builds: the threaded one (which the fake cannot start: it has no thread pool)
+        // would otherwise run where the page is cross-origin isolated.
+        for (const core of ['pkg/geneb.js', 'pkg-threads/geneb.js']) {
+          await context.route(`${origin}${core}`, (route) => route.fulfill({
+            status: 200,
+            headers: { 'content-type': 'text/javascript', 'content-security-policy': CSP },
+            body: fake,
+          }));
+        }
       },
     });
     const csv = (name) => ({ name, mimeType: 'text/csv', buffer: Buffer.from('text,label,split\nACGT,0,train\n') });
