@@ -34,7 +34,12 @@ impl Rate {
         }
         parts.push(format!("{} elapsed", format_duration(self.elapsed_s)));
         if let Some(left) = self.left_s.filter(|_| self.done < self.total) {
-            parts.push(format!("about {} left", format_duration(left)));
+            // "about 0 s left" reads as a promise broken when the last fits take a moment.
+            parts.push(if left < 1.0 {
+                "under a second left".to_string()
+            } else {
+                format!("about {} left", format_duration(left))
+            });
         }
         parts.join(" · ")
     }
@@ -184,6 +189,7 @@ mod tests {
         assert_eq!(r.pace(Some("seq")), "20.0 seq/s · 2 s elapsed · about 15 s left");
         assert_eq!(r.pace(None), "2 s elapsed · about 15 s left");
         assert_eq!(Meter::figures(400, 400, 0, 2.0).pace(Some("seq")), "200 seq/s · 2 s elapsed");
+        assert_eq!(Meter::figures(399, 400, 0, 2.0).pace(None), "2 s elapsed · under a second left");
         assert_eq!(Meter::figures(1, 400, 0, 2.5).pace(Some("seq")), "0.40 seq/s · 3 s elapsed · about 16 min 38 s left");
     }
 }
