@@ -116,12 +116,28 @@ pub async fn evaluate(
             total,
         };
         meters.embed.resume();
-        let x_train = embed_all(encoder, &data.train.sequences, cache, place, &mut meters.embed, progress).await?;
+        let x_train = embed_all(
+            encoder,
+            &data.train.sequences,
+            cache,
+            place,
+            &mut meters.embed,
+            progress,
+        )
+        .await?;
         let place = Place {
             offset: data.train.len(),
             ..place
         };
-        let x_test = embed_all(encoder, &data.test.sequences, cache, place, &mut meters.embed, progress).await?;
+        let x_test = embed_all(
+            encoder,
+            &data.test.sequences,
+            cache,
+            place,
+            &mut meters.embed,
+            progress,
+        )
+        .await?;
         meters.embed.pause();
         embed_seconds += started.elapsed().as_secs_f64();
         held += (x_train.len() + x_test.len()) * size_of::<f32>();
@@ -133,7 +149,14 @@ pub async fn evaluate(
         if held >= PROBE_BATCH_BYTES || i + 1 == tasks.len() {
             let started = Instant::now();
             meters.probe.resume();
-            probe_batch(&spec, &batch, regimes, &mut meters.probe, progress, &mut out)?;
+            probe_batch(
+                &spec,
+                &batch,
+                regimes,
+                &mut meters.probe,
+                progress,
+                &mut out,
+            )?;
             meters.probe.pause();
             probe_seconds += started.elapsed().as_secs_f64();
             batch.clear();
@@ -205,8 +228,10 @@ fn probe_rows(task: &TaskData, regimes: &[Regime]) -> u64 {
         .iter()
         .map(|r| match r.shots() {
             None => task.data.train.len() as u64,
-            Some(k) => (fewshot_rows(&task.data.train.y, task.data.labels.len(), k)
-                * protocol::FEWSHOT_SEEDS.len()) as u64,
+            Some(k) => {
+                (fewshot_rows(&task.data.train.y, task.data.labels.len(), k)
+                    * protocol::FEWSHOT_SEEDS.len()) as u64
+            }
         })
         .sum()
 }
@@ -405,9 +430,7 @@ const EMBEDDING_BUDGET: usize = 16 << 30;
 const EMBEDDING_BUDGET: usize = 1 << 30;
 
 fn check_memory(task: &str, rows: usize, dim: usize) -> Result<()> {
-    let bytes = rows
-        .saturating_mul(dim)
-        .saturating_mul(size_of::<f32>());
+    let bytes = rows.saturating_mul(dim).saturating_mul(size_of::<f32>());
     if bytes > EMBEDDING_BUDGET {
         return Err(crate::Error::new(format!(
             "task {task}: {rows} sequences × {dim} dimensions need {:.1} GB of embeddings, more \

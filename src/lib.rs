@@ -13,8 +13,8 @@ pub mod metrics;
 #[cfg(feature = "cli")]
 pub mod npz;
 pub mod probe;
-pub mod progress;
 pub mod profile;
+pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod seq;

@@ -91,7 +91,10 @@ pub fn read_probe_npz(path: &Path) -> Result<ProbeArrays> {
     let y_train = read_y(&mut npz, "y_train").map_err(err)?;
     let y_test = read_y(&mut npz, "y_test").map_err(err)?;
     let ((train_rows, train_cols), (test_rows, test_cols)) = x.dims();
-    for (rows, y, split) in [(train_rows, &y_train, "train"), (test_rows, &y_test, "test")] {
+    for (rows, y, split) in [
+        (train_rows, &y_train, "train"),
+        (test_rows, &y_test, "test"),
+    ] {
         if rows != y.len() {
             return Err(err(format!(
                 "X_{split} has {rows} rows but y_{split} has {} labels",

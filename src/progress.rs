@@ -89,8 +89,10 @@ impl Meter {
     }
 
     pub fn rate(&self) -> Rate {
-        let elapsed_s =
-            self.busy_s + self.running_since.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        let elapsed_s = self.busy_s
+            + self
+                .running_since
+                .map_or(0.0, |t| t.elapsed().as_secs_f64());
         Self::figures(self.done, self.total, self.free, elapsed_s)
     }
 
@@ -186,10 +188,22 @@ mod tests {
         assert_eq!(format_duration(185.0), "3 min 05 s");
         assert_eq!(format_duration(7800.0), "2 h 10 min");
         let r = Meter::figures(100, 400, 60, 2.0);
-        assert_eq!(r.pace(Some("seq")), "20.0 seq/s · 2 s elapsed · about 15 s left");
+        assert_eq!(
+            r.pace(Some("seq")),
+            "20.0 seq/s · 2 s elapsed · about 15 s left"
+        );
         assert_eq!(r.pace(None), "2 s elapsed · about 15 s left");
-        assert_eq!(Meter::figures(400, 400, 0, 2.0).pace(Some("seq")), "200 seq/s · 2 s elapsed");
-        assert_eq!(Meter::figures(399, 400, 0, 2.0).pace(None), "2 s elapsed · under a second left");
-        assert_eq!(Meter::figures(1, 400, 0, 2.5).pace(Some("seq")), "0.40 seq/s · 3 s elapsed · about 16 min 38 s left");
+        assert_eq!(
+            Meter::figures(400, 400, 0, 2.0).pace(Some("seq")),
+            "200 seq/s · 2 s elapsed"
+        );
+        assert_eq!(
+            Meter::figures(399, 400, 0, 2.0).pace(None),
+            "2 s elapsed · under a second left"
+        );
+        assert_eq!(
+            Meter::figures(1, 400, 0, 2.5).pace(Some("seq")),
+            "0.40 seq/s · 3 s elapsed · about 16 min 38 s left"
+        );
     }
 }

@@ -27,7 +27,11 @@ fn smoke_submission(threads: usize) -> (serde_json::Value, usize) {
             &Regime::ALL,
             None,
             &mut |p: Progress| {
-                assert_eq!(std::thread::current().id(), caller, "progress off the caller");
+                assert_eq!(
+                    std::thread::current().id(),
+                    caller,
+                    "progress off the caller"
+                );
                 probe_reports += usize::from(p.stage == Stage::Probe);
             },
         ))
@@ -45,5 +49,8 @@ fn evaluate_gives_the_same_submission_on_1_and_4_threads() {
     assert_eq!(one["results"]["full"].as_object().unwrap().len(), 5);
     assert!(one == four, "the submission changed with the thread count");
     // Reports come between waves of fits: at least one per task either way.
-    assert!(reports_one >= 5 && reports_four >= 5, "{reports_one} / {reports_four}");
+    assert!(
+        reports_one >= 5 && reports_four >= 5,
+        "{reports_one} / {reports_four}"
+    );
 }

@@ -256,7 +256,11 @@ mod tests {
                 .build()
                 .unwrap();
             let m = pool.install(|| fit(x, y)).unwrap();
-            m.coef.iter().chain(&m.intercept).map(|v| v.to_bits()).collect()
+            m.coef
+                .iter()
+                .chain(&m.intercept)
+                .map(|v| v.to_bits())
+                .collect()
         }
         fn check<T: Element>(x: ArrayView2<T>, y: &[usize]) -> Vec<u64> {
             let one = on_threads(1, x, y);

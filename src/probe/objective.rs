@@ -138,7 +138,14 @@ impl<'a, T: Element> Objective<'a, T> {
     /// The whole shard compiled for AVX-512, so the kernels' intrinsics inline.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    fn shard_avx512(&self, s: simd::Avx512, lo: usize, hi: usize, wt: &[f64], b: &[f64]) -> Partial {
+    fn shard_avx512(
+        &self,
+        s: simd::Avx512,
+        lo: usize,
+        hi: usize,
+        wt: &[f64],
+        b: &[f64],
+    ) -> Partial {
         self.shard_body(s, lo, hi, wt, b)
     }
 
@@ -323,7 +330,11 @@ fn binomial_lanes(raw: &mut [f64; LANES], yt: &[f64; LANES], inv_n: f64) -> [f64
         } else {
             vmath::log1p(e)
         };
-        loss[l] = if low { lp - yt * r } else { lp + (1.0 - yt) * r };
+        loss[l] = if low {
+            lp - yt * r
+        } else {
+            lp + (1.0 - yt) * r
+        };
         let g = if r <= -37.0 {
             e - yt
         } else if low {

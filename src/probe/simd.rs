@@ -129,9 +129,8 @@ mod x86 {
         }
         #[inline(always)]
         fn sum(self, v: __m512d) -> f64 {
-            let h = unsafe {
-                _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd::<1>(v))
-            };
+            let h =
+                unsafe { _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd::<1>(v)) };
             sum256(h)
         }
     }
@@ -161,7 +160,12 @@ mod x86 {
         }
         #[inline(always)]
         fn load(self, p: &[f64; LANES]) -> Self::V {
-            unsafe { [_mm256_loadu_pd(p.as_ptr()), _mm256_loadu_pd(p.as_ptr().add(4))] }
+            unsafe {
+                [
+                    _mm256_loadu_pd(p.as_ptr()),
+                    _mm256_loadu_pd(p.as_ptr().add(4)),
+                ]
+            }
         }
         #[inline(always)]
         fn load_f32(self, p: &[f32; LANES]) -> Self::V {
@@ -182,7 +186,12 @@ mod x86 {
         }
         #[inline(always)]
         fn mul_add(self, a: Self::V, b: Self::V, c: Self::V) -> Self::V {
-            unsafe { [_mm256_fmadd_pd(a[0], b[0], c[0]), _mm256_fmadd_pd(a[1], b[1], c[1])] }
+            unsafe {
+                [
+                    _mm256_fmadd_pd(a[0], b[0], c[0]),
+                    _mm256_fmadd_pd(a[1], b[1], c[1]),
+                ]
+            }
         }
         #[inline(always)]
         fn sum(self, v: Self::V) -> f64 {
@@ -344,15 +353,22 @@ mod tests {
     fn check<S: Simd>(s: S) -> Vec<u64> {
         let mut bits = Vec::new();
         for d in [1, 7, 8, 13, 64, 67] {
-            let x: Vec<f64> = (0..3 * d).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
-            let w: Vec<f64> = (0..2 * d).map(|i| ((i * 53 % 89) as f64 - 44.0) / 3.0).collect();
+            let x: Vec<f64> = (0..3 * d)
+                .map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0)
+                .collect();
+            let w: Vec<f64> = (0..2 * d)
+                .map(|i| ((i * 53 % 89) as f64 - 44.0) / 3.0)
+                .collect();
             let rows: [&[f64]; 3] = std::array::from_fn(|r| &x[r * d..(r + 1) * d]);
             let ws: [&[f64]; 2] = [&w[..d], &w[d..]];
             let got = dots(s, &rows, &ws);
             for (r, row) in rows.iter().enumerate() {
                 for (c, w) in ws.iter().enumerate() {
                     let want: f64 = row.iter().zip(*w).map(|(a, b)| a * b).sum();
-                    assert!((got[r][c] - want).abs() <= 1e-9 * (1.0 + want.abs()), "d {d}");
+                    assert!(
+                        (got[r][c] - want).abs() <= 1e-9 * (1.0 + want.abs()),
+                        "d {d}"
+                    );
                     assert_eq!(dots(s, &[*row], &[*w])[0][0].to_bits(), got[r][c].to_bits());
                     bits.push(got[r][c].to_bits());
                 }

@@ -79,7 +79,11 @@ pub(crate) fn log1p(x: f64) -> f64 {
     } / u;
     let c = if kb < 1023 + 54 { c } else { 0.0 };
     let m = f64::from_bits((((hu & 0x000f_ffff) + 0x3fe6_a09e) << 32) | (ub & 0xffff_ffff));
-    let (f, c, dk) = if small { (x, 0.0, 0.0) } else { (m - 1.0, c, kf) };
+    let (f, c, dk) = if small {
+        (x, 0.0, 0.0)
+    } else {
+        (m - 1.0, c, kf)
+    };
     let hfsq = 0.5 * f * f;
     let s = f / (2.0 + f);
     let z = s * s;
@@ -99,7 +103,10 @@ mod tests {
         if a == b || (a.is_nan() && b.is_nan()) {
             return 0;
         }
-        assert!(a.is_finite() && b.is_finite() && a.signum() == b.signum(), "{a} vs {b}");
+        assert!(
+            a.is_finite() && b.is_finite() && a.signum() == b.signum(),
+            "{a} vs {b}"
+        );
         a.to_bits().abs_diff(b.to_bits())
     }
 
