@@ -226,21 +226,28 @@ struct Meters {
 fn probe_rows(task: &TaskData, regimes: &[Regime]) -> u64 {
     regimes
         .iter()
-        .map(|r| match r.shots() {
-            None => task.data.train.len() as u64,
-            Some(k) => {
-                (fewshot_rows(&task.data.train.y, task.data.labels.len(), k)
-                    * protocol::FEWSHOT_SEEDS.len()) as u64
-            }
+        .map(|r| {
+            let fits = if r.shots().is_some() {
+                protocol::FEWSHOT_SEEDS.len() as u64
+            } else {
+                1
+            };
+            fit_rows(task, r.shots()) * fits
         })
         .sum()
 }
 
-/// Rows of one few-shot sample: `min(k, n)` per class, as `fewshot::sample` takes them.
-fn fewshot_rows(y: &[usize], n_classes: usize, k: usize) -> usize {
-    (0..n_classes)
-        .map(|c| y.iter().filter(|&&v| v == c).count().min(k))
-        .sum()
+/// Training rows of one fit: the whole training split, or one few-shot sample of `k` per
+/// class (`min(k, n)` per class, as `fewshot::sample` takes them).
+fn fit_rows(task: &TaskData, shots: Option<usize>) -> u64 {
+    let data = &task.data;
+    let rows = match shots {
+        None => data.train.len(),
+        Some(k) => (0..data.labels.len())
+            .map(|c| data.train.y.iter().filter(|&&v| v == c).count().min(k))
+            .sum(),
+    };
+    rows as u64
 }
 
 /// A task whose embeddings wait for the probe.
@@ -265,6 +272,8 @@ struct Collected {
 struct Job {
     task: usize,
     shots: Option<(usize, u32)>,
+    /// Its training rows: what the probe's progress meter counts.
+    rows: u64,
 }
 
 struct Fitted {
@@ -284,15 +293,23 @@ fn probe_batch(
 ) -> Result<()> {
     let jobs: Vec<Job> = (0..batch.len())
         .flat_map(|task| {
-            regimes.iter().flat_map(move |r| match r.shots() {
-                None => vec![Job { task, shots: None }],
-                Some(k) => protocol::FEWSHOT_SEEDS
-                    .iter()
-                    .map(|&seed| Job {
+            regimes.iter().flat_map(move |r| {
+                let rows = fit_rows(batch[task].task, r.shots());
+                match r.shots() {
+                    None => vec![Job {
                         task,
-                        shots: Some((k, seed)),
-                    })
-                    .collect(),
+                        shots: None,
+                        rows,
+                    }],
+                    Some(k) => protocol::FEWSHOT_SEEDS
+                        .iter()
+                        .map(|&seed| Job {
+                            task,
+                            shots: Some((k, seed)),
+                            rows,
+                        })
+                        .collect(),
+                }
             })
         })
         .collect();
@@ -307,17 +324,7 @@ fn probe_batch(
         for f in done {
             fitted.push(f?);
         }
-        let rows: usize = jobs
-            .iter()
-            .map(|job| {
-                let data = &batch[job.task].task.data;
-                match job.shots {
-                    None => data.train.len(),
-                    Some((k, _)) => fewshot_rows(&data.train.y, data.labels.len(), k),
-                }
-            })
-            .sum();
-        meter.advance(rows as u64, false);
+        meter.advance(jobs.iter().map(|job| job.rows).sum(), false);
         let run = meter.rate();
         let (lo, hi) = (fitted.len() - jobs.len(), fitted.len());
         for t in lo / per_task..hi.div_ceil(per_task) {
