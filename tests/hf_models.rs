@@ -5,7 +5,8 @@
 #![cfg(feature = "burn")]
 
 use burn::tensor::{Int, Tensor, TensorData};
-use geneb::encoder::{BackendKind, Encoder, backend, bert::Bert, nt::NucleotideTransformer};
+use geneb::encoder::arch::{self, Arch, bert::Bert, nt::NucleotideTransformer};
+use geneb::encoder::{BackendKind, Encoder, backend};
 use geneb::hf::{Checkpoint, safetensors};
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -220,29 +221,22 @@ fn unsupported_models_and_missing_files_are_clear_errors() {
         r#"{"tokenizer_class": "BertTokenizer", "model_max_length": 16}"#,
     )
     .unwrap();
-    let message = err(&spec);
-    assert!(message.contains("no weights"), "{message}");
-    let weights = std::fs::read(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/models/bert/model.safetensors"),
-    )
-    .unwrap();
-    std::fs::write(tmp.join("model.safetensors"), &weights).unwrap();
+    // The architecture is checked first: an unsupported model fails before its weights are read.
     let message = err(&spec);
     assert!(
         message.contains("'gpt2' is not supported") && message.contains("DNABERT-2"),
         "{message}"
     );
-    std::fs::write(tmp.join("model.safetensors"), &weights[..weights.len() / 2]).unwrap();
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/bert");
     std::fs::write(
         tmp.join("config.json"),
-        std::fs::read(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/models/bert/config.json"),
-        )
-        .unwrap(),
+        std::fs::read(fixture.join("config.json")).unwrap(),
     )
     .unwrap();
+    let message = err(&spec);
+    assert!(message.contains("no weights"), "{message}");
+    let weights = std::fs::read(fixture.join("model.safetensors")).unwrap();
+    std::fs::write(tmp.join("model.safetensors"), &weights[..weights.len() / 2]).unwrap();
     let message = err(&spec);
     assert!(message.contains("truncated"), "{message}");
     std::fs::remove_dir_all(&tmp).unwrap();
@@ -305,4 +299,43 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// The registry picks each architecture's tokenizer from config.json alone: for every tokenizer
+/// fixture, the tokenizer of the detected architecture gives the Hugging Face tokenizer's ids
+/// (tests/tokenizers.rs compares every truncation; this checks the choice).
+#[test]
+fn the_registry_chooses_each_models_tokenizer() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tokenizers");
+    let corpus: Vec<String> =
+        serde_json::from_slice(&std::fs::read(root.join("corpus.json")).unwrap()).unwrap();
+    let mut checked = Vec::new();
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let mut files = geneb::hf::ModelFiles::new(&name);
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            let file = path.file_name().unwrap().to_str().unwrap().to_string();
+            files.insert(&file, std::fs::read(&path).unwrap());
+        }
+        let spec = arch::detect(&files.config().unwrap()).unwrap();
+        let tokenizer = geneb::tokenize::Tokenizer::from_files(&files, spec.tokenizer).unwrap();
+        let expected: serde_json::Value =
+            serde_json::from_slice(files.get("expected.json").unwrap()).unwrap();
+        for (sequence, case) in corpus.iter().zip(expected["cases"].as_array().unwrap()) {
+            let full: Vec<u32> = serde_json::from_value(case["full"].clone()).unwrap();
+            assert_eq!(
+                tokenizer.encode(sequence, None),
+                full,
+                "{name} ({})",
+                spec.name
+            );
+        }
+        checked.push(name);
+    }
+    assert_eq!(checked.len(), 10, "{checked:?}");
 }

@@ -8,9 +8,9 @@
 #![cfg(feature = "burn")]
 
 use burn::tensor::{Int, Tensor, TensorData};
+use geneb::encoder::arch::{self, Arch, caduceus, caduceus::Caduceus, hyena, hyena::Hyena};
 use geneb::encoder::backend::{self, Compute};
-use geneb::encoder::caduceus::{self, Caduceus};
-use geneb::encoder::hyena::{self, Hyena};
+use geneb::encoder::layers::long_conv::LongConv;
 use geneb::hf::{Checkpoint, safetensors};
 use std::path::{Path, PathBuf};
 
@@ -122,70 +122,14 @@ fn compare(expected: &Expected, states: Tensor<3>) -> (f32, f32) {
     (worst_state, worst_pooled)
 }
 
-/// The two architectures behind one interface, as the HF encoder drives them.
-trait Architecture: Sized {
-    fn matches(config: &serde_json::Value) -> bool;
-    fn load(
-        config: &serde_json::Value,
-        ckpt: &mut Checkpoint,
-        compute: &Compute,
-    ) -> geneb::Result<Self>;
-    fn forward(&self, ids: Tensor<2, Int>, mask: Tensor<2>) -> Tensor<3>;
-    fn hidden_size(&self) -> usize;
-}
-
-impl Architecture for Hyena {
-    fn matches(config: &serde_json::Value) -> bool {
-        hyena::matches(config)
-    }
-    fn load(
-        config: &serde_json::Value,
-        ckpt: &mut Checkpoint,
-        compute: &Compute,
-    ) -> geneb::Result<Self> {
-        Hyena::load(
-            config,
-            ckpt,
-            &compute.device,
-            hyena::LongConv::for_backend(compute.kind),
-        )
-    }
-    fn forward(&self, ids: Tensor<2, Int>, mask: Tensor<2>) -> Tensor<3> {
-        Hyena::forward(self, ids, mask)
-    }
-    fn hidden_size(&self) -> usize {
-        Hyena::hidden_size(self)
-    }
-}
-
-impl Architecture for Caduceus {
-    fn matches(config: &serde_json::Value) -> bool {
-        caduceus::matches(config)
-    }
-    fn load(
-        config: &serde_json::Value,
-        ckpt: &mut Checkpoint,
-        compute: &Compute,
-    ) -> geneb::Result<Self> {
-        Caduceus::load(config, ckpt, &compute.device)
-    }
-    fn forward(&self, ids: Tensor<2, Int>, mask: Tensor<2>) -> Tensor<3> {
-        Caduceus::forward(self, ids, mask)
-    }
-    fn hidden_size(&self) -> usize {
-        Caduceus::hidden_size(self)
-    }
-}
-
-fn check<A: Architecture>(model_dir: &Path, expected_dir: &Path, compute: &Compute) {
+/// Runs the model folder through the registry, as the HF encoder does, and checks that
+/// `architecture` is the one detected.
+fn check(architecture: &str, model_dir: &Path, expected_dir: &Path, compute: &Compute) {
     let config = read_json(&model_dir.join("config.json"));
-    assert!(
-        A::matches(&config),
-        "{}: architecture not detected",
-        model_dir.display()
-    );
+    let spec = arch::detect(&config).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(spec.name, architecture, "{}", model_dir.display());
     let mut ckpt = read_checkpoint(&model_dir.join("model.safetensors"));
-    let model = A::load(&config, &mut ckpt, compute).unwrap_or_else(|e| panic!("{e}"));
+    let model = (spec.load)(&config, &mut ckpt, compute).unwrap_or_else(|e| panic!("{e}"));
     ckpt.finish().unwrap_or_else(|e| panic!("{e}"));
     let expected = expected(expected_dir);
     let (ids, mask) = batch(&expected, compute);
@@ -212,13 +156,13 @@ fn wgpu() -> Compute {
 #[test]
 fn hyena_tiny_matches_the_reference_on_cpu() {
     let dir = fixtures().join("hyena/tiny");
-    check::<Hyena>(&dir, &dir, &backend::cpu());
+    check("hyenadna", &dir, &dir, &backend::cpu());
 }
 
 #[test]
 fn hyena_tiny_matches_the_reference_on_wgpu() {
     let dir = fixtures().join("hyena/tiny");
-    check::<Hyena>(&dir, &dir, &wgpu());
+    check("hyenadna", &dir, &dir, &wgpu());
 }
 
 /// The two ways of computing the long convolution give the same states on one backend (each
@@ -239,8 +183,8 @@ fn hyena_fft_and_direct_long_convolutions_agree() {
             .try_to_vec::<f32>()
             .unwrap()
     };
-    let fft = states(hyena::LongConv::Fft);
-    let direct = states(hyena::LongConv::Direct);
+    let fft = states(LongConv::Fft);
+    let direct = states(LongConv::Direct);
     let worst = max_abs_diff(&fft, &direct);
     eprintln!("HyenaDNA FFT vs direct long convolution: max |Δ| {worst:.2e}");
     assert!(worst <= 1e-5, "FFT and direct differ by {worst}");
@@ -268,8 +212,8 @@ fn hyena_real_tiny_matches_the_reference() {
         return;
     }
     let expected_dir = fixtures().join("hyena/anticapt-dataset1");
-    check::<Hyena>(&model_dir, &expected_dir, &backend::cpu());
-    check::<Hyena>(&model_dir, &expected_dir, &wgpu());
+    check("hyenadna", &model_dir, &expected_dir, &backend::cpu());
+    check("hyenadna", &model_dir, &expected_dir, &wgpu());
 
     // The whole chain from the folder: its tokenizer_config.json, the .bin weights, the
     // encoder's batching and pooling — the sequences the oracle tokenized with anticapt's code.
@@ -299,13 +243,13 @@ fn hyena_real_tiny_matches_the_reference() {
 #[test]
 fn caduceus_ph_matches_the_reference_on_cpu() {
     let dir = fixtures().join("caduceus/ph");
-    check::<Caduceus>(&dir, &dir, &backend::cpu());
+    check("caduceus", &dir, &dir, &backend::cpu());
 }
 
 #[test]
 fn caduceus_ps_matches_the_reference_on_cpu() {
     let dir = fixtures().join("caduceus/ps");
-    check::<Caduceus>(&dir, &dir, &backend::cpu());
+    check("caduceus", &dir, &dir, &backend::cpu());
 }
 
 #[test]
@@ -313,7 +257,7 @@ fn caduceus_matches_the_reference_on_wgpu() {
     let compute = wgpu();
     for variant in ["ph", "ps"] {
         let dir = fixtures().join("caduceus").join(variant);
-        check::<Caduceus>(&dir, &dir, &compute);
+        check("caduceus", &dir, &dir, &compute);
     }
 }
 
@@ -326,7 +270,7 @@ fn hyena_names_a_missing_or_misshaped_tensor() {
     let mut shrunk = config.clone();
     shrunk["d_model"] = 16.into();
     let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
-    let err = Hyena::load(&shrunk, &mut ckpt, &device, hyena::LongConv::Fft)
+    let err = Hyena::load(&shrunk, &mut ckpt, &device, LongConv::Fft)
         .err()
         .expect("d_model 16 must fail");
     assert!(
@@ -339,7 +283,7 @@ fn hyena_names_a_missing_or_misshaped_tensor() {
     let mut deeper = config.clone();
     deeper["n_layer"] = 3.into();
     let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
-    let err = Hyena::load(&deeper, &mut ckpt, &device, hyena::LongConv::Fft)
+    let err = Hyena::load(&deeper, &mut ckpt, &device, LongConv::Fft)
         .err()
         .expect("3 layers must fail");
     assert!(err.to_string().contains("backbone.layers.2."), "{err}");
@@ -347,11 +291,12 @@ fn hyena_names_a_missing_or_misshaped_tensor() {
     let mut no_width = config;
     no_width.as_object_mut().unwrap().remove("d_model");
     let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
-    let err = Hyena::load(&no_width, &mut ckpt, &device, hyena::LongConv::Fft)
+    let err = Hyena::load(&no_width, &mut ckpt, &device, LongConv::Fft)
         .err()
         .expect("no d_model must fail");
     assert!(
-        err.to_string().starts_with("config.json: 'd_model'"),
+        err.to_string()
+            .starts_with("config.json: missing field `d_model`"),
         "{err}"
     );
 }

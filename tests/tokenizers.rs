@@ -3,7 +3,7 @@
 //! must give identical ids. Light: runs with `--no-default-features`.
 
 use geneb::hf::ModelFiles;
-use geneb::tokenize::Tokenizer;
+use geneb::tokenize::{Tokenizer, TokenizerChoice};
 use serde_json::{Value, json};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tokenizers");
@@ -24,10 +24,19 @@ fn json_file(path: &str) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
+/// The tokenizer each fixture's architecture takes: the choice the registry makes from the
+/// fixture's config.json (checked by `tests/hf_models.rs`, which needs the Burn encoders).
+fn choice(name: &str) -> TokenizerChoice {
+    match name {
+        "hyenadna" => TokenizerChoice::Characters { upper_case: false },
+        "caduceus" => TokenizerChoice::Characters { upper_case: true },
+        "nt3" | "nt6" => TokenizerChoice::Esm,
+        _ => TokenizerChoice::Files,
+    }
+}
+
 fn tokenizer(name: &str) -> Tokenizer {
-    let files = model_files(name);
-    let config = files.config().unwrap();
-    Tokenizer::from_files(&files, &config).unwrap()
+    Tokenizer::from_files(&model_files(name), choice(name)).unwrap()
 }
 
 /// Compares every case of each fixture, each of which must exercise truncation.
@@ -88,7 +97,7 @@ fn nucleotide_transformer_kmers_match_hf() {
         "tokenizer_config.json",
         br#"{"tokenizer_class": "EsmTokenizer"}"#.to_vec(),
     );
-    let tokenizer = Tokenizer::from_files(&files, &json!({"model_type": "esm"})).unwrap();
+    let tokenizer = Tokenizer::from_files(&files, TokenizerChoice::Esm).unwrap();
     assert_eq!(tokenizer.encode("AAAAAAT", Some(3)), vec![3, 6, 4]);
     assert_eq!(tokenizer.encode("AAAAAAT", None), vec![3, 6, 4103, 4]);
 }
@@ -156,8 +165,7 @@ fn tokenizer_json_error(component: &str, value: Value) -> String {
     }
     *target = value;
     files.insert("tokenizer.json", serde_json::to_vec(&json).unwrap());
-    let config = files.config().unwrap();
-    Tokenizer::from_files(&files, &config)
+    Tokenizer::from_files(&files, TokenizerChoice::Files)
         .err()
         .unwrap()
         .to_string()
@@ -193,19 +201,19 @@ fn unsupported_components_are_refused_by_name() {
     );
 
     let mut files = ModelFiles::new("empty");
-    files.insert("config.json", br#"{"model_type": "llama"}"#.to_vec());
-    let err = Tokenizer::from_files(&files, &json!({"model_type": "llama"}))
+    files.insert("config.json", br#"{"model_type": "bert"}"#.to_vec());
+    let err = Tokenizer::from_files(&files, TokenizerChoice::Files)
         .err()
         .unwrap()
         .to_string();
-    assert!(
-        err.starts_with("empty: no tokenizer geneb knows") && err.contains("'llama'"),
-        "{err}"
+    assert_eq!(
+        err,
+        "empty: no tokenizer files: expected tokenizer.json or vocab.txt"
     );
 
     let mut files = model_files("splicebert");
     files.insert("vocab.txt", b"[PAD]\n[CLS]\n[SEP]\nA\n".to_vec());
-    let err = Tokenizer::from_files(&files, &json!({"model_type": "bert"}))
+    let err = Tokenizer::from_files(&files, TokenizerChoice::Files)
         .err()
         .unwrap()
         .to_string();
@@ -214,7 +222,7 @@ fn unsupported_components_are_refused_by_name() {
         "splicebert/vocab.txt: the unk_token token '[UNK]' is not in the vocabulary"
     );
     files.insert("tokenizer_config.json", b"{not json".to_vec());
-    let err = Tokenizer::from_files(&files, &json!({}))
+    let err = Tokenizer::from_files(&files, TokenizerChoice::Files)
         .err()
         .unwrap()
         .to_string();

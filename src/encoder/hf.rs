@@ -9,12 +9,9 @@
 //! records it in the protocol block.
 
 use super::BackendKind;
+use super::arch::{self, Arch, ArchSpec};
 use super::backend::Compute;
-use super::bert::{self, Bert};
-use super::caduceus::{self, Caduceus};
-use super::hyena::{self, Hyena};
 use super::layers::MAX_BUFFER_FLOATS;
-use super::nt::{self, NucleotideTransformer};
 use crate::hf::{Checkpoint, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
 use crate::{Error, Result};
@@ -28,101 +25,6 @@ fn batch_tokens(kind: BackendKind) -> usize {
     match kind {
         BackendKind::Cpu => 2048,
         BackendKind::Wgpu => 8192,
-    }
-}
-
-/// The architectures geneb runs, as `geneb models` and errors name them.
-pub const SUPPORTED: &str = "HyenaDNA, Caduceus (PH, PS), BERT (DNABERT, GROVER, SpliceBERT), \
-                             DNABERT-2, Nucleotide Transformer v2";
-
-pub enum Architecture {
-    Hyena(Hyena),
-    Caduceus(Caduceus),
-    Bert(Bert),
-    NucleotideTransformer(NucleotideTransformer),
-}
-
-/// Calls the same method on whichever architecture this is.
-macro_rules! each {
-    ($self:expr, $m:ident => $call:expr) => {
-        match $self {
-            Architecture::Hyena($m) => $call,
-            Architecture::Caduceus($m) => $call,
-            Architecture::Bert($m) => $call,
-            Architecture::NucleotideTransformer($m) => $call,
-        }
-    };
-}
-
-impl Architecture {
-    /// Detects the architecture from config.json (and, within the BERT family, from the
-    /// checkpoint's tensors) and builds it tensor by tensor.
-    pub fn load(
-        config: &serde_json::Value,
-        ckpt: &mut Checkpoint,
-        compute: &Compute,
-    ) -> Result<Architecture> {
-        let device = &compute.device;
-        if hyena::matches(config) {
-            let long_conv = hyena::LongConv::for_backend(compute.kind);
-            return Ok(Architecture::Hyena(Hyena::load(
-                config, ckpt, device, long_conv,
-            )?));
-        }
-        if caduceus::matches(config) {
-            return Ok(Architecture::Caduceus(Caduceus::load(
-                config, ckpt, device,
-            )?));
-        }
-        if nt::matches(config) {
-            return Ok(Architecture::NucleotideTransformer(
-                NucleotideTransformer::load(config, ckpt, device)?,
-            ));
-        }
-        if bert::matches(config) {
-            return Ok(Architecture::Bert(Bert::load(config, ckpt, device)?));
-        }
-        let declared = config
-            .get("model_type")
-            .and_then(|v| v.as_str())
-            .or_else(|| {
-                config
-                    .get("architectures")
-                    .and_then(|a| a.get(0))
-                    .and_then(|v| v.as_str())
-            })
-            .unwrap_or("none declared");
-        Err(Error::in_file(
-            "config.json",
-            format!("model type '{declared}' is not supported; geneb runs {SUPPORTED}"),
-        ))
-    }
-
-    pub fn family(&self) -> &'static str {
-        match self {
-            Architecture::Hyena(_) => "HyenaDNA",
-            Architecture::Caduceus(_) => "Caduceus (bidirectional Mamba, RC-equivariant)",
-            Architecture::Bert(b) if b.uses_alibi() => "DNABERT-2 (BERT with ALiBi and GLU)",
-            Architecture::Bert(_) => "BERT",
-            Architecture::NucleotideTransformer(_) => "Nucleotide Transformer v2 (ESM)",
-        }
-    }
-
-    pub fn hidden_size(&self) -> usize {
-        each!(self, m => m.hidden_size())
-    }
-
-    pub fn max_tokens(&self) -> usize {
-        each!(self, m => m.max_tokens())
-    }
-
-    /// Floats per token of the widest intermediate tensor, for sizing batches.
-    pub fn widest_activation(&self) -> usize {
-        each!(self, m => m.widest_activation())
-    }
-
-    pub fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        each!(self, m => m.forward(input_ids, attention_mask))
     }
 }
 
@@ -195,7 +97,8 @@ pub struct HfModel {
     /// SHA-256 of the model's files (config, tokenizer, weights): its identity for caches.
     fingerprint: String,
     window: Option<Window>,
-    architecture: Architecture,
+    arch_spec: &'static ArchSpec,
+    architecture: Box<dyn Arch>,
     tokenizer: Tokenizer,
     compute: Compute,
     /// Tokens per sequence after truncation (special tokens included).
@@ -210,9 +113,10 @@ impl HfModel {
         let window = Window::split_spec(&spec)?.1;
         let fingerprint = files.fingerprint();
         let config = files.config()?;
-        let tokenizer = Tokenizer::from_files(&files, &config)?;
+        let arch_spec = arch::detect(&config)?;
+        let tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
         let mut ckpt = read_weights(&mut files)?;
-        let architecture = Architecture::load(&config, &mut ckpt, &compute)?;
+        let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
         let parameters = ckpt.taken_elements();
         ckpt.finish()?;
         let max_length = tokenizer
@@ -229,6 +133,7 @@ impl HfModel {
             spec,
             fingerprint,
             window,
+            arch_spec,
             architecture,
             tokenizer,
             compute,
@@ -263,6 +168,10 @@ impl HfModel {
 
     pub fn window(&self) -> Option<Window> {
         self.window
+    }
+
+    pub fn pooling(&self) -> arch::Pooling {
+        self.arch_spec.pooling
     }
 
     pub fn describe_architecture(&self) -> String {

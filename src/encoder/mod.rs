@@ -3,21 +3,15 @@
 //! string by `Encoder::from_spec` (the registry).
 
 #[cfg(feature = "burn")]
+pub mod arch;
+#[cfg(feature = "burn")]
 pub mod backend;
 #[cfg(feature = "burn")]
-pub mod bert;
-#[cfg(feature = "burn")]
-pub mod caduceus;
-#[cfg(feature = "burn")]
 pub mod hf;
-#[cfg(feature = "burn")]
-pub mod hyena;
 pub mod kmer;
 pub mod known;
 #[cfg(feature = "burn")]
 pub mod layers;
-#[cfg(feature = "burn")]
-pub mod nt;
 #[cfg(feature = "burn")]
 pub mod random_cnn;
 
@@ -105,17 +99,22 @@ pub fn builtin_models() -> Vec<ModelInfo> {
     models
 }
 
-/// What `geneb models` and the page's `models()` list: the built-in encoders and the
-/// foundation models known by hub id, each with its published GENEB profile where it has one.
+/// What `geneb models` and the page's `models()` list: the built-in encoders, the
+/// architectures a model folder may have, and the foundation models known by hub id, each with
+/// its published GENEB profile where it has one.
 #[derive(Debug, Clone, Serialize)]
 pub struct Catalogue {
     pub builtin: Vec<ModelInfo>,
+    #[cfg(feature = "burn")]
+    pub architectures: Vec<arch::ArchInfo>,
     pub known: Vec<known::KnownWithProfile>,
 }
 
 pub fn catalogue() -> Result<Catalogue> {
     Ok(Catalogue {
         builtin: builtin_models(),
+        #[cfg(feature = "burn")]
+        architectures: arch::list(),
         known: known::with_published_profiles()?,
     })
 }
@@ -319,7 +318,7 @@ impl Encoder {
             #[cfg(feature = "burn")]
             Encoder::Hf(e) => (
                 "final hidden layer (last_hidden_state)",
-                "mean over the attention mask, special tokens included",
+                e.pooling().describe(),
                 match e.window() {
                     None => format!("first {} tokens, special tokens included", e.max_length()),
                     Some(w) => format!(

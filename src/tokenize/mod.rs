@@ -3,7 +3,7 @@
 //! max_length=M)`, i.e. with the special tokens the tokenizer adds by default, and truncation that
 //! shortens the sequence's tokens and keeps the special tokens.
 //!
-//! Four kinds, chosen from the tokenizer files and `config.json`:
+//! Four kinds, chosen by the architecture (`TokenizerChoice`) and the tokenizer files:
 //! - characters (HyenaDNA's `CharacterTokenizer`, Caduceus's `CaduceusTokenizer`, which
 //!   upper-cases first): one token per character, `[SEP]` appended;
 //! - longest match over `vocab.txt` (Nucleotide Transformer's `EsmTokenizer`): 6-mers (or
@@ -45,36 +45,55 @@ enum Kind {
     Pipeline(pipeline::Pipeline),
 }
 
+/// The tokenizer an architecture's checkpoints come with, as the registry
+/// (`encoder::arch::ArchSpec`) names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenizerChoice {
+    /// One token per character, `[SEP]` appended (HyenaDNA's `CharacterTokenizer`; Caduceus's
+    /// `CaduceusTokenizer` upper-cases first).
+    Characters { upper_case: bool },
+    /// `EsmTokenizer` over `vocab.txt` where the folder has one, else the tokenizer files.
+    Esm,
+    /// Whatever the tokenizer files say: `tokenizer.json`, else a BERT `vocab.txt`.
+    Files,
+}
+
+impl TokenizerChoice {
+    pub fn describe(self) -> &'static str {
+        match self {
+            TokenizerChoice::Characters { upper_case: false } => "characters",
+            TokenizerChoice::Characters { upper_case: true } => "characters (upper-cased)",
+            TokenizerChoice::Esm => "k-mers, longest match over vocab.txt (EsmTokenizer)",
+            TokenizerChoice::Files => "tokenizer.json (BPE or WordPiece), or vocab.txt (WordPiece)",
+        }
+    }
+}
+
 impl Tokenizer {
-    /// The model's tokenizer, detected from its files (`tokenizer.json`, `vocab.txt`,
-    /// `tokenizer_config.json`, `special_tokens_map.json`) and `config.json`.
-    pub fn from_files(files: &ModelFiles, config: &Value) -> Result<Tokenizer> {
+    /// The model's tokenizer of the kind its architecture takes, read from its files
+    /// (`tokenizer.json`, `vocab.txt`, `tokenizer_config.json`, `special_tokens_map.json`).
+    pub fn from_files(files: &ModelFiles, choice: TokenizerChoice) -> Result<Tokenizer> {
         let settings = Settings::read(files)?;
-        let model_type = config["model_type"].as_str().unwrap_or("");
-        let class = settings.tokenizer_class().unwrap_or("");
         let model_max_length = settings.model_max_length();
-        let mut tokenizer = if class.starts_with("Caduceus") || model_type == "caduceus" {
-            chars::character_tokenizer(&settings, true)
-        } else if matches!(class, "CharacterTokenizer" | "HyenaDNATokenizer")
-            || model_type == "hyenadna"
-        {
-            chars::character_tokenizer(&settings, false)
-        } else if class == "EsmTokenizer" || (model_type == "esm" && files.contains("vocab.txt")) {
-            kmer::esm_tokenizer(files, &settings)?
-        } else if files.contains("tokenizer.json") {
-            pipeline::from_tokenizer_json(files, &settings)?
-        } else if files.contains("vocab.txt") {
-            pipeline::bert_from_vocab(files, &settings)?
-        } else {
-            return Err(Error::in_file(
-                &files.name,
-                format!(
-                    "no tokenizer geneb knows (tokenizer class '{class}', model type \
-                     '{model_type}'): supported are HyenaDNA and Caduceus character tokenizers, \
-                     EsmTokenizer (vocab.txt), BERT WordPiece (vocab.txt) and tokenizer.json \
-                     (BPE or WordPiece)"
-                ),
-            ));
+        let mut tokenizer = match choice {
+            TokenizerChoice::Characters { upper_case } => {
+                chars::character_tokenizer(&settings, upper_case)
+            }
+            TokenizerChoice::Esm if files.contains("vocab.txt") => {
+                kmer::esm_tokenizer(files, &settings)?
+            }
+            TokenizerChoice::Esm | TokenizerChoice::Files => {
+                if files.contains("tokenizer.json") {
+                    pipeline::from_tokenizer_json(files, &settings)?
+                } else if files.contains("vocab.txt") {
+                    pipeline::bert_from_vocab(files, &settings)?
+                } else {
+                    return Err(Error::in_file(
+                        &files.name,
+                        "no tokenizer files: expected tokenizer.json or vocab.txt",
+                    ));
+                }
+            }
         };
         tokenizer.model_max_length = model_max_length;
         Ok(tokenizer)
@@ -151,10 +170,6 @@ impl Settings {
             tokenizer_config: json("tokenizer_config.json")?,
             special_tokens_map: json("special_tokens_map.json")?,
         })
-    }
-
-    fn tokenizer_class(&self) -> Option<&str> {
-        self.tokenizer_config["tokenizer_class"].as_str()
     }
 
     fn model_max_length(&self) -> Option<usize> {

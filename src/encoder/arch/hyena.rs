@@ -23,15 +23,16 @@
 //! tokens without a mask, at batch size 1 (so no padding): the bases plus the `[SEP]` the
 //! HyenaDNA tokenizer appends. With right padding that is the masked mean over real tokens.
 
-use super::layers::{
-    LayerNorm, Linear, config_error, config_number, config_usize, gelu_tanh, param, upload,
-};
+use super::{Arch, ArchSpec, Pooling, one, padded_vocab, parse_config};
 use crate::Result;
+use crate::encoder::layers::long_conv::{LongConv, PreparedFilter};
+use crate::encoder::layers::{LayerNorm, Linear, config_error, gelu_tanh, param, upload};
 use crate::hf::Checkpoint;
-use burn::signal::{irfft, rfft};
+use crate::tokenize::TokenizerChoice;
 use burn::tensor::module::{conv1d, embedding};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Int, Tensor};
+use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Mutex;
 
@@ -41,6 +42,49 @@ const MODULATION_SHIFT: f64 = 0.05;
 const SHORT_FILTER_PADDING: usize = 2;
 /// `HyenaBlock`'s two LayerNorms use PyTorch's default epsilon (only `ln_f` reads the config).
 const BLOCK_NORM_EPS: f64 = 1e-5;
+
+pub const SPEC: ArchSpec = ArchSpec {
+    name: "hyenadna",
+    family: "HyenaDNA",
+    serves: "LongSafari/hyenadna-*-hf",
+    matches,
+    tokenizer: TokenizerChoice::Characters { upper_case: false },
+    pooling: Pooling::MaskedMean,
+    load: |config, ckpt, compute| {
+        let long_conv = LongConv::for_backend(compute.kind);
+        Ok(Box::new(Hyena::load(
+            config,
+            ckpt,
+            &compute.device,
+            long_conv,
+        )?))
+    },
+};
+
+/// The `config.json` keys HyenaDNA's modeling code reads.
+#[derive(Deserialize)]
+struct Config {
+    d_model: usize,
+    n_layer: usize,
+    d_inner: usize,
+    max_seq_len: usize,
+    emb_dim: usize,
+    filter_order: usize,
+    short_filter_order: usize,
+    num_inner_mlps: usize,
+    vocab_size: usize,
+    #[serde(default = "one")]
+    pad_vocab_size_multiple: usize,
+    layer_norm_epsilon: f64,
+    hyena_order: usize,
+    /// The sine frequency where the checkpoint has no trainable one.
+    #[serde(default = "unit_frequency")]
+    activation_freq: f64,
+}
+
+fn unit_frequency() -> f64 {
+    1.0
+}
 
 /// Whether `config.json` describes a HyenaDNA checkpoint.
 pub fn matches(config: &Value) -> bool {
@@ -104,17 +148,17 @@ impl Hyena {
         device: &Device,
         long_conv: LongConv,
     ) -> Result<Self> {
-        let d = config_usize(config, "d_model")?;
-        let n_layer = config_usize(config, "n_layer")?;
-        let d_inner = config_usize(config, "d_inner")?;
-        let max_seq_len = config_usize(config, "max_seq_len")?;
-        let emb_dim = config_usize(config, "emb_dim")?;
-        let filter_order = config_usize(config, "filter_order")?;
-        let short_order = config_usize(config, "short_filter_order")?;
-        let inner_mlps = config_usize(config, "num_inner_mlps")?;
-        let vocab = padded_vocab(config)?;
-        let ln_eps = config_number(config, "layer_norm_epsilon")?;
-        if config_usize(config, "hyena_order")? != 2 {
+        let c: Config = parse_config(config)?;
+        let (d, n_layer, d_inner, max_seq_len) = (c.d_model, c.n_layer, c.d_inner, c.max_seq_len);
+        let (emb_dim, filter_order, short_order, inner_mlps) = (
+            c.emb_dim,
+            c.filter_order,
+            c.short_filter_order,
+            c.num_inner_mlps,
+        );
+        let vocab = padded_vocab(c.vocab_size, c.pad_vocab_size_multiple);
+        let ln_eps = c.layer_norm_epsilon;
+        if c.hyena_order != 2 {
             // The published filter emits d_model channels, which only order 2 can use.
             return Err(config_error(
                 "hyena_order must be 2 (the only order the HyenaDNA checkpoints use)",
@@ -142,7 +186,7 @@ impl Hyena {
             device,
         )?;
         // Without trainable frequencies there is no tensor: every sine uses `activation_freq`.
-        let default_freq = config["activation_freq"].as_f64().unwrap_or(1.0) as f32;
+        let default_freq = c.activation_freq as f32;
         let mut blocks = Vec::with_capacity(n_layer);
         for layer in 0..n_layer {
             let b = format!("{p}layers.{layer}.");
@@ -214,11 +258,13 @@ impl Hyena {
             max_seq_len,
         })
     }
+}
 
+impl Arch for Hyena {
     /// last_hidden_state [batch, tokens, hidden] for token ids [batch, tokens] and the attention
     /// mask (unused: the model is causal, so right padding cannot reach real tokens).
     /// `tokens` must not exceed `max_tokens()`.
-    pub fn forward(&self, input_ids: Tensor<2, Int>, _attention_mask: Tensor<2>) -> Tensor<3> {
+    fn forward(&self, input_ids: Tensor<2, Int>, _attention_mask: Tensor<2>) -> Tensor<3> {
         let tokens = input_ids.dims()[1];
         assert!(
             tokens <= self.max_seq_len,
@@ -232,17 +278,21 @@ impl Hyena {
         self.ln_f.forward(h)
     }
 
-    pub fn widest_activation(&self) -> usize {
+    fn widest_activation(&self) -> usize {
         self.widest
     }
 
-    pub fn hidden_size(&self) -> usize {
+    fn hidden_size(&self) -> usize {
         self.hidden
     }
 
     /// `max_seq_len`: the positional embedding of the implicit filters has that many positions.
-    pub fn max_tokens(&self) -> usize {
+    fn max_tokens(&self) -> usize {
         self.max_seq_len
+    }
+
+    fn family(&self) -> &'static str {
+        SPEC.family
     }
 }
 
@@ -308,7 +358,7 @@ impl ImplicitFilter {
 /// (Vulkan/WebGPU precision rules); SwiftShader's WebGPU is that loose, which put HyenaDNA's
 /// pooled embeddings 2e-3 off PyTorch. So: reduce x to [−π, π], then its Taylor series to x¹⁷
 /// by Horner's rule in x² (truncation error < 3e-8 there), with multiplies and adds only.
-fn sin_precise(x: Tensor<2>) -> Tensor<2> {
+pub(crate) fn sin_precise(x: Tensor<2>) -> Tensor<2> {
     use std::f64::consts::TAU;
     let r = x.clone() - (x * (1.0 / TAU)).round() * TAU;
     let r2 = r.clone() * r.clone();
@@ -318,83 +368,4 @@ fn sin_precise(x: Tensor<2>) -> Tensor<2> {
         series = (r2.clone() * series).mul_scalar(-1.0 / k).add_scalar(1.0);
     }
     r * series
-}
-
-/// How the long causal convolution `y[c, t] = Σ_{s ≤ t} k[c, s] · v[c, t − s]` is computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LongConv {
-    /// A depthwise `conv1d` with the flipped filter over a left-padded input: O(L²) per
-    /// channel. For the GPU, whose FFT twiddles would come from its sin/cos, which WebGPU only
-    /// promises to 2⁻¹¹ (see `sin_precise`).
-    Direct,
-    /// By FFT, as the original (`rfft` of input and filter, product, `irfft`): O(L log L). For
-    /// the CPU backend, whose twiddles are exact: HyenaDNA-tiny at 1,000 tokens went from 17.2
-    /// to 23.1 sequences/s (bench/README.md), and the gap widens with length.
-    Fft,
-}
-
-impl LongConv {
-    /// The FFT on the CPU backend, the direct form on the GPU.
-    pub fn for_backend(kind: super::BackendKind) -> LongConv {
-        match kind {
-            super::BackendKind::Cpu => LongConv::Fft,
-            super::BackendKind::Wgpu => LongConv::Direct,
-        }
-    }
-
-    /// The filter k [channels, len] in the form `PreparedFilter::apply` takes.
-    fn prepare(self, k: Tensor<2>) -> PreparedFilter {
-        let [channels, len] = k.dims();
-        match self {
-            LongConv::Direct => PreparedFilter::Direct(k.flip([1]).reshape([channels, 1, len])),
-            LongConv::Fft => {
-                // Zero-padding to n ≥ 2L − 1 makes the circular convolution the linear one.
-                let n = (2 * len).next_power_of_two();
-                let (re, im) = rfft(k.unsqueeze_dim::<3>(0), 2, Some(n));
-                PreparedFilter::Spectrum { re, im, n }
-            }
-        }
-    }
-}
-
-/// A long filter ready to convolve: its flipped taps [channels, 1, len] for `conv1d`, or its
-/// spectrum [1, channels, n / 2 + 1].
-#[derive(Clone)]
-enum PreparedFilter {
-    Direct(Tensor<3>),
-    Spectrum {
-        re: Tensor<3>,
-        im: Tensor<3>,
-        n: usize,
-    },
-}
-
-impl PreparedFilter {
-    /// y for v [batch, channels, len].
-    fn apply(&self, v: Tensor<3>) -> Tensor<3> {
-        let [_, channels, len] = v.dims();
-        match self {
-            PreparedFilter::Direct(weight) => {
-                let options = ConvOptions::new_with_padding([1], [(len - 1, 0)], [1], channels);
-                conv1d(v, weight.clone(), None, options)
-            }
-            PreparedFilter::Spectrum { re, im, n } => {
-                let (v_re, v_im) = rfft(v, 2, Some(*n));
-                let y_re = v_re.clone() * re.clone() - v_im.clone() * im.clone();
-                let y_im = v_re * im.clone() + v_im * re.clone();
-                irfft(y_re, y_im, 2, Some(*n)).narrow(2, 0, len)
-            }
-        }
-    }
-}
-
-/// The embedding table's rows: `vocab_size` rounded up to `pad_vocab_size_multiple`, as the
-/// HyenaDNA and Mamba model code do.
-pub(crate) fn padded_vocab(config: &Value) -> Result<usize> {
-    let vocab = config_usize(config, "vocab_size")?;
-    let multiple = config["pad_vocab_size_multiple"]
-        .as_u64()
-        .unwrap_or(1)
-        .max(1) as usize;
-    Ok(vocab.div_ceil(multiple) * multiple)
 }

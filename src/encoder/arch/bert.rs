@@ -7,14 +7,18 @@
 //! GENEB's reference extractors pool the final hidden layer with a mean over the attention mask
 //! (special tokens included); the pooling itself lives in `hf.rs`.
 
-use super::layers::{
-    Activation, LayerNorm, Linear, attention, checkpoint_prefix, config_activation, config_f64,
-    config_usize, head_dim, load_qkv, padding_bias, split_heads, upload,
-};
+use super::{Arch, ArchSpec, Pooling, parse_config, transformers_layer_norm_eps};
 use crate::Result;
+use crate::encoder::layers::positions::Alibi;
+use crate::encoder::layers::{
+    Activation, LayerNorm, Linear, attention, checkpoint_prefix, config_error, head_dim, load_qkv,
+    padding_bias, split_heads, upload,
+};
 use crate::hf::Checkpoint;
+use crate::tokenize::TokenizerChoice;
 use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
+use serde::Deserialize;
 
 /// Checkpoint prefixes: `BertForMaskedLM` stores `bert.…`, a bare `BertModel` nothing.
 const PREFIXES: [&str; 2] = ["bert.", ""];
@@ -22,8 +26,8 @@ const PREFIXES: [&str; 2] = ["bert.", ""];
 enum Positions {
     /// [max_position_embeddings, hidden]
     Learned(Tensor<2>),
-    /// DNABERT-2: one slope per head; bias = −slope·|i − j|.
-    Alibi(Vec<f32>),
+    /// DNABERT-2: attention biases instead of a table.
+    Alibi(Alibi),
 }
 
 enum SelfAttention {
@@ -71,6 +75,42 @@ pub struct Bert {
     device: Device,
 }
 
+pub const SPEC: ArchSpec = ArchSpec {
+    name: "bert",
+    family: "BERT",
+    serves: "DNABERT, DNABERT-2, GROVER, SpliceBERT",
+    matches,
+    tokenizer: TokenizerChoice::Files,
+    pooling: Pooling::MaskedMean,
+    load: |config, ckpt, compute| Ok(Box::new(Bert::load(config, ckpt, &compute.device)?)),
+};
+
+/// The `config.json` keys `BertModel` (and DNABERT-2's MosaicBERT code) read.
+#[derive(Deserialize)]
+struct Config {
+    hidden_size: usize,
+    num_attention_heads: usize,
+    num_hidden_layers: usize,
+    intermediate_size: usize,
+    vocab_size: usize,
+    /// Only the learned-position variant has a table; ALiBi needs none.
+    max_position_embeddings: Option<usize>,
+    #[serde(default = "transformers_layer_norm_eps")]
+    layer_norm_eps: f64,
+    #[serde(default = "default_activation")]
+    hidden_act: String,
+    #[serde(default = "two")]
+    type_vocab_size: usize,
+}
+
+fn default_activation() -> String {
+    "gelu".into()
+}
+
+fn two() -> usize {
+    2
+}
+
 /// Whether config.json describes a BERT-family model (`model_type` "bert", as the DNABERT,
 /// DNABERT-2, GROVER and SpliceBERT repos all declare).
 pub fn matches(config: &serde_json::Value) -> bool {
@@ -83,13 +123,10 @@ impl Bert {
         ckpt: &mut Checkpoint,
         device: &Device,
     ) -> Result<Bert> {
-        let hidden = config_usize(config, "hidden_size")?;
-        let heads = config_usize(config, "num_attention_heads")?;
-        let n_layers = config_usize(config, "num_hidden_layers")?;
-        let intermediate_size = config_usize(config, "intermediate_size")?;
-        let vocab = config_usize(config, "vocab_size")?;
-        let eps = config_f64(config, "layer_norm_eps", 1e-12);
-        let activation = config_activation(config, "gelu")?;
+        let c: Config = parse_config(config)?;
+        let (hidden, heads, n_layers) = (c.hidden_size, c.num_attention_heads, c.num_hidden_layers);
+        let (intermediate_size, vocab, eps) = (c.intermediate_size, c.vocab_size, c.layer_norm_eps);
+        let activation = Activation::from_config(&c.hidden_act)?;
         // Validates the head split; forward() derives the width again.
         head_dim(hidden, heads)?;
         let probe = "embeddings.word_embeddings.weight";
@@ -98,7 +135,7 @@ impl Bert {
         let fused = ckpt.contains(&p("encoder.layer.0.attention.self.Wqkv.weight"));
 
         let word = ckpt.take(&p("embeddings.word_embeddings.weight"), &[vocab, hidden])?;
-        let type_vocab = config_usize(config, "type_vocab_size").unwrap_or(2);
+        let type_vocab = c.type_vocab_size;
         let token_types = ckpt.take(
             &p("embeddings.token_type_embeddings.weight"),
             &[type_vocab, hidden],
@@ -107,9 +144,11 @@ impl Bert {
         let token_type = upload(token_types[..hidden].to_vec(), [hidden], device);
         let (positions, max_tokens) = if fused {
             // ALiBi extrapolates; the tokenizer's model_max_length bounds the input instead.
-            (Positions::Alibi(alibi_slopes(heads)), usize::MAX)
+            (Positions::Alibi(Alibi::new(heads)), usize::MAX)
         } else {
-            let max_positions = config_usize(config, "max_position_embeddings")?;
+            let max_positions = c.max_position_embeddings.ok_or_else(|| {
+                config_error("'max_position_embeddings' is missing (learned positions need it)")
+            })?;
             let table = ckpt.take(
                 &p("embeddings.position_embeddings.weight"),
                 &[max_positions, hidden],
@@ -228,27 +267,24 @@ impl Bert {
             device: device.clone(),
         })
     }
+}
 
-    pub fn widest_activation(&self) -> usize {
+impl Arch for Bert {
+    fn widest_activation(&self) -> usize {
         self.widest
     }
 
-    pub fn hidden_size(&self) -> usize {
+    fn hidden_size(&self) -> usize {
         self.hidden
     }
 
-    /// DNABERT-2's variant (ALiBi, fused QKV, GLU) rather than the classic BERT.
-    pub fn uses_alibi(&self) -> bool {
-        matches!(self.positions, Positions::Alibi(_))
-    }
-
     /// The longest input the position table allows (unbounded for ALiBi).
-    pub fn max_tokens(&self) -> usize {
+    fn max_tokens(&self) -> usize {
         self.max_tokens
     }
 
     /// last_hidden_state [batch, tokens, hidden].
-    pub fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
         let tokens = input_ids.dims()[1];
         let mut x = embedding(self.word_embeddings.clone(), input_ids)
             + self.token_type.clone().reshape([1, 1, self.hidden]);
@@ -260,8 +296,8 @@ impl Bert {
                     .narrow(0, 0, tokens)
                     .reshape([1, tokens, self.hidden]);
             }
-            Positions::Alibi(slopes) => {
-                bias = bias + self.alibi_bias(slopes, tokens);
+            Positions::Alibi(alibi) => {
+                bias = bias + alibi.bias(tokens, &self.device);
             }
         }
         let mut x = self.embedding_norm.forward(x);
@@ -314,54 +350,10 @@ impl Bert {
         x
     }
 
-    /// −slope_h · |i − j| as [1, heads, tokens, tokens].
-    fn alibi_bias(&self, slopes: &[f32], tokens: usize) -> Tensor<4> {
-        let mut bias = Vec::with_capacity(slopes.len() * tokens * tokens);
-        for slope in slopes {
-            for i in 0..tokens {
-                for j in 0..tokens {
-                    bias.push(-slope * i.abs_diff(j) as f32);
-                }
-            }
+    fn family(&self) -> &'static str {
+        match self.positions {
+            Positions::Alibi(_) => "DNABERT-2 (BERT with ALiBi and GLU)",
+            Positions::Learned(_) => SPEC.family,
         }
-        upload(bias, [1, slopes.len(), tokens, tokens], &self.device)
-    }
-}
-
-/// ALiBi head slopes as MosaicBERT computes them: a geometric sequence for a power-of-two
-/// head count, otherwise that of the next lower power of two plus every other slope of the
-/// next higher one.
-fn alibi_slopes(heads: usize) -> Vec<f32> {
-    fn power_of_two(n: usize) -> Vec<f64> {
-        let start = 2f64.powf(-(2f64.powf(-((n as f64).log2() - 3.0))));
-        (0..n).map(|i| start * start.powi(i as i32)).collect()
-    }
-    fn slopes(n: usize) -> Vec<f64> {
-        if n.is_power_of_two() {
-            return power_of_two(n);
-        }
-        let closest = 1usize << (usize::BITS - 1 - n.leading_zeros());
-        let mut out = power_of_two(closest);
-        out.extend(slopes(2 * closest).into_iter().step_by(2).take(n - closest));
-        out
-    }
-    slopes(heads).into_iter().map(|s| s as f32).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn alibi_slopes_match_mosaicbert() {
-        // Values from MosaicBERT's _get_alibi_head_slopes (8 heads: 2^-1 … 2^-8; 12 heads
-        // interleaves the 16-head sequence).
-        let eight = super::alibi_slopes(8);
-        assert_eq!(eight, (1..=8).map(|i| 2f32.powi(-i)).collect::<Vec<_>>());
-        let twelve = super::alibi_slopes(12);
-        assert_eq!(twelve[..8], eight[..]);
-        let sixteen = super::alibi_slopes(16);
-        assert_eq!(
-            twelve[8..],
-            [sixteen[0], sixteen[2], sixteen[4], sixteen[6]]
-        );
     }
 }

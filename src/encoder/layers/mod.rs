@@ -1,5 +1,11 @@
-//! The building blocks the transformer encoders share (BERT, DNABERT-2, NT-v2), loaded from a
-//! checkpoint by their PyTorch names. Weights are uploaded tensor by tensor as they are taken.
+//! The building blocks any architecture (`encoder::arch`) can use, loaded from a checkpoint by
+//! their PyTorch names: linear layers, LayerNorm and RMSNorm, activations and attention here;
+//! Mamba in `mamba`, Hyena's long convolution in `long_conv`, rotary and ALiBi positions in
+//! `positions`. Weights are uploaded tensor by tensor as they are taken.
+
+pub mod long_conv;
+pub mod mamba;
+pub mod positions;
 
 use crate::Result;
 use crate::hf::Checkpoint;
@@ -106,6 +112,32 @@ impl LayerNorm {
     }
 }
 
+/// RMSNorm: x / √(mean(x²) + ε) · weight over the last dimension (no mean subtracted, no bias).
+pub struct RmsNorm {
+    weight: Tensor<1>,
+    eps: f64,
+}
+
+impl RmsNorm {
+    pub fn load(
+        ckpt: &mut Checkpoint,
+        name: &str,
+        dim: usize,
+        eps: f64,
+        device: &Device,
+    ) -> Result<RmsNorm> {
+        Ok(RmsNorm {
+            weight: param(ckpt, &format!("{name}.weight"), [dim], device)?,
+            eps,
+        })
+    }
+
+    pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        let mean_square = (x.clone() * x.clone()).mean_dim(2);
+        x / mean_square.add_scalar(self.eps).sqrt() * self.weight.clone().unsqueeze::<3>()
+    }
+}
+
 /// The activations HF configs name in `hidden_act`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Activation {
@@ -118,13 +150,19 @@ pub enum Activation {
 }
 
 impl Activation {
-    pub fn parse(name: &str) -> Option<Activation> {
-        Some(match name {
+    /// `hidden_act` from config.json, or the error naming what is supported.
+    pub fn from_config(name: &str) -> Result<Activation> {
+        Ok(match name {
             "gelu" => Activation::Gelu,
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Activation::GeluTanh,
             "relu" => Activation::Relu,
             "silu" | "swish" => Activation::Silu,
-            _ => return None,
+            _ => {
+                return Err(crate::Error::in_file(
+                    "config.json",
+                    format!("hidden_act '{name}' is not supported (gelu, gelu_new, relu, silu)"),
+                ));
+            }
         })
     }
 
@@ -327,44 +365,6 @@ pub fn config_error(what: &str) -> crate::Error {
         "config.json",
         format!("{what} — is this config.json from the model's own repository?"),
     )
-}
-
-/// A required whole number from config.json.
-pub fn config_usize(config: &serde_json::Value, key: &str) -> Result<usize> {
-    config
-        .get(key)
-        .and_then(serde_json::Value::as_u64)
-        .map(|v| v as usize)
-        .ok_or_else(|| config_error(&format!("'{key}' is missing or not a whole number")))
-}
-
-/// A required number from config.json.
-pub fn config_number(config: &serde_json::Value, key: &str) -> Result<f64> {
-    config
-        .get(key)
-        .and_then(serde_json::Value::as_f64)
-        .ok_or_else(|| config_error(&format!("'{key}' is missing or not a number")))
-}
-
-/// An optional number from config.json, `default` when absent.
-pub fn config_f64(config: &serde_json::Value, key: &str, default: f64) -> f64 {
-    config
-        .get(key)
-        .and_then(serde_json::Value::as_f64)
-        .unwrap_or(default)
-}
-
-pub fn config_activation(config: &serde_json::Value, default: &str) -> Result<Activation> {
-    let name = config
-        .get("hidden_act")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or(default);
-    Activation::parse(name).ok_or_else(|| {
-        crate::Error::in_file(
-            "config.json",
-            format!("hidden_act '{name}' is not supported (gelu, gelu_new, relu, silu)"),
-        )
-    })
 }
 
 #[cfg(test)]

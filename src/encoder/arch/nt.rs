@@ -6,15 +6,19 @@
 //! GENEB's reference extractor pools `hidden_states[-1]` (after the final LayerNorm) with a
 //! mean over the attention mask, `<cls>` included.
 
-use super::layers::{
-    LayerNorm, Linear, attention, checkpoint_prefix, config_f64, config_usize, head_dim, load_qkv,
-    padding_bias, split_heads, upload,
+use super::{Arch, ArchSpec, Pooling, parse_config, transformers_layer_norm_eps};
+use crate::encoder::layers::positions::{Rotary, rotate};
+use crate::encoder::layers::{
+    LayerNorm, Linear, attention, checkpoint_prefix, head_dim, load_qkv, padding_bias, split_heads,
+    upload,
 };
 use crate::hf::Checkpoint;
+use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
 use burn::tensor::activation::silu;
 use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
+use serde::Deserialize;
 
 const PREFIXES: [&str; 2] = ["esm.", ""];
 
@@ -34,13 +38,45 @@ pub struct NucleotideTransformer {
     word_embeddings: Tensor<2>,
     layers: Vec<Layer>,
     final_norm: LayerNorm,
-    /// Rotary inverse frequencies, [head_dim / 2].
-    inv_freq: Vec<f32>,
+    rotary: Rotary,
     heads: usize,
     hidden: usize,
     intermediate: usize,
     max_tokens: usize,
     device: Device,
+}
+
+pub const SPEC: ArchSpec = ArchSpec {
+    name: "nucleotide-transformer-v2",
+    family: "Nucleotide Transformer v2 (ESM)",
+    serves: "InstaDeepAI/nucleotide-transformer-v2-*",
+    matches,
+    tokenizer: TokenizerChoice::Esm,
+    pooling: Pooling::MaskedMean,
+    load: |config, ckpt, compute| {
+        Ok(Box::new(NucleotideTransformer::load(
+            config,
+            ckpt,
+            &compute.device,
+        )?))
+    },
+};
+
+/// The `config.json` keys the checkpoints' `modeling_esm.py` reads.
+#[derive(Deserialize)]
+struct Config {
+    hidden_size: usize,
+    num_attention_heads: usize,
+    num_hidden_layers: usize,
+    intermediate_size: usize,
+    vocab_size: usize,
+    max_position_embeddings: usize,
+    #[serde(default = "transformers_layer_norm_eps")]
+    layer_norm_eps: f64,
+    position_embedding_type: Option<String>,
+    token_dropout: Option<bool>,
+    emb_layer_norm_before: Option<bool>,
+    add_bias_fnn: Option<bool>,
 }
 
 /// NT-v2 repos declare no `model_type` (their config maps to remote code through `auto_map`),
@@ -82,36 +118,24 @@ impl NucleotideTransformer {
                 ),
             ))
         };
-        let position_type = config
-            .get("position_embedding_type")
-            .and_then(|v| v.as_str())
-            .unwrap_or("absolute");
+        let c: Config = parse_config(config)?;
+        let position_type = c.position_embedding_type.as_deref().unwrap_or("absolute");
         if position_type != "rotary" {
             return unsupported(format!(
                 "position_embedding_type '{position_type}' (NT v1?)"
             ));
         }
-        if config.get("token_dropout").and_then(|v| v.as_bool()) == Some(true) {
+        if c.token_dropout == Some(true) {
             return unsupported("token_dropout: true".into());
         }
-        if config
-            .get("emb_layer_norm_before")
-            .and_then(|v| v.as_bool())
-            == Some(true)
-        {
+        if c.emb_layer_norm_before == Some(true) {
             return unsupported("emb_layer_norm_before: true".into());
         }
-        let hidden = config_usize(config, "hidden_size")?;
-        let heads = config_usize(config, "num_attention_heads")?;
-        let n_layers = config_usize(config, "num_hidden_layers")?;
-        let intermediate = config_usize(config, "intermediate_size")?;
-        let vocab = config_usize(config, "vocab_size")?;
-        let max_tokens = config_usize(config, "max_position_embeddings")?;
-        let eps = config_f64(config, "layer_norm_eps", 1e-12);
-        let ffn_bias = config
-            .get("add_bias_fnn")
-            .and_then(|v| v.as_bool())
-            .unwrap_or(true);
+        let (hidden, heads, n_layers) = (c.hidden_size, c.num_attention_heads, c.num_hidden_layers);
+        let (intermediate, vocab, max_tokens) =
+            (c.intermediate_size, c.vocab_size, c.max_position_embeddings);
+        let eps = c.layer_norm_eps;
+        let ffn_bias = c.add_bias_fnn != Some(false);
         let head_dim = head_dim(hidden, heads)?;
         let probe = "embeddings.word_embeddings.weight";
         let prefix = checkpoint_prefix(ckpt, &PREFIXES, probe, "ESM")?;
@@ -182,7 +206,7 @@ impl NucleotideTransformer {
             word_embeddings: upload(word, [vocab, hidden], device),
             layers,
             final_norm,
-            inv_freq: inv_freq.unwrap_or_default(),
+            rotary: Rotary::new(inv_freq.unwrap_or_default()),
             heads,
             hidden,
             intermediate,
@@ -190,28 +214,30 @@ impl NucleotideTransformer {
             device: device.clone(),
         })
     }
+}
 
+impl Arch for NucleotideTransformer {
     /// Floats per token of the widest activation: the SwiGLU projection.
-    pub fn widest_activation(&self) -> usize {
+    fn widest_activation(&self) -> usize {
         2 * self.intermediate
     }
 
-    pub fn hidden_size(&self) -> usize {
+    fn hidden_size(&self) -> usize {
         self.hidden
     }
 
-    pub fn max_tokens(&self) -> usize {
+    fn max_tokens(&self) -> usize {
         self.max_tokens
     }
 
     /// last_hidden_state [batch, tokens, hidden] (after the final LayerNorm).
-    pub fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
         let [batch, tokens] = input_ids.dims();
         // ESM zeroes the embeddings of padding before the first block.
         let keep = attention_mask.clone().reshape([batch, tokens, 1]);
         let mut x = embedding(self.word_embeddings.clone(), input_ids) * keep;
         let bias = padding_bias(attention_mask);
-        let (cos, sin) = self.rotary_tables(tokens);
+        let (cos, sin) = self.rotary.tables(tokens, &self.device);
         let head_dim = self.hidden / self.heads;
         for layer in &self.layers {
             let h = layer.attention_norm.forward(x.clone());
@@ -234,33 +260,7 @@ impl NucleotideTransformer {
         self.final_norm.forward(x)
     }
 
-    /// cos and sin of position · inv_freq, duplicated over both halves: [1, 1, tokens, head_dim].
-    fn rotary_tables(&self, tokens: usize) -> (Tensor<4>, Tensor<4>) {
-        let half = self.inv_freq.len();
-        let mut cos = Vec::with_capacity(tokens * 2 * half);
-        let mut sin = Vec::with_capacity(tokens * 2 * half);
-        for t in 0..tokens {
-            for _ in 0..2 {
-                for f in &self.inv_freq {
-                    // f32 product as torch.outer computes it, then cos/sin.
-                    let angle = t as f32 * f;
-                    cos.push(angle.cos());
-                    sin.push(angle.sin());
-                }
-            }
-        }
-        (
-            upload(cos, [1, 1, tokens, 2 * half], &self.device),
-            upload(sin, [1, 1, tokens, 2 * half], &self.device),
-        )
+    fn family(&self) -> &'static str {
+        SPEC.family
     }
-}
-
-/// x·cos + rotate_half(x)·sin, rotate_half(x) = [−x₂, x₁] over the two halves of head_dim.
-fn rotate(x: Tensor<4>, cos: &Tensor<4>, sin: &Tensor<4>) -> Tensor<4> {
-    let half = x.dims()[3] / 2;
-    let first = x.clone().narrow(3, 0, half);
-    let second = x.clone().narrow(3, half, half);
-    let rotated = Tensor::cat(vec![-second, first], 3);
-    x * cos.clone() + rotated * sin.clone()
 }

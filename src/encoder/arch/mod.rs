@@ -1,0 +1,203 @@
+//! The architectures geneb runs from a Hugging Face model folder, one file each, and the one
+//! list (`ARCHITECTURES`) that the loader, the tokenizer choice, `geneb models` and the page
+//! read.
+//!
+//! An architecture's file holds its typed `Config` (read from `config.json`: unknown keys
+//! ignored, a missing key or a wrong type a one-line error naming the key), its `SPEC` (how
+//! `config.json` is recognised, the family's name, the tokenizer its checkpoints come with, the
+//! pooling GENEB's reference extractor applies) and its forward pass (`impl Arch`), built from
+//! the shared blocks in `encoder::layers`. Adding one is a new file here plus its line in
+//! `ARCHITECTURES`, besides its tests.
+
+pub mod bert;
+pub mod caduceus;
+pub mod hyena;
+pub mod nt;
+
+use super::backend::Compute;
+use super::layers::config_error;
+use crate::hf::Checkpoint;
+use crate::tokenize::TokenizerChoice;
+use crate::{Error, Result};
+use burn::tensor::{Int, Tensor};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// A loaded encoder: token ids and the attention mask in, the final hidden states out.
+pub trait Arch: Send + Sync {
+    /// last_hidden_state [batch, tokens, hidden] for ids [batch, tokens] and the attention mask
+    /// [batch, tokens] (1 for real tokens, then 0 for right padding).
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3>;
+    fn hidden_size(&self) -> usize;
+    /// The most tokens one input may have (the caller truncates to it).
+    fn max_tokens(&self) -> usize;
+    /// Floats per token of the widest intermediate tensor, for sizing batches.
+    fn widest_activation(&self) -> usize;
+    /// The family as the user reads it, naming the variant where one file serves several.
+    fn family(&self) -> &'static str;
+}
+
+/// How the reference extractor turns the final hidden states into one vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pooling {
+    /// Mean over the attention mask, special tokens included (every supported model today).
+    MaskedMean,
+}
+
+impl Pooling {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Pooling::MaskedMean => "mean over the attention mask, special tokens included",
+        }
+    }
+}
+
+/// One architecture in the registry.
+pub struct ArchSpec {
+    /// Short stable name (`geneb models --json`).
+    pub name: &'static str,
+    pub family: &'static str,
+    /// The published model repositories this architecture serves, for lists and errors.
+    pub serves: &'static str,
+    /// Whether `config.json` describes this architecture.
+    pub matches: fn(&Value) -> bool,
+    pub tokenizer: TokenizerChoice,
+    pub pooling: Pooling,
+    /// Builds the model from `config.json` and the checkpoint, taking every tensor it uses
+    /// (the caller calls `ckpt.finish()` afterwards, so no tensor goes unused silently).
+    pub load: fn(&Value, &mut Checkpoint, &Compute) -> Result<Box<dyn Arch>>,
+}
+
+/// Every architecture, in the order `config.json` is tested against them (the first match wins).
+pub const ARCHITECTURES: &[&ArchSpec] = &[&hyena::SPEC, &caduceus::SPEC, &nt::SPEC, &bert::SPEC];
+
+/// The architecture `config.json` describes, or an error that lists what geneb runs.
+pub fn detect(config: &Value) -> Result<&'static ArchSpec> {
+    if let Some(spec) = ARCHITECTURES.iter().find(|spec| (spec.matches)(config)) {
+        return Ok(spec);
+    }
+    let declared = config
+        .get("model_type")
+        .and_then(|v| v.as_str())
+        .or_else(|| {
+            config
+                .get("architectures")
+                .and_then(|a| a.get(0))
+                .and_then(|v| v.as_str())
+        })
+        .unwrap_or("none declared");
+    Err(Error::in_file(
+        "config.json",
+        format!(
+            "model type '{declared}' is not supported; geneb runs {}",
+            supported()
+        ),
+    ))
+}
+
+/// "HyenaDNA (…), Caduceus (…), …": what geneb runs, for messages and lists.
+pub fn supported() -> String {
+    let families: Vec<String> = ARCHITECTURES
+        .iter()
+        .map(|spec| format!("{} ({})", spec.family, spec.serves))
+        .collect();
+    families.join(", ")
+}
+
+/// An architecture as `geneb models --json` and the page list it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArchInfo {
+    pub name: &'static str,
+    pub family: &'static str,
+    pub serves: &'static str,
+    pub tokenizer: &'static str,
+    pub pooling: Pooling,
+}
+
+pub fn list() -> Vec<ArchInfo> {
+    ARCHITECTURES
+        .iter()
+        .map(|spec| ArchInfo {
+            name: spec.name,
+            family: spec.family,
+            serves: spec.serves,
+            tokenizer: spec.tokenizer.describe(),
+            pooling: spec.pooling,
+        })
+        .collect()
+}
+
+/// An architecture's typed configuration from `config.json`; the error names the key.
+pub fn parse_config<C: DeserializeOwned>(config: &Value) -> Result<C> {
+    serde_path_to_error::deserialize(config).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            config_error(&inner.to_string())
+        } else {
+            config_error(&format!("'{path}': {inner}"))
+        }
+    })
+}
+
+/// The embedding table's rows: `vocab_size` rounded up to `pad_vocab_size_multiple`, as the
+/// HyenaDNA and Mamba model code do.
+pub(crate) fn padded_vocab(vocab: usize, multiple: usize) -> usize {
+    let multiple = multiple.max(1);
+    vocab.div_ceil(multiple) * multiple
+}
+
+/// transformers' default `layer_norm_eps` for BERT and ESM configs that do not set it.
+pub(crate) fn transformers_layer_norm_eps() -> f64 {
+    1e-12
+}
+
+/// serde's default `pad_vocab_size_multiple`: no padding.
+pub(crate) fn one() -> usize {
+    1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    struct Shape {
+        hidden_size: usize,
+    }
+
+    #[test]
+    fn config_errors_name_the_key_and_unknown_keys_are_ignored() {
+        let ok: Shape = parse_config(&serde_json::json!({"hidden_size": 8, "extra": [1]})).unwrap();
+        assert_eq!(ok.hidden_size, 8);
+        let wrong = parse_config::<Shape>(&serde_json::json!({"hidden_size": "8"})).unwrap_err();
+        assert!(
+            wrong.to_string().contains("'hidden_size': invalid type"),
+            "{wrong}"
+        );
+        let missing = parse_config::<Shape>(&serde_json::json!({})).unwrap_err();
+        assert!(
+            missing.to_string().contains("missing field `hidden_size`"),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn every_architecture_is_listed_once_under_its_own_name() {
+        let names: Vec<&str> = ARCHITECTURES.iter().map(|s| s.name).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        let unknown = detect(&serde_json::json!({"model_type": "gpt2"}))
+            .err()
+            .expect("gpt2 is not supported");
+        assert!(
+            unknown.to_string().contains("'gpt2' is not supported"),
+            "{unknown}"
+        );
+    }
+}

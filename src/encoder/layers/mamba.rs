@@ -1,0 +1,299 @@
+//! Mamba (Gu & Dao 2023) as mamba_ssm's `Mamba` module with `selective_scan_ref` computes it:
+//! in_proj → causal depthwise conv + SiLU → x_proj to (dt, B, C) → dt_proj + softplus → the
+//! selective scan `h_t = exp(Δ_t A) h_{t-1} + Δ_t B_t x_t`, `y_t = C_t h_t + D x_t` → gate by
+//! SiLU(z) → out_proj. Shared by the architectures built on Mamba blocks (Caduceus).
+//!
+//! The scan is sequential over positions, in Burn tensor ops, so it runs on every backend: per
+//! position a handful of element-wise ops on [batch, d_inner, d_state]; the discretised
+//! `exp(ΔA)` and `ΔBx` are formed in bulk for chunks of positions. On a GPU each chunk is
+//! scanned by doubling instead (`scan_by_doubling`).
+
+use super::{Linear, config_error, param, upload};
+use crate::Result;
+use crate::hf::Checkpoint;
+use burn::tensor::activation::{silu, softplus_with_threshold};
+use burn::tensor::module::conv1d;
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{Device, Tensor};
+use serde::Deserialize;
+
+/// PyTorch's `F.softplus` returns its input above this (beta 1).
+const SOFTPLUS_THRESHOLD: f64 = 20.0;
+
+/// Elements of the bulk-discretised scan inputs per chunk (two such buffers live at once).
+const SCAN_CHUNK_ELEMENTS: usize = 1 << 22;
+
+/// `ssm_cfg`: the Mamba widths, mamba_ssm's defaults where absent.
+#[derive(Deserialize, Default)]
+pub struct SsmConfig {
+    d_state: Option<f64>,
+    d_conv: Option<f64>,
+    expand: Option<f64>,
+    dt_rank: Option<DtRank>,
+    bias: Option<bool>,
+    conv_bias: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub enum DtRank {
+    Rank(usize),
+    /// Only "auto" (⌈d_model / 16⌉) is meaningful.
+    Named(String),
+}
+
+pub struct Mamba {
+    in_proj: Linear,
+    conv_weight: Tensor<3>,
+    conv_bias: Option<Tensor<1>>,
+    x_proj: Linear,
+    dt_proj: Linear,
+    /// `-exp(A_log)` [d_inner, d_state].
+    a: Tensor<2>,
+    d: Tensor<1>,
+    out_proj: Linear,
+    d_inner: usize,
+    d_state: usize,
+    dt_rank: usize,
+}
+
+/// The Mamba widths from `ssm_cfg` (mamba_ssm's defaults where absent).
+pub struct MambaShape {
+    pub d_model: usize,
+    pub d_inner: usize,
+    pub d_state: usize,
+    pub d_conv: usize,
+    pub dt_rank: usize,
+    pub bias: bool,
+    pub conv_bias: bool,
+}
+
+impl MambaShape {
+    pub fn from_config(ssm: &SsmConfig, d_model: usize) -> Result<MambaShape> {
+        let dt_rank = match &ssm.dt_rank {
+            None => d_model.div_ceil(16),
+            Some(DtRank::Named(name)) if name == "auto" => d_model.div_ceil(16),
+            Some(DtRank::Rank(rank)) => *rank,
+            Some(DtRank::Named(_)) => {
+                return Err(config_error(
+                    "ssm_cfg.dt_rank must be \"auto\" or an integer",
+                ));
+            }
+        };
+        Ok(MambaShape {
+            d_model,
+            d_inner: (ssm.expand.unwrap_or(2.0) * d_model as f64) as usize,
+            d_state: ssm.d_state.unwrap_or(16.0) as usize,
+            d_conv: ssm.d_conv.unwrap_or(4.0) as usize,
+            dt_rank,
+            bias: ssm.bias == Some(true),
+            conv_bias: ssm.conv_bias != Some(false),
+        })
+    }
+}
+
+impl Mamba {
+    /// Takes `{p}…`; with `shared` (weight-tied reverse direction) the in/out projections are
+    /// the forward direction's unless the checkpoint stores its own copies under `{p}`.
+    pub fn load(
+        ckpt: &mut Checkpoint,
+        p: &str,
+        s: &MambaShape,
+        shared: Option<&Mamba>,
+        device: &Device,
+    ) -> Result<Mamba> {
+        let mut projection = |name: &str, fan_in, fan_out, tied: Option<&Linear>| match tied {
+            Some(linear) if !ckpt.contains(&format!("{p}{name}.weight")) => Ok(linear.clone()),
+            _ => Linear::load(ckpt, &format!("{p}{name}"), fan_in, fan_out, s.bias, device),
+        };
+        let in_proj = projection(
+            "in_proj",
+            s.d_model,
+            2 * s.d_inner,
+            shared.map(|m| &m.in_proj),
+        )?;
+        let out_proj = projection(
+            "out_proj",
+            s.d_inner,
+            s.d_model,
+            shared.map(|m| &m.out_proj),
+        )?;
+        let a_log = ckpt.take(&format!("{p}A_log"), &[s.d_inner, s.d_state])?;
+        let a = a_log.iter().map(|v| -v.exp()).collect();
+        Ok(Mamba {
+            in_proj,
+            conv_weight: param(
+                ckpt,
+                &format!("{p}conv1d.weight"),
+                [s.d_inner, 1, s.d_conv],
+                device,
+            )?,
+            conv_bias: if s.conv_bias {
+                Some(param(
+                    ckpt,
+                    &format!("{p}conv1d.bias"),
+                    [s.d_inner],
+                    device,
+                )?)
+            } else {
+                None
+            },
+            x_proj: Linear::load(
+                ckpt,
+                &format!("{p}x_proj"),
+                s.d_inner,
+                s.dt_rank + 2 * s.d_state,
+                false,
+                device,
+            )?,
+            dt_proj: Linear::load(
+                ckpt,
+                &format!("{p}dt_proj"),
+                s.dt_rank,
+                s.d_inner,
+                true,
+                device,
+            )?,
+            a: upload(a, [s.d_inner, s.d_state], device),
+            d: param(ckpt, &format!("{p}D"), [s.d_inner], device)?,
+            out_proj,
+            d_inner: s.d_inner,
+            d_state: s.d_state,
+            dt_rank: s.dt_rank,
+        })
+    }
+
+    /// [batch, tokens, d_model] → [batch, tokens, d_model], causal over tokens.
+    pub fn forward(&self, hidden: Tensor<3>) -> Tensor<3> {
+        let [_, tokens, _] = hidden.dims();
+        let (n, inner) = (self.d_state, self.d_inner);
+        let xz = self.in_proj.forward(hidden);
+        let z = xz.clone().narrow(2, inner, inner);
+        let kernel = self.conv_weight.dims()[2];
+        let x = conv1d(
+            xz.narrow(2, 0, inner).swap_dims(1, 2),
+            self.conv_weight.clone(),
+            self.conv_bias.clone(),
+            ConvOptions::new_with_padding([1], [(kernel - 1, 0)], [1], inner),
+        );
+        let x = silu(x).swap_dims(1, 2); // [batch, tokens, d_inner]
+        let projected = self.x_proj.forward(x.clone());
+        let dt = projected.clone().narrow(2, 0, self.dt_rank);
+        let b = projected.clone().narrow(2, self.dt_rank, n);
+        let c = projected.narrow(2, self.dt_rank + n, n);
+        let delta = softplus_with_threshold(self.dt_proj.forward(dt), 1.0, SOFTPLUS_THRESHOLD);
+        let y = self.scan(x.clone(), delta, b, c, tokens);
+        let y = (y + x * self.d.clone().unsqueeze::<3>()) * silu(z);
+        self.out_proj.forward(y)
+    }
+
+    /// The selective scan's `C_t h_t` for x, Δ [batch, tokens, d_inner], B, C [batch, tokens,
+    /// d_state], position by position.
+    fn scan(
+        &self,
+        x: Tensor<3>,
+        delta: Tensor<3>,
+        b: Tensor<3>,
+        c: Tensor<3>,
+        tokens: usize,
+    ) -> Tensor<3> {
+        let [batch, _, inner] = x.dims();
+        let n = self.d_state;
+        let a = self.a.clone().reshape([1, 1, inner, n]);
+        let chunk = (SCAN_CHUNK_ELEMENTS / (batch * inner * n)).clamp(1, tokens);
+        // The CPU backend runs the recurrence position by position, the least arithmetic. A GPU
+        // pays per kernel launch instead (three per position: 5,211 per pass of Caduceus-PH at
+        // 200 nt, bench/README.md), so there each chunk is scanned by doubling.
+        let by_doubling = x.device() != Device::flex();
+        let mut state: Tensor<4> = Tensor::zeros([batch, 1, inner, n], &x.device());
+        let mut outputs = Vec::with_capacity(tokens.div_ceil(chunk));
+        for start in (0..tokens).step_by(chunk) {
+            let len = chunk.min(tokens - start);
+            let delta = delta.clone().narrow(1, start, len).unsqueeze_dim::<4>(3);
+            let decay = (delta.clone() * a.clone()).exp();
+            let input = delta
+                * x.clone().narrow(1, start, len).unsqueeze_dim::<4>(3)
+                * b.clone().narrow(1, start, len).unsqueeze_dim::<4>(2);
+            let states = if by_doubling {
+                scan_by_doubling(decay, input, state)
+            } else {
+                scan_in_order(decay, input, state)
+            };
+            state = states.clone().narrow(1, len - 1, 1);
+            let readout = c.clone().narrow(1, start, len).unsqueeze_dim::<4>(2);
+            outputs.push((states * readout).sum_dim(3).squeeze_dim::<3>(3));
+        }
+        Tensor::cat(outputs, 1)
+    }
+}
+
+/// Every state of `h_t = decay_t · h_{t−1} + input_t` over a chunk ([batch, len, d_inner,
+/// d_state]) from `h` before it ([batch, 1, …]), one position at a time.
+fn scan_in_order(decay: Tensor<4>, input: Tensor<4>, mut h: Tensor<4>) -> Tensor<4> {
+    let len = decay.dims()[1];
+    let mut states = Vec::with_capacity(len);
+    for t in 0..len {
+        h = decay.clone().narrow(1, t, 1) * h + input.clone().narrow(1, t, 1);
+        states.push(h.clone());
+    }
+    Tensor::cat(states, 1)
+}
+
+/// `scan_in_order` by doubling (Hillis–Steele): after the step with offset k, position t holds
+/// the composition of the steps t−2k+1…t as one affine map (decay, input), so ⌈log₂ len⌉ steps
+/// of whole-chunk ops replace len dependent ones (more arithmetic, far fewer launches).
+fn scan_by_doubling(mut decay: Tensor<4>, mut input: Tensor<4>, h: Tensor<4>) -> Tensor<4> {
+    let len = decay.dims()[1];
+    let mut offset = 1;
+    while offset < len {
+        let rest = len - offset;
+        let later_decay = decay.clone().narrow(1, offset, rest);
+        let composed_input = later_decay.clone() * input.clone().narrow(1, 0, rest)
+            + input.clone().narrow(1, offset, rest);
+        let composed_decay = later_decay * decay.clone().narrow(1, 0, rest);
+        // The first `offset` positions already compose every step since the chunk began.
+        input = Tensor::cat(vec![input.narrow(1, 0, offset), composed_input], 1);
+        decay = Tensor::cat(vec![decay.narrow(1, 0, offset), composed_decay], 1);
+        offset *= 2;
+    }
+    decay * h + input
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scan_by_doubling_gives_the_states_in_order() {
+        let device = crate::encoder::backend::cpu().device;
+        let values = |n: usize, seed: f32| -> Vec<f32> {
+            (0..n)
+                .map(|i| ((i as f32 * 0.61 + seed).sin() + 1.0) * 0.5)
+                .collect()
+        };
+        // Lengths around powers of two, and one position.
+        for len in [1, 2, 3, 8, 13, 33] {
+            let shape = [2, len, 3, 4];
+            let n = shape.iter().product();
+            let decay = upload(values(n, 0.3), shape, &device);
+            let input = upload(
+                values(n, 1.7).iter().map(|v| v - 0.5).collect(),
+                shape,
+                &device,
+            );
+            let h = upload(values(24, 2.9), [2, 1, 3, 4], &device);
+            let read = |t: Tensor<4>| t.into_data().try_to_vec::<f32>().unwrap();
+            let in_order = read(scan_in_order(decay.clone(), input.clone(), h.clone()));
+            let doubled = read(scan_by_doubling(decay, input, h));
+            let worst = in_order
+                .iter()
+                .zip(&doubled)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(
+                worst <= 1e-6,
+                "length {len}: max |in order - doubling| = {worst}"
+            );
+        }
+    }
+}
