@@ -63,17 +63,7 @@ pub type StoreFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output =
 
 /// The hex SHA-256 of a list of sequences (each length-prefixed, so boundaries count).
 pub fn sequences_hash(sequences: &[String]) -> String {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    for s in sequences {
-        hasher.update((s.len() as u64).to_le_bytes());
-        hasher.update(s.as_bytes());
-    }
-    hex(&hasher.finalize())
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::sha256_of_parts(sequences.iter().map(|s| s.as_bytes()))
 }
 
 /// Embeds the tasks one by one, holding their embeddings until `PROBE_BATCH_BYTES`, then

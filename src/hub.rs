@@ -15,6 +15,7 @@
 //!   asking the network. For a branch name the hub is asked first (HEAD): the cached copy is kept
 //!   while its checksum matches, and it is the fallback when the network fails.
 
+use crate::digest::hex;
 use crate::{Error, Result};
 use sha1::Digest as _;
 use std::fs;
@@ -240,10 +241,6 @@ fn hash_reader(
         }
         update(&buffer[..n]);
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn checksum_record_path(path: &Path) -> PathBuf {

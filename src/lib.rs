@@ -2,6 +2,7 @@
 //! probe → per-category profile — as one core for the native CLI and the browser (wasm32).
 
 #[cfg(feature = "cli")]
+pub mod digest;
 pub mod embedding_cache;
 pub mod encoder;
 pub mod error;

@@ -55,15 +55,11 @@ impl ModelFiles {
     /// SHA-256 over every file's name and bytes, in name order: what the model is, whatever
     /// folder or cache it came from.
     pub fn fingerprint(&self) -> String {
-        use sha2::{Digest, Sha256};
-        let mut hasher = Sha256::new();
-        for (name, bytes) in &self.files {
-            hasher.update((name.len() as u64).to_le_bytes());
-            hasher.update(name.as_bytes());
-            hasher.update((bytes.len() as u64).to_le_bytes());
-            hasher.update(bytes);
-        }
-        crate::eval::hex(&hasher.finalize())
+        crate::digest::sha256_of_parts(
+            self.files
+                .iter()
+                .flat_map(|(name, bytes)| [name.as_bytes(), bytes.as_slice()]),
+        )
     }
 
     /// `config.json` parsed, or an error saying the folder is not an HF model.

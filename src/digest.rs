@@ -1,0 +1,33 @@
+//! Content hashes: a model's identity, the dataset key of the embedding cache, hub downloads.
+
+use sha2::{Digest, Sha256};
+
+/// Lowercase hex of a digest.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The hex SHA-256 of `parts`, each prefixed by its length (u64, little-endian) so that where
+/// one part ends and the next begins changes the hash.
+pub fn sha256_of_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hex(&hasher.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_boundaries_change_the_hash() {
+        let ab_c = sha256_of_parts([b"ab".as_slice(), b"c"]);
+        let a_bc = sha256_of_parts([b"a".as_slice(), b"bc"]);
+        assert_ne!(ab_c, a_bc);
+        assert_eq!(ab_c.len(), 64);
+        assert_eq!(hex(&[0, 15, 255]), "000fff");
+    }
+}
