@@ -1,8 +1,8 @@
 //! geneb: the GENEB probing protocol — frozen encoder → pooled embedding → logistic-regression
 //! probe → per-category profile — as one core for the native CLI and the browser (wasm32).
 
-#[cfg(feature = "cli")]
 pub mod digest;
+#[cfg(feature = "cli")]
 pub mod embedding_cache;
 pub mod encoder;
 pub mod error;
