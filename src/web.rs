@@ -326,7 +326,13 @@ async fn build_from_files(
     files: Vec<DroppedFile>,
     backend: BackendKind,
 ) -> Result<Encoder> {
-    let mut model = crate::hf::ModelFiles::new(spec.trim_start_matches("hf:"));
+    let crate::encoder::spec::ModelSpec::Hf(hf) = crate::encoder::spec::ModelSpec::parse(spec)?
+    else {
+        return Err(crate::Error::new(format!(
+            "model '{spec}': model files were given, so its spec must be hf:NAME"
+        )));
+    };
+    let mut model = crate::hf::ModelFiles::new(&hf.source);
     for file in files {
         model.insert(&file.name, file.bytes);
     }

@@ -520,15 +520,14 @@ fn load_encoder(spec: &str, backend: BackendKind, _offline: bool, _show: bool) -
 /// from the hub into the verified cache first (saying what is downloaded), then loaded.
 #[cfg(feature = "burn")]
 fn load_encoder(spec: &str, backend: BackendKind, offline: bool, show: bool) -> Result<Encoder> {
-    let (base, _) = geneb::encoder::hf::Window::split_spec(spec.trim())?;
-    let Some(id) = base.strip_prefix("hf:").map(str::trim) else {
+    use geneb::encoder::spec::ModelSpec;
+    let ModelSpec::Hf(hf) = ModelSpec::parse(spec)? else {
         return pollster::block_on(Encoder::from_spec(spec, backend));
     };
-    let (repo, revision) = id.split_once('@').unwrap_or((id, "main"));
-    let looks_like_repo = repo.split('/').count() == 2 && !repo.starts_with(['.', '/', '~']);
-    if Path::new(id).exists() || !looks_like_repo {
+    // A folder of that name wins over the hub id it looks like.
+    let Some((repo, revision)) = hf.hub_repo().filter(|_| !Path::new(&hf.source).exists()) else {
         return pollster::block_on(Encoder::from_spec(spec, backend));
-    }
+    };
     let hub = Hub::from_env(offline)?;
     let files = geneb::hub::fetch_model_files(
         &hub,

@@ -12,6 +12,7 @@ use super::BackendKind;
 use super::arch::{self, Arch, ArchSpec};
 use super::backend::Compute;
 use super::layers::MAX_BUFFER_FLOATS;
+use super::spec::{ModelSpec, Window};
 use crate::hf::{Checkpoint, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
 use crate::{Error, Result};
@@ -45,53 +46,6 @@ pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     ))
 }
 
-/// Sliding windows, the non-standard alternative to truncation (`hf:MODEL?window=1024,512`):
-/// windows of `size` nucleotides every `stride`, each embedded as a sequence of its own, and
-/// the sequence's embedding is the mean of its windows'. GENEB's official baselines truncate;
-/// the result's protocol block says which was used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Window {
-    pub size: usize,
-    pub stride: usize,
-}
-
-impl Window {
-    /// The `?window=SIZE,STRIDE` suffix of an `hf:` spec, and the spec without it.
-    pub fn split_spec(spec: &str) -> Result<(&str, Option<Window>)> {
-        let Some((base, options)) = spec.split_once('?') else {
-            return Ok((spec, None));
-        };
-        let bad = || {
-            Error::new(format!(
-                "model '{spec}': expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE)"
-            ))
-        };
-        let numbers = options.strip_prefix("window=").ok_or_else(bad)?;
-        let (size, stride) = numbers.split_once(',').ok_or_else(bad)?;
-        let size: usize = size.trim().parse().map_err(|_| bad())?;
-        let stride: usize = stride.trim().parse().map_err(|_| bad())?;
-        if size == 0 || stride == 0 || stride > size {
-            return Err(bad());
-        }
-        Ok((base, Some(Window { size, stride })))
-    }
-
-    /// Byte ranges of the windows of a sequence of `len` nucleotides: every `stride` from 0,
-    /// until one reaches the end (a sequence no longer than `size` is one window).
-    pub fn ranges(self, len: usize) -> Vec<std::ops::Range<usize>> {
-        let mut ranges = Vec::new();
-        let mut start = 0;
-        loop {
-            let end = (start + self.size).min(len);
-            ranges.push(start..end);
-            if end == len {
-                return ranges;
-            }
-            start += self.stride;
-        }
-    }
-}
-
 pub struct HfModel {
     spec: String,
     /// SHA-256 of the model's files (config, tokenizer, weights): its identity for caches.
@@ -110,7 +64,10 @@ impl HfModel {
     /// Builds a model from its files; the weights are moved out of `files`, converted and
     /// uploaded one tensor at a time.
     pub fn from_files(spec: String, mut files: ModelFiles, compute: Compute) -> Result<HfModel> {
-        let window = Window::split_spec(&spec)?.1;
+        let window = match ModelSpec::parse(&spec)? {
+            ModelSpec::Hf(hf) => hf.window,
+            _ => None,
+        };
         let fingerprint = files.fingerprint();
         let config = files.config()?;
         let arch_spec = arch::detect(&config)?;
@@ -324,36 +281,4 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
         }
     }
     Ok(files)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Window;
-
-    #[test]
-    fn windows_cover_the_sequence_and_parse_strictly() {
-        let w = Window { size: 4, stride: 2 };
-        assert_eq!(w.ranges(3), vec![0..3]);
-        assert_eq!(w.ranges(4), vec![0..4]);
-        assert_eq!(w.ranges(9), vec![0..4, 2..6, 4..8, 6..9]);
-        assert_eq!(Window::split_spec("hf:m").unwrap(), ("hf:m", None));
-        assert_eq!(
-            Window::split_spec("hf:m?window=1024,512").unwrap(),
-            (
-                "hf:m",
-                Some(Window {
-                    size: 1024,
-                    stride: 512
-                })
-            )
-        );
-        for bad in [
-            "hf:m?window=5",
-            "hf:m?window=4,8",
-            "hf:m?window=0,0",
-            "hf:m?win=4,2",
-        ] {
-            assert!(Window::split_spec(bad).is_err(), "{bad}");
-        }
-    }
 }

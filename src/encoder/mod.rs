@@ -14,10 +14,14 @@ pub mod known;
 pub mod layers;
 #[cfg(feature = "burn")]
 pub mod random_cnn;
+pub mod spec;
 
 use crate::{Error, Result};
 use ndarray::Array2;
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "burn")]
+use spec::HfSpec;
+use spec::ModelSpec;
 
 /// The backend kinds a user can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,33 +159,31 @@ pub struct EncoderDescription {
 }
 
 impl Encoder {
-    /// The registry: `kmer:K[:canonical]`, `random-cnn[:SEED]`. `backend` applies to the
-    /// encoders that run on Burn.
-    #[cfg(feature = "burn")]
-    pub async fn from_spec(spec: &str, backend: BackendKind) -> Result<Encoder> {
-        let (name, args) = split_spec(spec);
-        match name {
-            "kmer" => Ok(Encoder::Kmer(parse_kmer(spec, args)?)),
-            "random-cnn" => {
-                let seed = match args.as_slice() {
-                    [] => random_cnn::DEFAULT_SEED,
-                    [seed] => seed
-                        .parse()
-                        .map_err(|_| bad_spec(spec, "the seed must be a non-negative integer"))?,
-                    _ => return Err(bad_spec(spec, "expected random-cnn or random-cnn:SEED")),
-                };
-                Ok(Encoder::RandomCnn(random_cnn::RandomCnn::new(
-                    seed,
-                    compute(backend).await?,
+    /// The encoder a spec names (`spec::ModelSpec`). `backend` applies to the encoders that run
+    /// on Burn.
+    pub async fn from_spec(text: &str, backend: BackendKind) -> Result<Encoder> {
+        match ModelSpec::parse(text)? {
+            ModelSpec::Kmer { k, canonical } => {
+                Ok(Encoder::Kmer(kmer::KmerSpectrum::new(k, canonical)?))
+            }
+            #[cfg(feature = "burn")]
+            ModelSpec::RandomCnn { seed } => Ok(Encoder::RandomCnn(random_cnn::RandomCnn::new(
+                seed,
+                compute(backend).await?,
+            ))),
+            #[cfg(feature = "burn")]
+            ModelSpec::Hf(hf) => {
+                let files = hf_files(&hf)?;
+                Encoder::from_model_files(text.trim().to_string(), files, backend).await
+            }
+            #[cfg(not(feature = "burn"))]
+            ModelSpec::RandomCnn { .. } | ModelSpec::Hf(_) => {
+                let _ = backend;
+                Err(Error::new(format!(
+                    "model '{}' needs the Burn encoders, which this build leaves out",
+                    text.trim()
                 )))
             }
-            "hf" => {
-                let spec = spec.trim();
-                let (base, _) = hf::Window::split_spec(spec)?;
-                let files = hf_files(spec, base["hf:".len()..].trim())?;
-                Encoder::from_model_files(spec.to_string(), files, backend).await
-            }
-            _ => Err(unknown_model(spec)),
         }
     }
 
@@ -195,15 +197,6 @@ impl Encoder {
     ) -> Result<Encoder> {
         let model = hf::HfModel::from_files(spec, files, compute(backend).await?)?;
         Ok(Encoder::Hf(Box::new(model)))
-    }
-
-    #[cfg(not(feature = "burn"))]
-    pub async fn from_spec(spec: &str, _backend: BackendKind) -> Result<Encoder> {
-        let (name, args) = split_spec(spec);
-        match name {
-            "kmer" => Ok(Encoder::Kmer(parse_kmer(spec, args)?)),
-            _ => Err(unknown_model(spec)),
-        }
     }
 
     pub fn spec(&self) -> String {
@@ -368,57 +361,16 @@ async fn compute(backend: BackendKind) -> Result<backend::Compute> {
     }
 }
 
-/// `hf:PATH`: the files of a local model folder. (In the page, files arrive by drag and drop.)
+/// `hf:FOLDER`: the files of a local model folder. (In the page, files arrive by drag and drop.)
 #[cfg(all(feature = "burn", not(target_arch = "wasm32")))]
-fn hf_files(spec: &str, source: &str) -> Result<crate::hf::ModelFiles> {
-    if source.is_empty() {
-        return Err(bad_spec(
-            spec,
-            "expected hf:FOLDER (a Hugging Face model folder)",
-        ));
-    }
-    hf::read_folder(std::path::Path::new(source))
+fn hf_files(hf: &HfSpec) -> Result<crate::hf::ModelFiles> {
+    hf::read_folder(std::path::Path::new(&hf.source))
 }
 
 #[cfg(all(feature = "burn", target_arch = "wasm32"))]
-fn hf_files(spec: &str, _source: &str) -> Result<crate::hf::ModelFiles> {
-    Err(bad_spec(
-        spec,
-        "in the page, give the model's files (drop the folder) instead",
-    ))
-}
-
-fn split_spec(spec: &str) -> (&str, Vec<&str>) {
-    let mut parts = spec.trim().split(':');
-    let name = parts.next().unwrap_or_default();
-    (name, parts.collect())
-}
-
-fn parse_kmer(spec: &str, args: Vec<&str>) -> Result<kmer::KmerSpectrum> {
-    let (k, canonical) = match args.as_slice() {
-        [k] => (k, false),
-        [k, "canonical"] => (k, true),
-        _ => {
-            return Err(bad_spec(
-                spec,
-                "expected kmer:K or kmer:K:canonical, K from 1 to 6",
-            ));
-        }
-    };
-    let k = k
-        .parse()
-        .map_err(|_| bad_spec(spec, "K must be a whole number from 1 to 6"))?;
-    kmer::KmerSpectrum::new(k, canonical).map_err(|e| bad_spec(spec, &e.message))
-}
-
-fn bad_spec(spec: &str, why: &str) -> Error {
-    Error::new(format!("model '{spec}': {why}"))
-}
-
-fn unknown_model(spec: &str) -> Error {
-    let known: Vec<&str> = builtin_models().iter().map(|m| m.spec).collect();
-    Error::new(format!(
-        "unknown model '{spec}'; built-in models: {}",
-        known.join(", ")
-    ))
+fn hf_files(hf: &HfSpec) -> Result<crate::hf::ModelFiles> {
+    Err(Error::new(format!(
+        "model 'hf:{}': in the page, give the model's files (drop the folder) instead",
+        hf.source
+    )))
 }

@@ -15,7 +15,6 @@ use burn::tensor::{Tensor, TensorData};
 use ndarray::Array2;
 use rand_mt::Mt;
 
-pub const DEFAULT_SEED: u32 = 0;
 const KERNEL: usize = 7;
 /// (channels out, dilation) per layer; dilation widens the receptive field to 43 nt cheaply.
 const LAYERS: [(usize, usize); 3] = [(32, 1), (64, 2), (128, 4)];

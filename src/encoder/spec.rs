@@ -1,0 +1,198 @@
+//! A model as the user names it, parsed once into a typed value: `kmer:K[:canonical]`,
+//! `random-cnn[:SEED]`, `hf:FOLDER` or `hf:owner/name[@revision]`, an `hf:` model optionally
+//! with `?window=SIZE,STRIDE`. The CLI, the page and the encoders all read this one parse.
+
+use super::kmer::MAX_K;
+use crate::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSpec {
+    Kmer { k: usize, canonical: bool },
+    RandomCnn { seed: u32 },
+    Hf(HfSpec),
+}
+
+/// A Hugging Face model: a local folder or a hub id, as the user wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HfSpec {
+    /// What follows `hf:` (options removed): a folder, or `owner/name[@revision]`.
+    pub source: String,
+    pub window: Option<Window>,
+}
+
+/// Sliding windows, the non-standard alternative to truncation (`hf:MODEL?window=1024,512`):
+/// windows of `size` nucleotides every `stride`, each embedded as a sequence of its own, and
+/// the sequence's embedding is the mean of its windows'. GENEB's official baselines truncate;
+/// the result's protocol block says which was used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub size: usize,
+    pub stride: usize,
+}
+
+/// The seed of `random-cnn` without one.
+pub const RANDOM_CNN_DEFAULT_SEED: u32 = 0;
+
+impl ModelSpec {
+    pub fn parse(text: &str) -> Result<ModelSpec> {
+        let text = text.trim();
+        let bad = |why: &str| Error::new(format!("model '{text}': {why}"));
+        if let Some(rest) = text.strip_prefix("hf:") {
+            let (source, window) = match rest.split_once('?') {
+                None => (rest, None),
+                Some((source, options)) => (
+                    source,
+                    Some(parse_window(options).ok_or_else(|| {
+                        bad("expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE)")
+                    })?),
+                ),
+            };
+            let source = source.trim();
+            if source.is_empty() {
+                return Err(bad(
+                    "expected hf:FOLDER or hf:owner/name[@revision] (a Hugging Face model)",
+                ));
+            }
+            return Ok(ModelSpec::Hf(HfSpec {
+                source: source.to_string(),
+                window,
+            }));
+        }
+        let mut parts = text.split(':');
+        let name = parts.next().unwrap_or_default();
+        let args: Vec<&str> = parts.collect();
+        match name {
+            "kmer" => {
+                let k_range = format!("expected kmer:K or kmer:K:canonical, K from 1 to {MAX_K}");
+                let (k, canonical) = match args.as_slice() {
+                    [k] => (k, false),
+                    [k, "canonical"] => (k, true),
+                    _ => return Err(bad(&k_range)),
+                };
+                match k.parse() {
+                    Ok(k) if (1..=MAX_K).contains(&k) => Ok(ModelSpec::Kmer { k, canonical }),
+                    _ => Err(bad(&format!("K must be a whole number from 1 to {MAX_K}"))),
+                }
+            }
+            "random-cnn" => match args.as_slice() {
+                [] => Ok(ModelSpec::RandomCnn {
+                    seed: RANDOM_CNN_DEFAULT_SEED,
+                }),
+                [seed] => seed
+                    .parse()
+                    .map(|seed| ModelSpec::RandomCnn { seed })
+                    .map_err(|_| bad("the seed must be a non-negative integer")),
+                _ => Err(bad("expected random-cnn or random-cnn:SEED")),
+            },
+            _ => Err(Error::new(format!(
+                "unknown model '{text}'; built-in models: kmer:K, random-cnn[:SEED]; \
+                 Hugging Face models: hf:FOLDER or hf:owner/name[@revision]"
+            ))),
+        }
+    }
+}
+
+impl HfSpec {
+    /// `owner/name` and its revision (`main` unless `@revision` is given) when the source is
+    /// shaped like a hub id rather than a path; the caller still prefers a folder of that name.
+    pub fn hub_repo(&self) -> Option<(&str, &str)> {
+        let (repo, revision) = self
+            .source
+            .split_once('@')
+            .unwrap_or((&self.source, "main"));
+        let shaped_like_id = repo.split('/').count() == 2
+            && !repo.starts_with(['.', '/', '~'])
+            && !repo.split('/').any(str::is_empty);
+        shaped_like_id.then_some((repo, revision))
+    }
+}
+
+impl Window {
+    /// Byte ranges of the windows of a sequence of `len` nucleotides: every `stride` from 0,
+    /// until one reaches the end (a sequence no longer than `size` is one window).
+    pub fn ranges(self, len: usize) -> Vec<std::ops::Range<usize>> {
+        let mut ranges = Vec::new();
+        let mut start = 0;
+        loop {
+            let end = (start + self.size).min(len);
+            ranges.push(start..end);
+            if end == len {
+                return ranges;
+            }
+            start += self.stride;
+        }
+    }
+}
+
+/// `window=SIZE,STRIDE`.
+fn parse_window(options: &str) -> Option<Window> {
+    let (size, stride) = options.strip_prefix("window=")?.split_once(',')?;
+    let size: usize = size.trim().parse().ok()?;
+    let stride: usize = stride.trim().parse().ok()?;
+    (size > 0 && stride > 0 && stride <= size).then_some(Window { size, stride })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_once_into_typed_values() {
+        assert_eq!(
+            ModelSpec::parse(" kmer:4:canonical ").unwrap(),
+            ModelSpec::Kmer {
+                k: 4,
+                canonical: true
+            }
+        );
+        assert_eq!(
+            ModelSpec::parse("random-cnn").unwrap(),
+            ModelSpec::RandomCnn { seed: 0 }
+        );
+        assert_eq!(
+            ModelSpec::parse("random-cnn:7").unwrap(),
+            ModelSpec::RandomCnn { seed: 7 }
+        );
+        let ModelSpec::Hf(hub) = ModelSpec::parse("hf:owner/name@v1?window=1024,512").unwrap()
+        else {
+            panic!("not hf")
+        };
+        assert_eq!(
+            hub.window,
+            Some(Window {
+                size: 1024,
+                stride: 512
+            })
+        );
+        assert_eq!(hub.hub_repo(), Some(("owner/name", "v1")));
+        let ModelSpec::Hf(folder) = ModelSpec::parse("hf:./models/nt").unwrap() else {
+            panic!("not hf")
+        };
+        assert_eq!(
+            (folder.source.as_str(), folder.hub_repo()),
+            ("./models/nt", None)
+        );
+        for (bad, why) in [
+            ("kmer:9", "K must be a whole number from 1 to 6"),
+            ("kmer", "expected kmer:K"),
+            ("random-cnn:-1", "the seed must be"),
+            ("hf:", "expected hf:FOLDER"),
+            ("hf:m?window=5", "expected ?window"),
+            ("hf:m?window=4,8", "expected ?window"),
+            ("hf:m?window=0,0", "expected ?window"),
+            ("hf:m?win=4,2", "expected ?window"),
+            ("bert", "unknown model 'bert'"),
+        ] {
+            let err = ModelSpec::parse(bad).unwrap_err().to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn windows_cover_the_sequence() {
+        let w = Window { size: 4, stride: 2 };
+        assert_eq!(w.ranges(3), vec![0..3]);
+        assert_eq!(w.ranges(4), vec![0..4]);
+        assert_eq!(w.ranges(9), vec![0..4, 2..6, 4..8, 6..9]);
+    }
+}
