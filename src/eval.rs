@@ -5,7 +5,7 @@ use crate::encoder::Encoder;
 use crate::metrics::{self, Scores};
 use crate::progress::Meter;
 use crate::protocol::{self, Regime};
-use crate::report::{ClassIndices, Meta, SeedScores, Submission, TaskInfo, TaskPredictions};
+use crate::submission::{ClassIndices, Meta, SeedScores, Submission, TaskInfo, TaskPredictions};
 use crate::task::{TaskData, fewshot};
 use crate::{Result, probe};
 use ndarray::{Array2, Axis};

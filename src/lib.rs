@@ -19,6 +19,7 @@ pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod seq;
+pub mod submission;
 pub mod task;
 pub mod tokenize;
 #[cfg(target_arch = "wasm32")]

@@ -80,7 +80,7 @@ fn all_regimes() -> Vec<String> {
 #[derive(Serialize)]
 struct Outcome {
     backend: crate::encoder::BackendInfo,
-    submissions: Vec<crate::report::Submission>,
+    submissions: Vec<crate::submission::Submission>,
     profile: profile::Profile,
 }
 
@@ -450,7 +450,7 @@ pub fn report(request: JsValue) -> std::result::Result<JsValue, JsError> {
     let build = || {
         let mut submissions = Vec::new();
         for file in &request.files {
-            submissions.extend(crate::report::read_results(
+            submissions.extend(crate::submission::read_results(
                 &file.name,
                 file.text.as_bytes(),
             )?);

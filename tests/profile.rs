@@ -6,7 +6,7 @@ use geneb::metrics::Scores;
 use geneb::profile::analysis::{self, Analysis};
 use geneb::profile::bootstrap::{self, Settings};
 use geneb::profile::stats;
-use geneb::report::{ClassIndices, Meta, Submission, TaskInfo, TaskPredictions};
+use geneb::submission::{ClassIndices, Meta, Submission, TaskInfo, TaskPredictions};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -462,7 +462,7 @@ fn run_profile(args: ProfileArgs) -> Result<()> {
     let mut submissions = Vec::new();
     for path in &args.results {
         let file = read_file(path)?;
-        submissions.extend(geneb::report::read_results(&file.name, &file.bytes)?);
+        submissions.extend(geneb::submission::read_results(&file.name, &file.bytes)?);
     }
     let settings = profile::bootstrap::Settings {
         replicates: args.bootstrap,

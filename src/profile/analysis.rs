@@ -7,7 +7,7 @@ use super::bootstrap::{self, Estimate, PairedDifference, Settings};
 use super::published::{self, PublishedRow};
 use super::{Profile, stats};
 use crate::protocol::{CATEGORIES, Regime};
-use crate::report::Submission;
+use crate::submission::Submission;
 use crate::task::catalogue;
 use crate::{Error, Result};
 use serde::Serialize;
@@ -853,7 +853,7 @@ pub fn to_text(analysis: &Analysis) -> String {
 mod tests {
     use super::*;
     use crate::metrics::Scores;
-    use crate::report::{Meta, TaskInfo};
+    use crate::submission::{Meta, TaskInfo};
 
     /// Scores per (regime, task) for one model; tasks p1, p2 are Promoters, e1 Enhancers.
     fn model(name: &str, params: u64, scores: &[(&str, &str, f64)]) -> Submission {

@@ -14,7 +14,7 @@ pub mod stats;
 
 use crate::metrics::Scores;
 use crate::protocol::{self, CATEGORIES, Regime};
-use crate::report::Submission;
+use crate::submission::Submission;
 use crate::task::catalogue;
 use crate::{Error, Result};
 use serde::Serialize;
@@ -285,7 +285,7 @@ pub fn scope_note(profile: &Profile) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Meta, SeedScores, TaskInfo};
+    use crate::submission::{Meta, SeedScores, TaskInfo};
 
     fn scores(mcc: f64) -> Scores {
         Scores {

@@ -2,10 +2,10 @@
 //! no external URL, so it opens offline and can be mailed as one file), the CSV of every table,
 //! the SVG plots, and each model's official submission JSON.
 
-use super::Submission;
 use super::svg::{self, escape};
 use super::tables::{self, Table};
 use crate::profile::analysis::Analysis;
+use crate::submission::Submission;
 use crate::{Error, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -62,8 +62,8 @@ pub fn official_json(sub: &Submission) -> Result<String> {
         schema_version: &'a str,
         model_id: &'a str,
         harness_version: &'a str,
-        meta: &'a super::Meta,
-        results: &'a super::RegimeResults,
+        meta: &'a crate::submission::Meta,
+        results: &'a crate::submission::RegimeResults,
     }
     serde_json::to_string_pretty(&Official {
         schema_version: &sub.schema_version,

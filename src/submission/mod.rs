@@ -1,0 +1,98 @@
+//! Result files: the GENEB submission schema (version 1.0, PROTOCOL.md), plus geneb's own
+//! additions under keys the reference schema does not use (`tasks`, `fewshot`, `predictions`,
+//! `protocol`), so a file can be submitted to the leaderboard as it is and still carry its
+//! evidence.
+
+pub mod evidence;
+
+use crate::metrics::Scores;
+pub use evidence::{ClassIndices, TaskPredictions};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Regime key ("full", "10shot", "1shot") → task id → scores.
+pub type RegimeResults = BTreeMap<String, BTreeMap<String, Scores>>;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Submission {
+    pub schema_version: String,
+    pub model_id: String,
+    pub harness_version: String,
+    pub meta: Meta,
+    /// Few-shot entries are the mean over the seeds, as the leaderboard reports them.
+    pub results: RegimeResults,
+    /// Category and split sizes of each task, so profiles need no catalogue lookup.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tasks: BTreeMap<String, TaskInfo>,
+    /// Few-shot scores per seed (regime → task → one entry per seed, in seed order).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fewshot: BTreeMap<String, BTreeMap<String, Vec<SeedScores>>>,
+    /// Test labels and predictions per task (see [`evidence`]), for bootstrap intervals.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub predictions: BTreeMap<String, TaskPredictions>,
+    /// How the numbers were made: probe settings, encoder, backend, versions, timings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Meta {
+    pub display: String,
+    pub params: u64,
+    pub url: String,
+    pub zero_shot: bool,
+    pub training_data: String,
+    pub provenance: String,
+    pub submitted_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskInfo {
+    pub category: String,
+    pub n_train: usize,
+    pub n_test: usize,
+    pub n_classes: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeedScores {
+    pub seed: u32,
+    #[serde(flatten)]
+    pub scores: Scores,
+    /// Whether L-BFGS met its tolerance before `max_iter` (the reference often does not).
+    pub converged: bool,
+}
+
+impl Submission {
+    pub fn to_json_pretty(&self) -> crate::Result<String> {
+        serde_json::to_string_pretty(self)
+            .map_err(|e| crate::Error::new(format!("cannot write the result as JSON: {e}")))
+    }
+}
+
+/// The submissions in a result file: one GENEB submission (what `geneb eval` writes) or the
+/// page's download, `{"submissions": [...], ...}`.
+pub fn read_results(name: &str, bytes: &[u8]) -> crate::Result<Vec<Submission>> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ResultFile {
+        One(Box<Submission>),
+        Bundle { submissions: Vec<Submission> },
+    }
+    let not_results = |why: String| {
+        crate::Error::in_file(
+            name,
+            format!("not a GENEB result file (a submission JSON or the page's download): {why}"),
+        )
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| not_results(e.to_string()))?;
+    match serde_json::from_value::<ResultFile>(value) {
+        Ok(ResultFile::One(sub)) => Ok(vec![*sub]),
+        Ok(ResultFile::Bundle { submissions }) if !submissions.is_empty() => Ok(submissions),
+        Ok(ResultFile::Bundle { .. }) => Err(not_results("it lists no submission".into())),
+        Err(_) => Err(not_results(
+            "expected schema_version, model_id, meta and results".into(),
+        )),
+    }
+}
