@@ -31,6 +31,8 @@ const PROGRESS_INTERVAL_MS = 80;
 let wasm = null; // the core, once initialised: the threaded build where it could start
 let threaded = false; // whether `wasm` is the threaded build, which has no WebGPU
 let gpuCore = null; // the one-thread build beside the threaded one, for WebGPU calls
+/** The call in progress, {type, id, core, kind}: whose failure a trap escaping its promise is. */
+let current = null;
 
 /**
  * The core for a call on `kind` ("cpu" or "webgpu"). The threaded build is the CPU's alone, so
@@ -237,6 +239,7 @@ async function run({ id, request, forceBackend }) {
   }
   const backend = await chooseBackend(forceBackend);
   const core = await coreFor(backend.kind);
+  current = { type: 'error', id, core, kind: backend.kind };
 
   let last = { t: 0, key: '' };
   const onProgress = (p) => {
@@ -284,6 +287,8 @@ async function run({ id, request, forceBackend }) {
       gpuFailure: backend.kind === 'webgpu' && !failure.outOfMemory && looksLikeGpuFailure(failure.message),
     });
     return;
+  } finally {
+    current = null;
   }
   const result = plain(parseIfString(raw)) ?? {};
   const submissions = (result.submissions ?? []).map((s) => plain(parseIfString(s)));
@@ -320,6 +325,7 @@ async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend 
   // The core may still hold this load of the model (src/web.rs HeldEncoder): then its files are
   // neither read nor sent.
   const held = modelKey != null && core.holdsModel(modelKey, backend.kind);
+  current = { type: 'embed-error', id, core, kind: backend.kind };
   let r;
   try {
     r = plain(parseIfString(await core.embed({
@@ -331,6 +337,8 @@ async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend 
     // replaces this worker on `poisoned`.
     self.postMessage({ type: 'embed-error', id, ...failureOf(core, err) });
     return;
+  } finally {
+    current = null;
   }
   self.postMessage({
     type: 'embedded', id, dim: r.dim, values: r.values, backend: r.backend, modelKept: Boolean(r.modelKept),
@@ -353,11 +361,14 @@ async function report({ id, request }) {
     return;
   }
   let raw;
+  current = { type: 'error', id, core: wasm, kind: 'cpu' };
   try {
     raw = await wasm.report(request);
   } catch (err) {
     self.postMessage({ type: 'error', id, ...failureOf(wasm, err) });
     return;
+  } finally {
+    current = null;
   }
   self.postMessage({ type: 'report', id, report: plain(parseIfString(raw)) ?? {} });
 }
@@ -373,6 +384,19 @@ self.addEventListener('message', (event) => {
   if (msg && msg.type === 'embed') {
     embed(msg).catch((err) => self.postMessage({ type: 'embed-error', id: msg.id, message: messageOf(err).split('\n')[0] }));
   }
+});
+
+// A trap inside the core's async work (a future wasm-bindgen-futures polls) escapes the call's
+// promise as an uncaught error, and the call never settles: report it as that call's failure,
+// so the page can say what happened (the tab's memory, or a bug) and replace this worker. A
+// trap on WebGPU is worth the CPU retry, as a crash there always was.
+self.addEventListener('error', (event) => {
+  if (!current || !(event.error instanceof WebAssembly.RuntimeError)) return;
+  event.preventDefault();
+  const { type, id, core, kind } = current;
+  current = null;
+  const failure = failureOf(core, event.error);
+  self.postMessage({ type, id, ...failure, gpuFailure: kind === 'webgpu' && !failure.outOfMemory });
 });
 
 const started = start();
