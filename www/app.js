@@ -11,6 +11,7 @@ import { keepTaskFiles, keptTaskFiles } from './store.js';
 import { cacheSize, clearCache } from './embedding-cache.js';
 import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './models.js';
 import { OFFLINE_MANIFEST, initTasks } from './tasks.js';
+import { coreFailed, coreReady, coreStarting } from './queue.js';
 
 /** The baselines the demo runs. */
 const DEMO_MODELS = ['kmer:4', 'random-cnn'];
@@ -387,6 +388,7 @@ function startWorker({ phase = 'loading' } = {}) {
   const worker = new Worker(url, { type: 'module', name: 'geneb' });
   state.worker = worker;
   state.workerReady = false;
+  coreStarting();
   worker.addEventListener('message', (e) => {
     if (worker === state.worker) onWorkerMessage(e.data);
   });
@@ -410,6 +412,7 @@ function onWorkerCrash(message) {
     showError(`The compute worker could not start: ${message}`);
     resetProgress('failed');
     setPhase('unavailable');
+    coreFailed(message);
     return;
   }
   const run = state.run;
@@ -442,6 +445,7 @@ function onWorkerMessage(msg) {
         ? 'This WebGPU adapter is a software fallback, slower than the CPU: Automatic runs on the CPU (choose WebGPU to use it anyway).'
         : isGpu(state.backend) ? '' : 'No WebGPU adapter in this browser: everything runs on the CPU.';
       setPhase('ready');
+      coreReady();
       if (state.pendingRun) {
         const pending = state.pendingRun;
         state.pendingRun = null;
@@ -467,11 +471,17 @@ function onWorkerMessage(msg) {
         state.run = null;
         showError(msg.message);
         setPhase('unavailable');
+        coreFailed(msg.message);
         el.backend.textContent = backendText(state.backend);
         break;
       }
       if (state.run && msg.id != null && msg.id !== state.run.id) break;
       onRunError(msg);
+      break;
+    case 'embed-error':
+      // A model check or the embed tool trapped the core (models.js shows the message): a
+      // broken instance must not take the next call.
+      if (msg.poisoned && state.phase !== 'running') startWorker();
       break;
     default:
       break;
@@ -703,6 +713,12 @@ function onRunError(msg) {
   }
   state.run = null;
   resetProgress('failed');
+  if (msg.outOfMemory) {
+    // The browser refused the core more memory (www/worker.js): that instance is spent.
+    showError(`${msg.message} The compute core has been restarted; your files, choices and results are kept.`);
+    startWorker();
+    return;
+  }
   if (msg.poisoned) {
     // The wasm trapped (a panic): its instance may be left broken, so later runs in it would be
     // suspect. Replace the worker; the files and choices live on the page and stay.

@@ -88,15 +88,32 @@ export async function probe(b, name) {
   return { name, size: Number.isFinite(size) ? size : NaN, sha256: announcedSha256(response) };
 }
 
-/** GET one file with streamed reads, reporting bytes as they arrive; verifies the sha256. */
+/**
+ * GET one file with streamed reads, reporting bytes as they arrive; verifies the size and the
+ * sha256. The bytes stay in memory until the whole bundle is in (`store` writes it), so a cut
+ * connection or a closed tab leaves nothing a later visit could take for the file.
+ */
 export async function download(b, file, onBytes) {
-  const response = await fetch(b.base + file.name, { cache: 'no-store' });
+  const cut = (received, err) => new Error(`${b.label}: ${file.name}: the download was cut after ${bytesText(received)}`
+    + `${Number.isFinite(file.size) ? ` of ${bytesText(file.size)}` : ''} (${messageOf(err)}); nothing was kept: try again`);
+  let response;
+  try {
+    response = await fetch(b.base + file.name, { cache: 'no-store' });
+  } catch (err) {
+    throw cut(0, err);
+  }
   if (!response.ok || !response.body) throw new Error(`${b.label}: ${file.name}: the hub answered ${response.status}`);
   const reader = response.body.getReader();
   const chunks = [];
   let received = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let next;
+    try {
+      next = await reader.read();
+    } catch (err) {
+      throw cut(received, err);
+    }
+    const { done, value } = next;
     if (done) break;
     chunks.push(value);
     received += value.length;
@@ -147,7 +164,11 @@ export async function fromCache(cacheName, b) {
   const cache = await openCache(cacheName);
   if (!cache) return null;
   const manifestResponse = await cache.match(b.base + MANIFEST);
-  if (!manifestResponse) return null;
+  if (!manifestResponse) {
+    // Files without a manifest are what a tab closed while storing leaves: never used, so freed.
+    for (const request of await cache.keys()) if (request.url.startsWith(b.base)) await cache.delete(request);
+    return null;
+  }
   const manifest = await manifestResponse.json();
   const files = [];
   for (const entry of manifest.files) {
@@ -163,7 +184,11 @@ export async function fromCache(cacheName, b) {
   return { files, manifest };
 }
 
-/** Keep downloaded files; `about` (e.g. {id, rev}) goes into the manifest. False without a Cache API. */
+/**
+ * Keep downloaded files; `about` (e.g. {id, rev}) goes into the manifest. False without a Cache
+ * API. Complete, then commit: the manifest goes in last, and `fromCache` trusts nothing without
+ * one, so a tab closed halfway through leaves files no visit will use.
+ */
 export async function store(cacheName, b, files, about = {}) {
   const cache = await openCache(cacheName);
   if (!cache) return false;

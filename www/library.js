@@ -255,12 +255,22 @@ function closeComparison() {
   el.compareBody.textContent = '';
 }
 
-/** An SVG from the core, as a node of this document; scripts in it never run (parsed inert). */
+/**
+ * An SVG from the core, as a node of this document. The core escapes every name in it
+ * (src/report/svg.rs); should markup slip through anyway, nothing that could run or load is
+ * kept: no scripts, foreign HTML, links or event-handler attributes (the CSP would block them,
+ * and report each).
+ */
 function svgNode(text) {
   const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
   const root = doc.documentElement;
   if (root.nodeName !== 'svg') throw new Error('the core returned a plot that is not SVG');
-  for (const s of root.querySelectorAll('script')) s.remove();
+  for (const node of root.querySelectorAll('script, foreignObject, a, iframe, image, use')) node.remove();
+  for (const node of [root, ...root.querySelectorAll('*')]) {
+    for (const { name } of [...node.attributes]) {
+      if (/^on/i.test(name) || /(^|:)href$/i.test(name)) node.removeAttribute(name);
+    }
+  }
   return document.importNode(root, true);
 }
 

@@ -7,6 +7,7 @@ import {
   bundle, bytesText, cachedManifests, confirmPlan, downloadAll, fromCache, h, hubEndpoint, messageOf,
   plannedBytes, probe, store, verificationNote,
 } from './hub.js';
+import { whenCoreReady } from './queue.js';
 
 const CACHE_NAME = 'geneb-models-v1';
 
@@ -15,6 +16,13 @@ const WEIGHTS = ['model.safetensors', 'pytorch_model.bin'];
 const TOKENIZER_FILES = ['tokenizer.json', 'vocab.txt', 'tokenizer_config.json', 'special_tokens_map.json'];
 /** What a Hugging Face model folder holds that geneb reads; anything else dropped is ignored. */
 const MODEL_FILES = new Set([CONFIG, ...WEIGHTS, ...TOKENIZER_FILES]);
+
+/**
+ * The largest weights file a tab can load: WebAssembly memory is at most 4 GiB, and it must hold
+ * the file's bytes, the tensors built from them (as large again, in f32) and up to 1 GiB of a
+ * task's embeddings (tasks.js EMBEDDING_BUDGET). Larger models are refused before any download.
+ */
+const TAB_WEIGHTS_LIMIT = 1.5 * 2 ** 30;
 
 const HUB_ID = /^([A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*)(?:@([\w.\-/]+))?$/;
 
@@ -56,8 +64,21 @@ async function plan(b) {
   if (!weights) {
     throw new Error(`${b.label}: no model.safetensors or pytorch_model.bin (sharded checkpoints are not supported yet)`);
   }
+  checkFitsInTab(b.label, weights.name, weights.size, 'nothing was downloaded');
   files.push(weights);
   return files;
+}
+
+/**
+ * Refuse a weights file the tab cannot hold, naming its size, before it is downloaded or read;
+ * `untouched` says which of the two was spared.
+ */
+function checkFitsInTab(label, name, size, untouched) {
+  if (Number.isFinite(size) && size > TAB_WEIGHTS_LIMIT) {
+    throw new Error(`${label}: its weights (${name}, ${bytesText(size)}) do not fit in a browser tab, which can load `
+      + `at most ${bytesText(TAB_WEIGHTS_LIMIT)} of weights beside the tensors built from them and a task's embeddings: `
+      + `${untouched}; run it with the command line (geneb eval), which has the whole machine's memory`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -147,6 +168,13 @@ function renderLoaded() {
 
 /** Try the model on one short sequence, so a bad model is reported now rather than mid-run. */
 async function addModel({ files, ...model }) {
+  try {
+    await whenCoreReady(() => say(ui.status, `${model.spec}: waiting for the WebAssembly core to load, then checking it…`));
+  } catch (err) {
+    say(ui.status, '');
+    say(ui.error, `${model.spec} cannot be used: ${messageOf(err)}`, { error: true });
+    return;
+  }
   say(ui.status, `checking ${model.spec}…`);
   loaded.set(model.spec, {
     ...model,
@@ -181,9 +209,15 @@ async function onModelFiles(list, folderName) {
     say(ui.error, `The model files lack ${missing.join(' and ')}: drop the whole model folder or all its files.`, { error: true });
     return;
   }
+  const label = folderName || 'dropped model';
+  try {
+    for (const w of WEIGHTS) if (byName.has(w)) checkFitsInTab(label, w, byName.get(w).size, 'nothing was read');
+  } catch (err) {
+    say(ui.error, messageOf(err), { error: true });
+    return;
+  }
   const files = [];
   for (const [name, file] of byName) files.push({ name, blob: file });
-  const label = folderName || 'dropped model';
   const spec = `hf:${label.replace(/[^\w.-]+/g, '-')}`;
   const note = ignored.length ? `; ignored ${ignored.join(', ')}` : '';
   await addModel({ spec, label, source: `from files${note}`, files });

@@ -9,9 +9,12 @@
 //                 {type: "result", id, backend, submissions, profile, cacheWarnings}
 //                 {type: "embedded", id, dim, values, backend, modelKept}
 //                 {type: "report", id, report: {html, csv, svg, official: {name: text}, analysis}}
-//                 {type: "error", id?, message, gpuFailure?, poisoned?}
+//                 {type: "error", id?, message, gpuFailure?, poisoned?, outOfMemory?}
+//                 {type: "embed-error", id, message, poisoned?, outOfMemory?}
 // `poisoned`: the wasm trapped (a Rust panic is a WebAssembly.RuntimeError); the instance may be
 // left in a broken state, so the page must replace this worker before the next run.
+// `outOfMemory`: the trap was the browser refusing the core more memory (the message says so).
+// Requests that arrive while the core is still loading wait for it (`started`).
 // The wasm runs synchronously, so cancelling is the page terminating this worker.
 
 import { storeForRun } from './embedding-cache.js';
@@ -28,6 +31,8 @@ const PROGRESS_INTERVAL_MS = 80;
 let wasm = null; // the core, once initialised: the threaded build where it could start
 let threaded = false; // whether `wasm` is the threaded build, which has no WebGPU
 let gpuCore = null; // the one-thread build beside the threaded one, for WebGPU calls
+/** The call in progress, {type, id, core, kind}: whose failure a trap escaping its promise is. */
+let current = null;
 
 /**
  * The core for a call on `kind` ("cpu" or "webgpu"). The threaded build is the CPU's alone, so
@@ -93,6 +98,34 @@ async function chooseBackend(force) {
     return { kind: 'cpu', adapter: '', reason: 'software WebGPU adapter passed over', passedOver: found.adapter };
   }
   return found;
+}
+
+/** "1.2 GB": the sizes in the out-of-memory message. */
+function bytesText(n) {
+  const units = ['bytes', 'kB', 'MB', 'GB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return `${i ? n.toFixed(1) : n} ${units[i]}`;
+}
+
+/**
+ * The fields of an error message for `err`, thrown by `core`: a trap (a Rust panic, or an abort)
+ * poisons the instance; where the core noted an allocation the browser refused (src/web.rs
+ * `refusedAllocation`), it was the tab's memory, and the message says so instead of "unreachable".
+ */
+function failureOf(core, err) {
+  const poisoned = err instanceof WebAssembly.RuntimeError;
+  let refused = 0;
+  try { refused = poisoned && core ? Number(core.refusedAllocation?.() ?? 0) : 0; } catch { refused = 0; }
+  if (refused > 0) {
+    return {
+      poisoned, outOfMemory: true,
+      message: `This tab ran out of memory: the core needed ${bytesText(refused)} more and the browser would not `
+        + 'let WebAssembly grow. Use fewer or shorter sequences per task, a smaller encoder (or a smaller k), '
+        + 'or the command line (geneb eval), which has the whole machine\'s memory.',
+    };
+  }
+  return { poisoned, message: messageOf(err).split('\n')[0] };
 }
 
 function messageOf(err) {
@@ -199,12 +232,14 @@ async function start() {
 }
 
 async function run({ id, request, forceBackend }) {
+  await started;
   if (!wasm) {
-    self.postMessage({ type: 'error', id, message: 'The WebAssembly module is not loaded yet.' });
+    self.postMessage({ type: 'error', id, message: 'The WebAssembly module could not be loaded.' });
     return;
   }
   const backend = await chooseBackend(forceBackend);
   const core = await coreFor(backend.kind);
+  current = { type: 'error', id, core, kind: backend.kind };
 
   let last = { t: 0, key: '' };
   const onProgress = (p) => {
@@ -245,14 +280,15 @@ async function run({ id, request, forceBackend }) {
   try {
     raw = await core.evaluate(await fullRequest(), onProgress, cache);
   } catch (err) {
-    const message = messageOf(err).split('\n')[0];
+    const failure = failureOf(core, err);
     self.postMessage({
-      type: 'error', id, message,
+      type: 'error', id, ...failure,
       backend: backend.kind,
-      gpuFailure: backend.kind === 'webgpu' && looksLikeGpuFailure(message),
-      poisoned: err instanceof WebAssembly.RuntimeError,
+      gpuFailure: backend.kind === 'webgpu' && !failure.outOfMemory && looksLikeGpuFailure(failure.message),
     });
     return;
+  } finally {
+    current = null;
   }
   const result = plain(parseIfString(raw)) ?? {};
   const submissions = (result.submissions ?? []).map((s) => plain(parseIfString(s)));
@@ -282,31 +318,38 @@ function readModelFiles(files) {
 
 // --- foundation models (www/models.js): pooled embeddings of a few sequences ---
 async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend }) {
-  if (!wasm) throw new Error('The WebAssembly module is not loaded yet.');
+  await started;
+  if (!wasm) throw new Error('The WebAssembly module could not be loaded.');
   const backend = await chooseBackend(forceBackend);
   const core = await coreFor(backend.kind);
   // The core may still hold this load of the model (src/web.rs HeldEncoder): then its files are
   // neither read nor sent.
   const held = modelKey != null && core.holdsModel(modelKey, backend.kind);
+  current = { type: 'embed-error', id, core, kind: backend.kind };
+  let r;
   try {
-    const r = plain(parseIfString(await core.embed({
+    r = plain(parseIfString(await core.embed({
       model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelKey,
       modelFiles: modelFiles && !held ? await readModelFiles(modelFiles) : undefined,
     })));
-    self.postMessage({
-      type: 'embedded', id, dim: r.dim, values: r.values, backend: r.backend, modelKept: Boolean(r.modelKept),
-    });
   } catch (err) {
-    // A trap leaves the instance broken: reload it so the page stays usable.
-    if (err instanceof WebAssembly.RuntimeError) { wasm = null; gpuCore = null; start(); }
-    throw err;
+    // A trapped instance stays broken (re-importing the glue returns the same one): the page
+    // replaces this worker on `poisoned`.
+    self.postMessage({ type: 'embed-error', id, ...failureOf(core, err) });
+    return;
+  } finally {
+    current = null;
   }
+  self.postMessage({
+    type: 'embedded', id, dim: r.dim, values: r.values, backend: r.backend, modelKept: Boolean(r.modelKept),
+  });
 }
 
 /** The comparison of saved submissions: the core's report (statistics, plots, HTML, CSV). */
 async function report({ id, request }) {
+  await started;
   if (!wasm) {
-    self.postMessage({ type: 'error', id, message: 'The WebAssembly module is not loaded yet.' });
+    self.postMessage({ type: 'error', id, message: 'The WebAssembly module could not be loaded.' });
     return;
   }
   if (typeof wasm.report !== 'function') {
@@ -318,13 +361,14 @@ async function report({ id, request }) {
     return;
   }
   let raw;
+  current = { type: 'error', id, core: wasm, kind: 'cpu' };
   try {
     raw = await wasm.report(request);
   } catch (err) {
-    self.postMessage({
-      type: 'error', id, message: messageOf(err).split('\n')[0], poisoned: err instanceof WebAssembly.RuntimeError,
-    });
+    self.postMessage({ type: 'error', id, ...failureOf(wasm, err) });
     return;
+  } finally {
+    current = null;
   }
   self.postMessage({ type: 'report', id, report: plain(parseIfString(raw)) ?? {} });
 }
@@ -342,4 +386,17 @@ self.addEventListener('message', (event) => {
   }
 });
 
-start();
+// A trap inside the core's async work (a future wasm-bindgen-futures polls) escapes the call's
+// promise as an uncaught error, and the call never settles: report it as that call's failure,
+// so the page can say what happened (the tab's memory, or a bug) and replace this worker. A
+// trap on WebGPU is worth the CPU retry, as a crash there always was.
+self.addEventListener('error', (event) => {
+  if (!current || !(event.error instanceof WebAssembly.RuntimeError)) return;
+  event.preventDefault();
+  const { type, id, core, kind } = current;
+  current = null;
+  const failure = failureOf(core, event.error);
+  self.postMessage({ type, id, ...failure, gpuFailure: kind === 'webgpu' && !failure.outOfMemory });
+});
+
+const started = start();

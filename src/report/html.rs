@@ -283,3 +283,151 @@ fn html(
     ));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    //! A result bundle written by an attacker (tests/e2e/fixtures/hostile-bundle.json: script
+    //! tags, event-handler attributes, `javascript:` URLs, SVG payloads and formula cells in model
+    //! ids, display names, task ids, categories and protocol notes) through the whole report: every
+    //! element and attribute in the HTML and SVG is one the report writes itself, its text is kept
+    //! (escaped, not dropped), and no CSV cell runs as a spreadsheet formula.
+    use super::*;
+    use crate::profile::{analysis, bootstrap};
+
+    const HOSTILE: &str = include_str!("../../tests/e2e/fixtures/hostile-bundle.json");
+
+    fn outputs() -> Outputs {
+        let submissions = crate::report::read_results("hostile-bundle.json", HOSTILE.as_bytes())
+            .expect("the hostile bundle is a valid result file");
+        let settings = bootstrap::Settings {
+            replicates: 10,
+            seed: 0,
+        };
+        let analysis = analysis::analyse(&submissions, settings, None).unwrap();
+        render(&analysis, &submissions).unwrap()
+    }
+
+    /// Every `<name attr=…>` in `markup`: (element name, attribute names).
+    fn tags(markup: &str) -> Vec<(String, Vec<String>)> {
+        let mut out = Vec::new();
+        for (at, _) in markup.match_indices('<') {
+            let rest = &markup[at + 1..];
+            let Some(end) = rest.find('>') else { continue };
+            let tag = rest[..end].trim_start_matches('/');
+            if tag.starts_with(['!', '?']) {
+                continue; // <!DOCTYPE html>
+            }
+            let name: String = tag
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect();
+            // Attribute names: what precedes each `=` outside quoted values.
+            let (mut attrs, mut word, mut quoted) = (Vec::new(), String::new(), false);
+            for c in tag[name.len()..].chars() {
+                match c {
+                    '"' => quoted = !quoted,
+                    '=' if !quoted => attrs.push(std::mem::take(&mut word)),
+                    _ if quoted => {}
+                    c if c.is_whitespace() => word.clear(),
+                    c => word.push(c),
+                }
+            }
+            out.push((name, attrs));
+        }
+        out
+    }
+
+    fn assert_inert(what: &str, markup: &str) {
+        const ELEMENTS: &[&str] = &[
+            "html", "head", "meta", "title", "style", "body", "main", "h1", "h2", "h3", "p", "em",
+            "strong", "div", "table", "caption", "thead", "tbody", "tr", "th", "td", "details",
+            "summary", "pre", "figure", "footer", "svg", "desc", "rect", "text", "line",
+            "polyline", "circle", "g",
+        ];
+        for (name, attrs) in tags(markup) {
+            assert!(
+                ELEMENTS.contains(&name.as_str()),
+                "{what}: element <{name}>"
+            );
+            for attr in attrs {
+                let attr = attr.to_ascii_lowercase();
+                assert!(
+                    !attr.starts_with("on")
+                        && !["href", "src", "srcdoc", "xlink:href"].contains(&attr.as_str()),
+                    "{what}: attribute {attr} on <{name}>"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn escape_leaves_no_markup() {
+        assert_eq!(
+            svg::escape(r#"<a href="x" title='y'>&</a>"#),
+            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn a_hostile_bundle_is_inert_in_the_html_report_and_the_plots() {
+        let outputs = outputs();
+        assert_inert("report", &outputs.html);
+        // The strangers' text is shown, escaped.
+        for shown in [
+            "&lt;script&gt;alert(&quot;display&quot;)&lt;/script&gt;",
+            "&lt;svg onload=alert(&quot;task&quot;)&gt;",
+            "&lt;/pre&gt;&lt;script&gt;alert(\\&quot;protocol\\&quot;)&lt;/script&gt;",
+        ] {
+            assert!(outputs.html.contains(shown), "{shown} not in the report");
+        }
+        assert!(!outputs.svg.is_empty());
+        for (name, svg) in &outputs.svg {
+            assert_inert(name, svg);
+        }
+    }
+
+    #[test]
+    fn no_csv_cell_of_a_hostile_bundle_is_a_formula() {
+        let outputs = outputs();
+        let mut checked = 0;
+        for (name, csv) in &outputs.csv {
+            for line in csv.lines() {
+                for cell in csv_cells(line) {
+                    let formula = cell.starts_with(['=', '+', '-', '@', '\t', '\r']);
+                    assert!(
+                        !formula || cell.parse::<f64>().is_ok(),
+                        "{name}: formula cell {cell:?}"
+                    );
+                    checked += usize::from(cell.starts_with('\''));
+                }
+            }
+        }
+        // Kept, behind a quote: a display name, two task ids and a category.
+        for inert in ["'+cmd|", "'-2+3+cmd|", "'@SUM(1+1)", "'\tTAB=1+1"] {
+            assert!(
+                outputs.csv["tasks.csv"].contains(inert),
+                "{inert} not in tasks.csv"
+            );
+        }
+        assert!(checked >= 4, "{checked} neutralised cells");
+    }
+
+    /// One RFC 4180 line's cells (no line breaks inside the cells of these tables).
+    fn csv_cells(line: &str) -> Vec<String> {
+        let (mut cells, mut cell, mut quoted, mut chars) =
+            (Vec::new(), String::new(), false, line.chars().peekable());
+        while let Some(c) = chars.next() {
+            match c {
+                '"' if quoted && chars.peek() == Some(&'"') => {
+                    cell.push('"');
+                    chars.next();
+                }
+                '"' => quoted = !quoted,
+                ',' if !quoted => cells.push(std::mem::take(&mut cell)),
+                c => cell.push(c),
+            }
+        }
+        cells.push(cell);
+        cells
+    }
+}

@@ -47,11 +47,14 @@ fn ink_on(rgb: [u8; 3]) -> &'static str {
     if luminance > 140.0 { "#000" } else { "#fff" }
 }
 
+/// Text for XML/HTML content or a quoted attribute value: model ids, task ids and categories
+/// come from strangers' result files, so none of it may open an element or leave an attribute.
 pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 /// An SVG document under construction.

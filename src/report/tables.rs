@@ -76,7 +76,8 @@ pub struct Table {
 
 impl Table {
     /// RFC 4180 CSV; a score column becomes `X`, and where present `X_seed_std`, `X_ci_lo`,
-    /// `X_ci_hi`. Numbers at full precision.
+    /// `X_ci_hi`. Numbers at full precision. Text that a spreadsheet would run as a formula is
+    /// made inert ([`inert_cell`]).
     pub fn to_csv(&self) -> String {
         let has = |col: usize, part: fn(&Value) -> bool| self.rows.iter().any(|r| part(&r[col]));
         let with_std = |v: &Value| {
@@ -102,7 +103,7 @@ impl Table {
             .collect();
         let mut header = Vec::new();
         for (name, &(std, ci)) in self.header.iter().zip(&columns) {
-            header.push(name.clone());
+            header.push(inert_cell(name));
             if std {
                 header.push(format!("{name}_seed_std"));
             }
@@ -117,7 +118,7 @@ impl Table {
             for (value, &(std, ci)) in row.iter().zip(&columns) {
                 let number = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
                 match value {
-                    Value::Text(s) => cells.push(s.clone()),
+                    Value::Text(s) => cells.push(inert_cell(s)),
                     Value::Number(v) => cells.push(v.to_string()),
                     Value::Params(p) => cells.push(p.to_string()),
                     Value::Missing => cells.push(String::new()),
@@ -146,6 +147,18 @@ impl Table {
             lines.push(csv_line(&cells));
         }
         lines.join("\r\n") + "\r\n"
+    }
+}
+
+/// Model ids, task ids and categories come from strangers' result files: a cell beginning with
+/// `=`, `+`, `-`, `@`, tab or CR would run as a formula when the CSV is opened in a spreadsheet
+/// (CSV injection), so it gets a leading `'`, as OWASP advises. Only text cells: numbers such
+/// as `-0.25` are written as numbers.
+fn inert_cell(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_string()
     }
 }
 

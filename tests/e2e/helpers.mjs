@@ -62,12 +62,12 @@ export async function startTestServer() {
   return startServer({ port: 0, mounts: pkgMounts() });
 }
 
-/** Launch Chromium with (default) or without WebGPU. */
-export async function launchBrowser({ webgpu = true } = {}) {
+/** Launch Chromium with (default) or without WebGPU; `jsFlags` go to V8 (`--js-flags`). */
+export async function launchBrowser({ webgpu = true, jsFlags = '' } = {}) {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium or set GENEB_CHROMIUM`);
   }
-  const args = [...BASE_ARGS, webgpu ? '--enable-unsafe-webgpu' : '--disable-webgpu'];
+  const args = [...BASE_ARGS, webgpu ? '--enable-unsafe-webgpu' : '--disable-webgpu', ...(jsFlags ? [`--js-flags=${jsFlags}`] : [])];
   return chromium.launch({ executablePath: CHROMIUM, args, headless: true });
 }
 
