@@ -8,8 +8,9 @@
 //! (special tokens included); the pooling itself lives in `hf.rs`.
 
 use super::layers::{
-    Activation, LayerNorm, Linear, attention, checkpoint_prefix, config_activation, config_f64,
-    config_usize, head_dim, load_qkv, padding_bias, split_heads, upload,
+    Activation, LayerNorm, Linear, attention, checkpoint_prefix, config_activation, config_epsilon,
+    config_error, config_layers, config_usize, head_dim, load_qkv, padding_bias, split_heads,
+    upload,
 };
 use crate::Result;
 use crate::hf::Checkpoint;
@@ -85,10 +86,9 @@ impl Bert {
     ) -> Result<Bert> {
         let hidden = config_usize(config, "hidden_size")?;
         let heads = config_usize(config, "num_attention_heads")?;
-        let n_layers = config_usize(config, "num_hidden_layers")?;
         let intermediate_size = config_usize(config, "intermediate_size")?;
         let vocab = config_usize(config, "vocab_size")?;
-        let eps = config_f64(config, "layer_norm_eps", 1e-12);
+        let eps = config_epsilon(config, "layer_norm_eps", Some(1e-12))?;
         let activation = config_activation(config, "gelu")?;
         // Validates the head split; forward() derives the width again.
         head_dim(hidden, heads)?;
@@ -99,6 +99,11 @@ impl Bert {
 
         let word = ckpt.take(&p("embeddings.word_embeddings.weight"), &[vocab, hidden])?;
         let type_vocab = config_usize(config, "type_vocab_size").unwrap_or(2);
+        if type_vocab == 0 {
+            return Err(config_error(
+                "'type_vocab_size' is 0, but every input is read as token type 0",
+            ));
+        }
         let token_types = ckpt.take(
             &p("embeddings.token_type_embeddings.weight"),
             &[type_vocab, hidden],
@@ -125,6 +130,9 @@ impl Bert {
         let embedding_norm =
             LayerNorm::load(ckpt, &p("embeddings.LayerNorm"), hidden, eps, device)?;
 
+        let n_layers = config_layers(config, "num_hidden_layers", ckpt, |i| {
+            p(&format!("encoder.layer.{i}.attention.output.dense.weight"))
+        })?;
         let mut layers = Vec::with_capacity(n_layers);
         for i in 0..n_layers {
             let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));

@@ -41,7 +41,9 @@
 //! (bases plus the appended `[SEP]`), at batch size 1; only `input_ids` go to the model.
 
 use super::hyena::padded_vocab;
-use super::layers::{Linear, config_error, config_number, config_usize, param, upload};
+use super::layers::{
+    Linear, config_epsilon, config_error, config_layers, config_usize, param, upload,
+};
 use crate::Result;
 use crate::hf::Checkpoint;
 use burn::tensor::activation::{silu, softplus_with_threshold};
@@ -125,8 +127,7 @@ impl Caduceus {
     /// errors name a missing/mis-shaped tensor. (The caller calls `ckpt.finish()` afterwards.)
     pub fn load(config: &Value, ckpt: &mut Checkpoint, device: &Device) -> Result<Self> {
         let d_model = config_usize(config, "d_model")?;
-        let n_layer = config_usize(config, "n_layer")?;
-        let eps = config_number(config, "norm_epsilon")?;
+        let eps = config_epsilon(config, "norm_epsilon", None)?;
         let vocab = padded_vocab(config)?;
         for (key, why) in [
             ("rms_norm", "LayerNorm variants are not supported"),
@@ -176,6 +177,9 @@ impl Caduceus {
         } else {
             None
         };
+        let n_layer = config_layers(config, "n_layer", ckpt, |i| {
+            format!("{p}layers.{i}.norm.weight")
+        })?;
         let mut layers = Vec::with_capacity(n_layer);
         for i in 0..n_layer {
             let layer = format!("{p}layers.{i}.");

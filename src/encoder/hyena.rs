@@ -24,7 +24,8 @@
 //! HyenaDNA tokenizer appends. With right padding that is the masked mean over real tokens.
 
 use super::layers::{
-    LayerNorm, Linear, config_error, config_number, config_usize, gelu_tanh, param, upload,
+    LayerNorm, Linear, config_epsilon, config_error, config_layers, config_usize, gelu_tanh, param,
+    upload,
 };
 use crate::Result;
 use crate::hf::Checkpoint;
@@ -105,15 +106,13 @@ impl Hyena {
         long_conv: LongConv,
     ) -> Result<Self> {
         let d = config_usize(config, "d_model")?;
-        let n_layer = config_usize(config, "n_layer")?;
         let d_inner = config_usize(config, "d_inner")?;
         let max_seq_len = config_usize(config, "max_seq_len")?;
         let emb_dim = config_usize(config, "emb_dim")?;
         let filter_order = config_usize(config, "filter_order")?;
         let short_order = config_usize(config, "short_filter_order")?;
-        let inner_mlps = config_usize(config, "num_inner_mlps")?;
         let vocab = padded_vocab(config)?;
-        let ln_eps = config_number(config, "layer_norm_epsilon")?;
+        let ln_eps = config_epsilon(config, "layer_norm_epsilon", None)?;
         if config_usize(config, "hyena_order")? != 2 {
             // The published filter emits d_model channels, which only order 2 can use.
             return Err(config_error(
@@ -143,6 +142,17 @@ impl Hyena {
         )?;
         // Without trainable frequencies there is no tensor: every sine uses `activation_freq`.
         let default_freq = config["activation_freq"].as_f64().unwrap_or(1.0) as f32;
+        let n_layer = config_layers(config, "n_layer", ckpt, |layer| {
+            format!("{p}layers.{layer}.norm1.weight")
+        })?;
+        // The filter's MLP: Linear layers at the even indices of `implicit_filter`, the last
+        // (index 2·n + 2) its output.
+        let inner_mlps = config_layers(config, "num_inner_mlps", ckpt, |i| {
+            format!(
+                "{p}layers.0.mixer.filter_fn.implicit_filter.{}.weight",
+                2 * i + 2
+            )
+        })?;
         let mut blocks = Vec::with_capacity(n_layer);
         for layer in 0..n_layer {
             let b = format!("{p}layers.{layer}.");
@@ -392,9 +402,9 @@ impl PreparedFilter {
 /// HyenaDNA and Mamba model code do.
 pub(crate) fn padded_vocab(config: &Value) -> Result<usize> {
     let vocab = config_usize(config, "vocab_size")?;
-    let multiple = config["pad_vocab_size_multiple"]
-        .as_u64()
-        .unwrap_or(1)
-        .max(1) as usize;
+    let multiple = match config.get("pad_vocab_size_multiple") {
+        Some(value) if !value.is_null() => config_usize(config, "pad_vocab_size_multiple")?.max(1),
+        _ => 1,
+    };
     Ok(vocab.div_ceil(multiple) * multiple)
 }

@@ -293,7 +293,7 @@ fn attention_in_groups(
 
 /// The width of one attention head, or the error when the heads do not divide the width.
 pub fn head_dim(hidden: usize, heads: usize) -> Result<usize> {
-    if heads == 0 || hidden % heads != 0 {
+    if hidden == 0 || heads == 0 || hidden % heads != 0 {
         return Err(config_error(&format!(
             "hidden_size {hidden} is not divisible by num_attention_heads {heads}"
         )));
@@ -329,29 +329,61 @@ pub fn config_error(what: &str) -> crate::Error {
     )
 }
 
-/// A required whole number from config.json.
+/// The largest size or count geneb takes from config.json: above every real genomic model's
+/// (HyenaDNA's million-token context is 2^20), and small enough that products of two never
+/// overflow and nothing is allocated from a number a hostile file made up.
+pub const MAX_CONFIG_SIZE: u64 = 1 << 24;
+
+/// A required whole number from config.json, at most `MAX_CONFIG_SIZE`.
 pub fn config_usize(config: &serde_json::Value, key: &str) -> Result<usize> {
-    config
+    let value = config
         .get(key)
         .and_then(serde_json::Value::as_u64)
-        .map(|v| v as usize)
-        .ok_or_else(|| config_error(&format!("'{key}' is missing or not a whole number")))
+        .ok_or_else(|| config_error(&format!("'{key}' is missing or not a whole number")))?;
+    if value > MAX_CONFIG_SIZE {
+        return Err(config_error(&format!(
+            "'{key}' is {value}, larger than any model geneb runs (at most {MAX_CONFIG_SIZE})"
+        )));
+    }
+    Ok(value as usize)
 }
 
-/// A required number from config.json.
-pub fn config_number(config: &serde_json::Value, key: &str) -> Result<f64> {
-    config
-        .get(key)
-        .and_then(serde_json::Value::as_f64)
-        .ok_or_else(|| config_error(&format!("'{key}' is missing or not a number")))
+/// The number of layers config.json declares under `key`, checked against the checkpoint
+/// before anything is allocated for them: `last_layer_tensor(n - 1)` must be there. (Layers
+/// beyond the count are named by `Checkpoint::finish`.)
+pub fn config_layers(
+    config: &serde_json::Value,
+    key: &str,
+    ckpt: &Checkpoint,
+    last_layer_tensor: impl Fn(usize) -> String,
+) -> Result<usize> {
+    let layers = config_usize(config, key)?;
+    if let Some(last) = layers.checked_sub(1) {
+        let name = last_layer_tensor(last);
+        if !ckpt.contains(&name) {
+            return Err(config_error(&format!(
+                "'{key}' is {layers}, but the checkpoint has no '{name}'"
+            )));
+        }
+    }
+    Ok(layers)
 }
 
-/// An optional number from config.json, `default` when absent.
-pub fn config_f64(config: &serde_json::Value, key: &str, default: f64) -> f64 {
-    config
-        .get(key)
-        .and_then(serde_json::Value::as_f64)
-        .unwrap_or(default)
+/// A normalisation epsilon from config.json (`default` when absent, if there is one): added to
+/// a variance before its square root, so it must be a small non-negative number.
+pub fn config_epsilon(config: &serde_json::Value, key: &str, default: Option<f64>) -> Result<f64> {
+    let value = match (config.get(key), default) {
+        (None | Some(serde_json::Value::Null), Some(default)) => default,
+        (value, _) => value
+            .and_then(serde_json::Value::as_f64)
+            .ok_or_else(|| config_error(&format!("'{key}' is missing or not a number")))?,
+    };
+    if !(0.0..1.0).contains(&value) {
+        return Err(config_error(&format!(
+            "'{key}' is {value}; a normalisation epsilon is a small non-negative number"
+        )));
+    }
+    Ok(value)
 }
 
 pub fn config_activation(config: &serde_json::Value, default: &str) -> Result<Activation> {

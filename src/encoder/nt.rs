@@ -7,8 +7,8 @@
 //! mean over the attention mask, `<cls>` included.
 
 use super::layers::{
-    LayerNorm, Linear, attention, checkpoint_prefix, config_f64, config_usize, head_dim, load_qkv,
-    padding_bias, split_heads, upload,
+    LayerNorm, Linear, attention, checkpoint_prefix, config_epsilon, config_layers, config_usize,
+    head_dim, load_qkv, padding_bias, split_heads, upload,
 };
 use crate::hf::Checkpoint;
 use crate::{Error, Result};
@@ -103,11 +103,10 @@ impl NucleotideTransformer {
         }
         let hidden = config_usize(config, "hidden_size")?;
         let heads = config_usize(config, "num_attention_heads")?;
-        let n_layers = config_usize(config, "num_hidden_layers")?;
         let intermediate = config_usize(config, "intermediate_size")?;
         let vocab = config_usize(config, "vocab_size")?;
         let max_tokens = config_usize(config, "max_position_embeddings")?;
-        let eps = config_f64(config, "layer_norm_eps", 1e-12);
+        let eps = config_epsilon(config, "layer_norm_eps", Some(1e-12))?;
         let ffn_bias = config
             .get("add_bias_fnn")
             .and_then(|v| v.as_bool())
@@ -119,6 +118,9 @@ impl NucleotideTransformer {
         let word = ckpt.take(&p(probe), &[vocab, hidden])?;
         ckpt.skip(&p("embeddings.position_ids"));
 
+        let n_layers = config_layers(config, "num_hidden_layers", ckpt, |i| {
+            p(&format!("encoder.layer.{i}.attention.output.dense.weight"))
+        })?;
         let mut layers = Vec::with_capacity(n_layers);
         let mut inv_freq = None;
         for i in 0..n_layers {
