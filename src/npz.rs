@@ -1,5 +1,6 @@
 //! Reading `X_train, y_train, X_test, y_test` from a numpy `.npz` (the CLI's `probe` verb).
 use std::fs::File;
+use std::io::{Read, Seek};
 use std::path::Path;
 
 use ndarray::{Array1, Array2};
@@ -55,14 +56,18 @@ impl Matrix {
     }
 }
 
-type Npz = NpzReader<File>;
-
 /// Read and check a probe `.npz`: X as float32/float64 (rows = examples), y as integers.
 pub fn read_probe_npz(path: &Path) -> Result<ProbeArrays> {
     let file = path.display().to_string();
-    let err = |m: String| Error::in_file(file.clone(), m);
-    let f = File::open(path).map_err(|e| err(format!("cannot open: {e}")))?;
-    let mut npz = NpzReader::new(f).map_err(|e| err(format!("not a readable .npz file: {e}")))?;
+    let f = File::open(path).map_err(|e| Error::in_file(&file, format!("cannot open: {e}")))?;
+    read_probe_npz_from(&file, f)
+}
+
+/// `read_probe_npz` on a file already open (or in memory), named `file` in errors.
+pub fn read_probe_npz_from(file: &str, reader: impl Read + Seek) -> Result<ProbeArrays> {
+    let err = |m: String| Error::in_file(file, m);
+    let mut npz =
+        NpzReader::new(reader).map_err(|e| err(format!("not a readable .npz file: {e}")))?;
     let names = npz
         .names()
         .map_err(|e| err(format!("not a readable .npz file: {e}")))?;
@@ -128,7 +133,7 @@ pub fn read_probe_npz(path: &Path) -> Result<ProbeArrays> {
 
 /// Read `name` as `T`; `Ok(None)` when the array has another dtype.
 fn try_read<T: ReadableElement, D: ndarray::Dimension>(
-    npz: &mut Npz,
+    npz: &mut NpzReader<impl Read + Seek>,
     name: &str,
 ) -> std::result::Result<Option<ndarray::Array<T, D>>, String> {
     match npz.by_name(name) {
@@ -142,7 +147,10 @@ fn try_read<T: ReadableElement, D: ndarray::Dimension>(
     }
 }
 
-fn read_x(npz: &mut Npz, name: &str) -> std::result::Result<Matrix, String> {
+fn read_x(
+    npz: &mut NpzReader<impl Read + Seek>,
+    name: &str,
+) -> std::result::Result<Matrix, String> {
     fn finite<T: Copy + Into<f64>>(x: &Array2<T>, name: &str) -> std::result::Result<(), String> {
         match x.indexed_iter().find(|(_, v)| !(**v).into().is_finite()) {
             Some(((i, j), _)) => Err(format!(
@@ -161,7 +169,10 @@ fn read_x(npz: &mut Npz, name: &str) -> std::result::Result<Matrix, String> {
     }
 }
 
-fn read_y(npz: &mut Npz, name: &str) -> std::result::Result<Vec<i128>, String> {
+fn read_y(
+    npz: &mut NpzReader<impl Read + Seek>,
+    name: &str,
+) -> std::result::Result<Vec<i128>, String> {
     fn widen<T: Copy + Into<i128>>(a: Array1<T>) -> Vec<i128> {
         a.iter().map(|&v| v.into()).collect()
     }

@@ -179,6 +179,22 @@ fn eval_writes_out_and_profile_reads_several_models() {
     assert_eq!(row["macro"], row["micro"]);
 }
 
+/// The stderr of a run that must have refused its input: exit 2, one line, no panic.
+fn refusal(out: &Output, what: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "{what}: one line, got {stderr}"
+    );
+    assert!(
+        stderr.starts_with("geneb: ") && !stderr.contains("panicked"),
+        "{what}: {stderr}"
+    );
+    stderr
+}
+
 #[test]
 fn every_bad_input_is_one_line_naming_the_file_with_exit_2() {
     let bad = repo("tests/fixtures/inputs/bad");
@@ -204,18 +220,8 @@ fn every_bad_input_is_one_line_naming_the_file_with_exit_2() {
             out_path.to_str().unwrap(),
             "--quiet",
         ]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
         let name = path.file_name().unwrap().to_string_lossy();
-        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
-        assert_eq!(
-            stderr.trim_end().lines().count(),
-            1,
-            "{name}: one line, got {stderr}"
-        );
-        assert!(
-            stderr.starts_with("geneb: ") && !stderr.contains("panicked"),
-            "{name}: {stderr}"
-        );
+        let stderr = refusal(&out, &name);
         assert!(
             stderr.contains(name.trim_end_matches(".gz")) || path.is_dir(),
             "{name}: names the file: {stderr}"
@@ -731,5 +737,223 @@ fn gpu_options_count_wgpu_launches_and_f16_is_refused_or_close_to_f32() {
         );
     } else {
         assert!(stderr.contains("shader-f16"), "{stderr}");
+    }
+}
+
+/// A copy of the BERT fixture model in a scratch folder, with `edit` applied to its files.
+fn hostile_model(name: &str, edit: impl FnOnce(&Path)) -> PathBuf {
+    let dir = scratch(&format!("hostile-{name}"));
+    for file in [
+        "config.json",
+        "model.safetensors",
+        "tokenizer_config.json",
+        "vocab.txt",
+    ] {
+        std::fs::copy(
+            repo("tests/fixtures/models/bert").join(file),
+            dir.join(file),
+        )
+        .unwrap();
+    }
+    edit(&dir);
+    dir
+}
+
+/// Rewrites `model.safetensors` with its JSON header changed by `edit` and, optionally, the
+/// bytes of one tensor's first element.
+fn edit_safetensors(
+    dir: &Path,
+    edit: impl FnOnce(&mut serde_json::Map<String, Value>),
+    first_element: Option<(&str, [u8; 4])>,
+) {
+    let path = dir.join("model.safetensors");
+    let bytes = std::fs::read(&path).unwrap();
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut data = bytes[8 + header_len..].to_vec();
+    let mut header: serde_json::Map<String, Value> =
+        serde_json::from_slice(&bytes[8..8 + header_len]).unwrap();
+    if let Some((tensor, value)) = first_element {
+        let begin = header[tensor]["data_offsets"][0].as_u64().unwrap() as usize;
+        data[begin..begin + 4].copy_from_slice(&value);
+    }
+    edit(&mut header);
+    let header = serde_json::to_vec(&header).unwrap();
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&data);
+    std::fs::write(path, out).unwrap();
+}
+
+fn edit_config(dir: &Path, key: &str, value: Value) {
+    let path = dir.join("config.json");
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    config[key] = value;
+    std::fs::write(path, serde_json::to_vec(&config).unwrap()).unwrap();
+}
+
+/// Model files crafted to hurt (allocation bombs, overlapping or out-of-range tensors, a pickle
+/// that calls os.system, inconsistent or absurd configs, NaN weights, weights that overflow to
+/// infinite embeddings) are each refused in one line naming the file, with exit 2.
+#[test]
+fn hostile_model_files_are_refused_in_one_line_with_exit_2() {
+    const WORD: &str = "bert.embeddings.word_embeddings.weight";
+    const LAST_NORM: &str = "bert.encoder.layer.1.output.LayerNorm.weight";
+    let mut cases: Vec<(&str, PathBuf, &str, &str)> = vec![
+        (
+            "huge header length",
+            hostile_model("header", |dir| {
+                let path = dir.join("model.safetensors");
+                let mut bytes = std::fs::read(&path).unwrap();
+                bytes[..8].copy_from_slice(&(u64::MAX / 3).to_le_bytes());
+                std::fs::write(path, bytes).unwrap();
+            }),
+            "model.safetensors",
+            "header claims",
+        ),
+        (
+            "offsets past the end",
+            hostile_model("offsets", |dir| {
+                edit_safetensors(
+                    dir,
+                    |h| {
+                        h[WORD]["data_offsets"] =
+                            serde_json::json!([1u64 << 40, (1u64 << 40) + 1280])
+                    },
+                    None,
+                )
+            }),
+            "model.safetensors",
+            "does not fit its shape",
+        ),
+        (
+            "overlapping tensors",
+            hostile_model("overlap", |dir| {
+                edit_safetensors(
+                    dir,
+                    |h| h[LAST_NORM]["data_offsets"] = h[WORD]["data_offsets"].clone(),
+                    None,
+                )
+            }),
+            "model.safetensors",
+            "overlap",
+        ),
+        (
+            "shape and dtype disagree with the byte range",
+            hostile_model("shape", |dir| {
+                edit_safetensors(
+                    dir,
+                    |h| h[WORD]["shape"] = serde_json::json!([10, 64]),
+                    None,
+                )
+            }),
+            "model.safetensors",
+            "does not fit its shape [10, 64]",
+        ),
+        (
+            "a shape whose size overflows",
+            hostile_model("overflow", |dir| {
+                edit_safetensors(
+                    dir,
+                    |h| h[WORD]["shape"] = serde_json::json!([1u64 << 40, 1u64 << 40, 0]),
+                    None,
+                )
+            }),
+            "model.safetensors",
+            "does not fit its shape",
+        ),
+        (
+            "a NaN weight",
+            hostile_model("nan", |dir| {
+                edit_safetensors(dir, |_| {}, Some((WORD, f32::NAN.to_le_bytes())))
+            }),
+            "model.safetensors",
+            "tensor 'bert.embeddings.word_embeddings.weight' holds NaN at element 0",
+        ),
+        (
+            "weights that overflow the embedding",
+            hostile_model("overflowing-embedding", |dir| {
+                edit_safetensors(dir, |_| {}, Some((LAST_NORM, f32::MAX.to_le_bytes())))
+            }),
+            "hf:",
+            "outputs overflow",
+        ),
+        (
+            "a pickle calling os.system",
+            hostile_model("pickle", |dir| {
+                std::fs::remove_file(dir.join("model.safetensors")).unwrap();
+                let mut bytes =
+                    std::fs::read(repo("tests/fixtures/pytorch/small_state.bin")).unwrap();
+                let global = b"torch._utils\n_rebuild_tensor_v2\n";
+                let at = bytes
+                    .windows(global.len())
+                    .position(|w| w == global)
+                    .unwrap();
+                let mut payload = b"posix\nsystem\n".to_vec();
+                payload.resize(global.len(), b'N');
+                bytes[at..at + global.len()].copy_from_slice(&payload);
+                std::fs::write(dir.join("pytorch_model.bin"), bytes).unwrap();
+            }),
+            "pytorch_model.bin",
+            "uses posix.system, which a plain state dict does not contain",
+        ),
+    ];
+    // config.json values: (key, value, the file the refusal names, what it says).
+    let configs: [(&str, Value, &str, &str); 5] = [
+        (
+            "num_attention_heads",
+            5.into(),
+            "config.json",
+            "hidden_size 32 is not divisible by num_attention_heads 5",
+        ),
+        (
+            "num_hidden_layers",
+            1_000_000_000_000u64.into(),
+            "config.json",
+            "'num_hidden_layers': 1000000000000 is larger than any model geneb runs",
+        ),
+        (
+            "num_hidden_layers",
+            1000.into(),
+            "config.json",
+            "'num_hidden_layers' is 1000, but the checkpoint has no 'bert.encoder.layer.999.",
+        ),
+        (
+            "vocab_size",
+            4_000_000.into(),
+            "model.safetensors",
+            "has shape [10, 32], but config.json implies [4000000, 32]",
+        ),
+        (
+            "layer_norm_eps",
+            (-1.0).into(),
+            "config.json",
+            "'layer_norm_eps': -1 is not a normalisation epsilon",
+        ),
+    ];
+    for (i, (key, value, file, fragment)) in configs.into_iter().enumerate() {
+        let dir = hostile_model(&format!("config-{i}"), |dir| edit_config(dir, key, value));
+        cases.push(("a config.json value", dir, file, fragment));
+    }
+    let scratch_dir = scratch("hostile-out");
+    let input = scratch_dir.join("sequences.txt");
+    std::fs::write(&input, "ACGTACGTAC\nGGCATTACA\n").unwrap();
+    let out_npy = scratch_dir.join("x.npy");
+    for (what, dir, file, fragment) in cases {
+        let spec = format!("hf:{}", dir.display());
+        let out = geneb(&[
+            "embed",
+            "--model",
+            &spec,
+            "--input",
+            input.to_str().unwrap(),
+            "--out",
+            out_npy.to_str().unwrap(),
+        ]);
+        let stderr = refusal(&out, what);
+        assert!(
+            stderr.contains(file) && stderr.contains(fragment),
+            "{what}: {stderr}"
+        );
+        assert!(!out_npy.exists(), "{what}: nothing written");
     }
 }

@@ -200,6 +200,20 @@ impl HfModel {
                 .map(|&i| tokens[i].as_slice())
                 .collect();
             let pooled = self.embed_batch(&batch).await?;
+            // Finite weights can still overflow (an f16 run, a model trained past its range);
+            // a NaN embedding would only show up as a meaningless profile, so the run stops.
+            if let Some(at) = pooled.iter().position(|v| !v.is_finite()) {
+                let sequence = order[start + at / self.dim()];
+                return Err(Error::in_file(
+                    &self.spec,
+                    format!(
+                        "the model's embedding of sequence {} is {}: its outputs overflow, so \
+                         no probe can use them",
+                        sequence + 1,
+                        pooled[at]
+                    ),
+                ));
+            }
             for (row, values) in pooled.chunks_exact(self.dim()).enumerate() {
                 out.row_mut(order[start + row])
                     .assign(&ndarray::ArrayView1::from(values));

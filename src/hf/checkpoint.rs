@@ -68,15 +68,45 @@ impl TensorEntry {
         }
     }
 
+    /// Elements in the tensor. `Checkpoint::new` has checked that the product fits.
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
     }
+
+    /// Elements, or `None` when the shape a file declares overflows.
+    fn checked_numel(&self) -> Option<usize> {
+        self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+    }
+
+    /// One past the last byte the tensor reads, or `None` when the shape, strides or offsets a
+    /// file declares overflow.
+    fn checked_end(&self) -> Option<usize> {
+        if self.shape.len() != self.strides.len() {
+            return None;
+        }
+        let elements = if self.checked_numel()? == 0 {
+            0
+        } else {
+            self.shape
+                .iter()
+                .zip(&self.strides)
+                .try_fold(self.element_offset, |last, (n, s)| {
+                    last.checked_add((n - 1).checked_mul(*s)?)
+                })?
+                .checked_add(1)?
+        };
+        elements
+            .checked_mul(self.dtype.size())?
+            .checked_add(self.byte_offset)
+    }
 }
 
+/// Row-major strides; saturating, so a hostile shape yields strides `Checkpoint::new` refuses
+/// rather than an overflow.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
-    let mut strides = vec![1; shape.len()];
+    let mut strides = vec![1usize; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * shape[i + 1];
+        strides[i] = strides[i + 1].saturating_mul(shape[i + 1]);
     }
     strides
 }
@@ -104,28 +134,36 @@ impl Checkpoint {
             let buffer = buffers.get(entry.buffer).ok_or_else(|| {
                 Error::in_file(&source, format!("tensor '{name}' refers to missing data"))
             })?;
-            let last_element = if entry.numel() == 0 {
-                0
-            } else {
-                entry.element_offset
-                    + entry
-                        .shape
-                        .iter()
-                        .zip(&entry.strides)
-                        .map(|(n, s)| (n - 1) * s)
-                        .sum::<usize>()
-                    + 1
-            };
-            let end = entry.byte_offset + last_element * entry.dtype.size();
-            if end > buffer.len() {
-                return Err(Error::in_file(
+            let corrupt = |what: String| {
+                Error::in_file(
                     &source,
                     format!(
-                        "tensor '{name}' needs bytes up to {end} but its data has {} — the file is \
-                         truncated or corrupt; download it again",
-                        buffer.len()
+                        "tensor '{name}' {what} — the file is truncated or corrupt; download it \
+                         again"
                     ),
-                ));
+                )
+            };
+            let end = entry.checked_end().ok_or_else(|| {
+                corrupt(format!(
+                    "declares shape {:?} and strides {:?}, which no file can hold",
+                    entry.shape, entry.strides
+                ))
+            })?;
+            if end > buffer.len() {
+                return Err(corrupt(format!(
+                    "needs bytes up to {end} but its data has {}",
+                    buffer.len()
+                )));
+            }
+            // Every element a file really stores takes at least a byte, so this bounds what
+            // converting the tensor allocates by the file's size (a view repeating one element
+            // with stride 0 could otherwise declare terabytes).
+            if entry.numel() > buffer.len() {
+                return Err(corrupt(format!(
+                    "declares {} elements, more than its {} bytes of data hold",
+                    entry.numel(),
+                    buffer.len()
+                )));
             }
         }
         Ok(Checkpoint {
@@ -194,6 +232,18 @@ impl Checkpoint {
             ));
         }
         let data = to_f32(&self.buffers[entry.buffer], entry);
+        // A NaN or infinite weight makes every embedding NaN, and the probe would then fit
+        // garbage quietly: refuse the model here, naming the tensor.
+        if let Some(at) = data.iter().position(|v| !v.is_finite()) {
+            return Err(Error::in_file(
+                &self.source,
+                format!(
+                    "tensor '{name}' holds {} at element {at}: the weights are corrupt, and \
+                     geneb does not embed with non-finite weights",
+                    data[at]
+                ),
+            ));
+        }
         let shape = entry.shape.clone();
         if self.consumed.insert(name.to_string()) {
             self.taken_elements += data.len() as u64;

@@ -399,7 +399,32 @@ impl Value {
             Value::Tensor(_) => "a tensor",
         }
     }
+
+    /// What holding a copy of the value costs, in nodes (long strings count in 16-byte
+    /// chunks), and how deeply it nests: the unpickler's bounds on copies and on nesting.
+    fn measure(&self) -> (usize, usize) {
+        let children = |items: &mut dyn Iterator<Item = &Value>| {
+            items.fold((1, 0), |(nodes, depth), item| {
+                let (n, d) = item.measure();
+                (nodes + n, depth.max(d))
+            })
+        };
+        let (nodes, depth) = match self {
+            Value::Str(text) => (1 + text.len() / 16, 0),
+            Value::Storage(storage) => (1 + storage.key.len() / 16, 0),
+            Value::Tensor(view) => (1 + view.storage.key.len() / 16 + view.shape.len() * 2, 0),
+            Value::Tuple(items) | Value::List(items) => children(&mut items.iter()),
+            Value::Dict(pairs) => children(&mut pairs.iter().flat_map(|(key, value)| [key, value])),
+            Value::None | Value::Bool | Value::Int(_) | Value::Float | Value::Global(_) => (1, 0),
+        };
+        (nodes, depth + 1)
+    }
 }
+
+/// The deepest nesting a state dict pickle builds is about five (the dict, a tensor's
+/// arguments, its shape tuple, `_metadata`'s dicts); deeper is refused, so dropping or copying
+/// a value can never exhaust the native stack.
+const MAX_NESTING: usize = 32;
 
 struct Unpickler<'p> {
     pickle: &'p [u8],
@@ -408,6 +433,10 @@ struct Unpickler<'p> {
     /// Stack heights at each MARK.
     marks: Vec<usize>,
     memo: HashMap<u32, Value>,
+    /// Nodes that memo stores and recalls may still copy. A real state dict recalls a few
+    /// small values per tensor; a hostile pickle recalling a value that holds itself would
+    /// otherwise double its memory with every two bytes.
+    copy_budget: usize,
 }
 
 impl<'p> Unpickler<'p> {
@@ -418,6 +447,7 @@ impl<'p> Unpickler<'p> {
             stack: Vec::new(),
             marks: Vec::new(),
             memo: HashMap::new(),
+            copy_budget: 4096 + 8 * pickle.len(),
         }
     }
 
@@ -475,15 +505,41 @@ impl<'p> Unpickler<'p> {
         self.stack.last_mut().ok_or_else(corrupt)
     }
 
+    /// Charges a copy of `value` to the copy budget, before it is made.
+    fn charge(&mut self, value: &Value) -> std::result::Result<(), String> {
+        self.copy_budget = self
+            .copy_budget
+            .checked_sub(value.measure().0)
+            .ok_or("data.pkl copies more objects than a state dict could: it is not one")?;
+        Ok(())
+    }
+
+    /// Checks that values about to go into a container keep it within `MAX_NESTING`.
+    fn nestable<'v>(items: impl IntoIterator<Item = &'v Value>) -> std::result::Result<(), String> {
+        if items
+            .into_iter()
+            .any(|item| item.measure().1 >= MAX_NESTING)
+        {
+            return Err(
+                "data.pkl nests objects deeper than a state dict does: it is not one".into(),
+            );
+        }
+        Ok(())
+    }
+
     fn memoize(&mut self, index: u32) -> std::result::Result<(), String> {
-        let top = self.stack.last().ok_or_else(corrupt)?.clone();
-        self.memo.insert(index, top);
+        let top = self.stack.pop().ok_or_else(corrupt)?;
+        self.charge(&top)?;
+        self.memo.insert(index, top.clone());
+        self.stack.push(top);
         Ok(())
     }
 
     fn recall(&mut self, index: u32) -> std::result::Result<(), String> {
-        let value = self.memo.get(&index).ok_or_else(corrupt)?.clone();
-        self.stack.push(value);
+        let value = self.memo.remove(&index).ok_or_else(corrupt)?;
+        self.charge(&value)?;
+        self.stack.push(value.clone());
+        self.memo.insert(index, value);
         Ok(())
     }
 
@@ -517,10 +573,12 @@ impl<'p> Unpickler<'p> {
                 b'}' => self.stack.push(Value::Dict(Vec::new())),
                 b't' => {
                     let items = self.pop_mark()?;
+                    Self::nestable(&items)?;
                     self.stack.push(Value::Tuple(items));
                 }
                 b'l' => {
                     let items = self.pop_mark()?;
+                    Self::nestable(&items)?;
                     self.stack.push(Value::List(items));
                 }
                 0x85..=0x87 => {
@@ -529,10 +587,12 @@ impl<'p> Unpickler<'p> {
                         return Err(corrupt());
                     }
                     let items = self.stack.split_off(self.stack.len() - n);
+                    Self::nestable(&items)?;
                     self.stack.push(Value::Tuple(items));
                 }
                 b'a' => {
                     let item = self.pop()?;
+                    Self::nestable([&item])?;
                     let Value::List(list) = self.top()? else {
                         return Err(corrupt());
                     };
@@ -540,6 +600,7 @@ impl<'p> Unpickler<'p> {
                 }
                 b'e' => {
                     let items = self.pop_mark()?;
+                    Self::nestable(&items)?;
                     let Value::List(list) = self.top()? else {
                         return Err(corrupt());
                     };
@@ -548,6 +609,7 @@ impl<'p> Unpickler<'p> {
                 b's' => {
                     let value = self.pop()?;
                     let key = self.pop()?;
+                    Self::nestable([&key, &value])?;
                     let Value::Dict(dict) = self.top()? else {
                         return Err(corrupt());
                     };
@@ -558,6 +620,7 @@ impl<'p> Unpickler<'p> {
                     if items.len() % 2 != 0 {
                         return Err(corrupt());
                     }
+                    Self::nestable(&items)?;
                     let Value::Dict(dict) = self.top()? else {
                         return Err(corrupt());
                     };
@@ -824,5 +887,30 @@ mod tests {
         );
         unpickler = Unpickler::new(b"\x80\x02S'x'\n.");
         assert!(unpickler.run().unwrap_err().contains("opcode 0x53"));
+    }
+
+    /// Pickles built to exhaust memory or the stack from a few bytes: copies of a value
+    /// recalled from the memo over and over, and lists nested in lists.
+    #[test]
+    fn pickle_bombs_are_refused_before_they_grow() {
+        let mut copies = b"\x80\x02](".to_vec();
+        copies.extend(std::iter::repeat_n(b'N', 1000));
+        copies.extend_from_slice(b"eq\x00");
+        copies.extend(std::iter::repeat_n(*b"h\x00", 100_000).flatten());
+        copies.push(b'.');
+        let message = Unpickler::new(&copies).run().unwrap_err();
+        assert!(message.contains("copies more objects"), "{message}");
+
+        let mut nested = b"\x80\x02".to_vec();
+        nested.extend(std::iter::repeat_n(b']', 100_000));
+        nested.extend(std::iter::repeat_n(b'a', 99_999));
+        nested.push(b'.');
+        let message = Unpickler::new(&nested).run().unwrap_err();
+        assert!(message.contains("nests objects deeper"), "{message}");
+        // The same through STACK_GLOBAL, as protocol 4 names callables.
+        let message = Unpickler::new(b"\x80\x04\x8c\x08builtins\x8c\x04exec\x93.")
+            .run()
+            .unwrap_err();
+        assert!(message.contains("uses builtins.exec"), "{message}");
     }
 }

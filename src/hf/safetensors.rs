@@ -29,6 +29,10 @@ fn dtype(name: &str) -> Option<DType> {
     })
 }
 
+/// The largest JSON header read, as the reference `safetensors` library caps it: a header is a
+/// few hundred bytes per tensor, and a claimed length is checked against this before parsing.
+const MAX_HEADER_BYTES: usize = 100 << 20;
+
 /// Reads a whole `.safetensors` file. The bytes are kept once; tensors are converted when taken.
 pub fn read(source: &str, bytes: Vec<u8>) -> Result<Checkpoint> {
     let bad = |message: String| Error::in_file(source, message);
@@ -37,7 +41,14 @@ pub fn read(source: &str, bytes: Vec<u8>) -> Result<Checkpoint> {
             "not a safetensors file (shorter than its 8-byte header length)".into(),
         ));
     }
-    let header_len = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")) as usize;
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+    if header_len > MAX_HEADER_BYTES as u64 {
+        return Err(bad(format!(
+            "not a safetensors file: its header claims {header_len} bytes, more than the \
+             {MAX_HEADER_BYTES} any safetensors file has"
+        )));
+    }
+    let header_len = header_len as usize;
     let data_start = 8usize
         .checked_add(header_len)
         .filter(|end| *end <= bytes.len())
@@ -51,6 +62,7 @@ pub fn read(source: &str, bytes: Vec<u8>) -> Result<Checkpoint> {
         .map_err(|e| bad(format!("the safetensors header is not valid JSON ({e})")))?;
     let data_len = bytes.len() - data_start;
     let mut entries = BTreeMap::new();
+    let mut ranges = Vec::new();
     for (name, value) in header {
         if name == "__metadata__" {
             continue;
@@ -67,18 +79,33 @@ pub fn read(source: &str, bytes: Vec<u8>) -> Result<Checkpoint> {
             ))
         })?;
         let [begin, end] = entry.data_offsets;
-        let numel: usize = entry.shape.iter().product();
-        if begin > end || end > data_len || end - begin != numel * dt.size() {
+        let bytes_needed = entry
+            .shape
+            .iter()
+            .try_fold(dt.size(), |n, &d| n.checked_mul(d));
+        if begin > end || end > data_len || bytes_needed != Some(end - begin) {
             return Err(bad(format!(
                 "tensor '{name}' has byte range {begin}..{end}, which does not fit its shape {:?} \
                  and dtype {} in {data_len} data bytes — the file is truncated or corrupt",
                 entry.shape, entry.dtype
             )));
         }
+        ranges.push((begin, end, name.clone()));
         entries.insert(
             name,
             TensorEntry::contiguous(dt, entry.shape, 0, data_start + begin),
         );
+    }
+    // Tensors sharing bytes would make one weight's corruption another's: the format forbids it.
+    ranges.sort();
+    for pair in ranges.windows(2) {
+        let ((_, first_end, first), (second_begin, _, second)) = (&pair[0], &pair[1]);
+        if second_begin < first_end {
+            return Err(bad(format!(
+                "tensors '{first}' and '{second}' overlap in the data (bytes {second_begin}..{first_end}) \
+                 — the file is corrupt"
+            )));
+        }
     }
     Checkpoint::new(source, vec![bytes], entries)
 }

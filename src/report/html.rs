@@ -297,7 +297,7 @@ mod tests {
     const HOSTILE: &str = include_str!("../../tests/e2e/fixtures/hostile-bundle.json");
 
     fn outputs() -> Outputs {
-        let submissions = crate::report::read_results("hostile-bundle.json", HOSTILE.as_bytes())
+        let submissions = crate::submission::read_results("hostile-bundle.json", HOSTILE.as_bytes())
             .expect("the hostile bundle is a valid result file");
         let settings = bootstrap::Settings {
             replicates: 10,

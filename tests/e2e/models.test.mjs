@@ -16,6 +16,15 @@ const NT_V2 = join(REPO, 'tests', 'fixtures', 'models', 'nt_v2');
 const TOLERANCE = 1e-4;
 const GC_VS_AT = join(REPO, 'tests', 'e2e', 'fixtures', 'e2e_gc_vs_at.csv');
 
+/** A copy of safetensors `bytes` with the first element of f32 tensor `name` set to `value`. */
+function withFirstElement(bytes, name, value) {
+  const copy = Buffer.from(bytes);
+  const headerLength = Number(copy.readBigUInt64LE(0));
+  const header = JSON.parse(copy.subarray(8, 8 + headerLength).toString());
+  copy.writeFloatLE(value, 8 + headerLength + header[name].data_offsets[0]);
+  return copy;
+}
+
 function worstDifference(values, pooled) {
   const expected = pooled.flat();
   assert.equal(values.length, expected.length, 'n × dim values');
@@ -249,7 +258,19 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       const weightsError = await waitModelError(page);
       assert.match(weightsError, /model\.safetensors/, weightsError);
       assert.doesNotMatch(weightsError, /panicked|unreachable|RuntimeError/, weightsError);
-      console.log(`bad models, as the page says:\n  ${typeError}\n  ${weightsError}`);
+
+      // Hostile files (README, Reliability): a NaN weight, heads that do not divide the width.
+      const nanWeights = { ...files, 'model.safetensors': withFirstElement(files['model.safetensors'], 'esm.embeddings.word_embeddings.weight', NaN) };
+      await page.evaluate(() => { document.querySelector('[data-testid="model-error"]').hidden = true; });
+      await dropModel(page, nanWeights);
+      const nanError = await waitModelError(page);
+      assert.match(nanError, /model\.safetensors: tensor 'esm\.embeddings\.word_embeddings\.weight' holds NaN at element 0/, nanError);
+      const badHeads = { ...files, 'config.json': Buffer.from(JSON.stringify({ ...config, num_attention_heads: 5 })) };
+      await page.evaluate(() => { document.querySelector('[data-testid="model-error"]').hidden = true; });
+      await dropModel(page, badHeads);
+      const headsError = await waitModelError(page);
+      assert.match(headsError, /config\.json: hidden_size 32 is not divisible by num_attention_heads 5/, headsError);
+      console.log(`bad models, as the page says:\n  ${typeError}\n  ${weightsError}\n  ${nanError}\n  ${headsError}`);
       assert.equal(await byTestId(page, 'loaded-model').count(), 0, 'neither bad model was kept');
 
       // Still usable: the good model loads and embeds.

@@ -7,7 +7,10 @@
 //! GENEB's reference extractors pool the final hidden layer with a mean over the attention mask
 //! (special tokens included); the pooling itself lives in `hf.rs`.
 
-use super::{Arch, ArchSpec, Pooling, parse_config, transformers_layer_norm_eps};
+use super::{
+    Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, parse_config, size,
+    transformers_layer_norm_eps,
+};
 use crate::Result;
 use crate::encoder::layers::positions::Alibi;
 use crate::encoder::layers::{
@@ -88,18 +91,24 @@ pub const SPEC: ArchSpec = ArchSpec {
 /// The `config.json` keys `BertModel` (and DNABERT-2's MosaicBERT code) read.
 #[derive(Deserialize)]
 struct Config {
+    #[serde(deserialize_with = "size")]
     hidden_size: usize,
+    #[serde(deserialize_with = "size")]
     num_attention_heads: usize,
+    #[serde(deserialize_with = "size")]
     num_hidden_layers: usize,
+    #[serde(deserialize_with = "size")]
     intermediate_size: usize,
+    #[serde(deserialize_with = "size")]
     vocab_size: usize,
     /// Only the learned-position variant has a table; ALiBi needs none.
+    #[serde(default, deserialize_with = "optional_size")]
     max_position_embeddings: Option<usize>,
-    #[serde(default = "transformers_layer_norm_eps")]
+    #[serde(default = "transformers_layer_norm_eps", deserialize_with = "epsilon")]
     layer_norm_eps: f64,
     #[serde(default = "default_activation")]
     hidden_act: String,
-    #[serde(default = "two")]
+    #[serde(default = "two", deserialize_with = "size")]
     type_vocab_size: usize,
 }
 
@@ -136,6 +145,11 @@ impl Bert {
 
         let word = ckpt.take(&p("embeddings.word_embeddings.weight"), &[vocab, hidden])?;
         let type_vocab = c.type_vocab_size;
+        if type_vocab == 0 {
+            return Err(config_error(
+                "'type_vocab_size' is 0, but every input is read as token type 0",
+            ));
+        }
         let token_types = ckpt.take(
             &p("embeddings.token_type_embeddings.weight"),
             &[type_vocab, hidden],
@@ -164,6 +178,9 @@ impl Bert {
         let embedding_norm =
             LayerNorm::load(ckpt, &p("embeddings.LayerNorm"), hidden, eps, device)?;
 
+        let n_layers = check_layers("num_hidden_layers", n_layers, ckpt, |i| {
+            p(&format!("encoder.layer.{i}.attention.output.dense.weight"))
+        })?;
         let mut layers = Vec::with_capacity(n_layers);
         for i in 0..n_layers {
             let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));

@@ -38,7 +38,9 @@
 //! channels for PS — no RC averaging or conjoining) averaged over the tokenizer's attention mask
 //! (bases plus the appended `[SEP]`), at batch size 1; only `input_ids` go to the model.
 
-use super::{Arch, ArchSpec, Pooling, one, padded_vocab, parse_config};
+use super::{
+    Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, padded_vocab, parse_config, size,
+};
 use crate::Result;
 use crate::encoder::layers::mamba::{Mamba, MambaShape, SsmConfig};
 use crate::encoder::layers::{RmsNorm, config_error, param};
@@ -67,12 +69,16 @@ pub const SPEC: ArchSpec = ArchSpec {
 /// published configs write some as null.
 #[derive(Deserialize)]
 struct Config {
+    #[serde(deserialize_with = "size")]
     d_model: usize,
+    #[serde(deserialize_with = "size")]
     n_layer: usize,
+    #[serde(deserialize_with = "epsilon")]
     norm_epsilon: f64,
+    #[serde(deserialize_with = "size")]
     vocab_size: usize,
-    #[serde(default = "one")]
-    pad_vocab_size_multiple: usize,
+    #[serde(default, deserialize_with = "optional_size")]
+    pad_vocab_size_multiple: Option<usize>,
     rms_norm: Option<bool>,
     fused_add_norm: Option<bool>,
     rcps: Option<bool>,
@@ -120,7 +126,7 @@ impl Caduceus {
     pub fn load(config: &Value, ckpt: &mut Checkpoint, device: &Device) -> Result<Self> {
         let c: Config = parse_config(config)?;
         let (d_model, n_layer, eps) = (c.d_model, c.n_layer, c.norm_epsilon);
-        let vocab = padded_vocab(c.vocab_size, c.pad_vocab_size_multiple);
+        let vocab = padded_vocab(c.vocab_size, c.pad_vocab_size_multiple.unwrap_or(1));
         for (key, value, why) in [
             (
                 "rms_norm",
@@ -174,6 +180,9 @@ impl Caduceus {
         } else {
             None
         };
+        let n_layer = check_layers("n_layer", n_layer, ckpt, |i| {
+            format!("{p}layers.{i}.norm.weight")
+        })?;
         let mut layers = Vec::with_capacity(n_layer);
         for i in 0..n_layer {
             let layer = format!("{p}layers.{i}.");

@@ -23,7 +23,9 @@
 //! tokens without a mask, at batch size 1 (so no padding): the bases plus the `[SEP]` the
 //! HyenaDNA tokenizer appends. With right padding that is the masked mean over real tokens.
 
-use super::{Arch, ArchSpec, Pooling, one, padded_vocab, parse_config};
+use super::{
+    Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, padded_vocab, parse_config, size,
+};
 use crate::Result;
 use crate::encoder::layers::long_conv::{LongConv, PreparedFilter};
 use crate::encoder::layers::{LayerNorm, Linear, config_error, gelu_tanh, param, upload};
@@ -64,18 +66,29 @@ pub const SPEC: ArchSpec = ArchSpec {
 /// The `config.json` keys HyenaDNA's modeling code reads.
 #[derive(Deserialize)]
 struct Config {
+    #[serde(deserialize_with = "size")]
     d_model: usize,
+    #[serde(deserialize_with = "size")]
     n_layer: usize,
+    #[serde(deserialize_with = "size")]
     d_inner: usize,
+    #[serde(deserialize_with = "size")]
     max_seq_len: usize,
+    #[serde(deserialize_with = "size")]
     emb_dim: usize,
+    #[serde(deserialize_with = "size")]
     filter_order: usize,
+    #[serde(deserialize_with = "size")]
     short_filter_order: usize,
+    #[serde(deserialize_with = "size")]
     num_inner_mlps: usize,
+    #[serde(deserialize_with = "size")]
     vocab_size: usize,
-    #[serde(default = "one")]
-    pad_vocab_size_multiple: usize,
+    #[serde(default, deserialize_with = "optional_size")]
+    pad_vocab_size_multiple: Option<usize>,
+    #[serde(deserialize_with = "epsilon")]
     layer_norm_epsilon: f64,
+    #[serde(deserialize_with = "size")]
     hyena_order: usize,
     /// The sine frequency where the checkpoint has no trainable one.
     #[serde(default = "unit_frequency")]
@@ -156,7 +169,7 @@ impl Hyena {
             c.short_filter_order,
             c.num_inner_mlps,
         );
-        let vocab = padded_vocab(c.vocab_size, c.pad_vocab_size_multiple);
+        let vocab = padded_vocab(c.vocab_size, c.pad_vocab_size_multiple.unwrap_or(1));
         let ln_eps = c.layer_norm_epsilon;
         if c.hyena_order != 2 {
             // The published filter emits d_model channels, which only order 2 can use.
@@ -187,6 +200,17 @@ impl Hyena {
         )?;
         // Without trainable frequencies there is no tensor: every sine uses `activation_freq`.
         let default_freq = c.activation_freq as f32;
+        let n_layer = check_layers("n_layer", n_layer, ckpt, |layer| {
+            format!("{p}layers.{layer}.norm1.weight")
+        })?;
+        // The filter's MLP: Linear layers at the even indices of `implicit_filter`, the last
+        // (index 2·n + 2) its output.
+        let inner_mlps = check_layers("num_inner_mlps", inner_mlps, ckpt, |i| {
+            format!(
+                "{p}layers.0.mixer.filter_fn.implicit_filter.{}.weight",
+                2 * i + 2
+            )
+        })?;
         let mut blocks = Vec::with_capacity(n_layer);
         for layer in 0..n_layer {
             let b = format!("{p}layers.{layer}.");

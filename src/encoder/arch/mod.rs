@@ -20,8 +20,8 @@ use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
 use burn::tensor::{Int, Tensor};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, Error as _, IntoDeserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 /// A loaded encoder: token ids and the attention mask in, the final hidden states out.
@@ -149,20 +149,72 @@ pub(crate) fn padded_vocab(vocab: usize, multiple: usize) -> usize {
     vocab.div_ceil(multiple) * multiple
 }
 
+/// The largest size or count geneb takes from config.json: above every real genomic model's
+/// (HyenaDNA's million-token context is 2^20), and small enough that products of two never
+/// overflow and nothing is allocated from a number a hostile file made up.
+pub const MAX_CONFIG_SIZE: u64 = 1 << 24;
+
+/// serde `deserialize_with` for a size or count: a whole number up to `MAX_CONFIG_SIZE`.
+pub(crate) fn size<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<usize, D::Error> {
+    let value = u64::deserialize(d)?;
+    if value > MAX_CONFIG_SIZE {
+        return Err(D::Error::custom(format!(
+            "{value} is larger than any model geneb runs (at most {MAX_CONFIG_SIZE})"
+        )));
+    }
+    Ok(value as usize)
+}
+
+/// `size` for an optional key (with `#[serde(default)]`).
+pub(crate) fn optional_size<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<usize>, D::Error> {
+    match Option::<u64>::deserialize(d)? {
+        None => Ok(None),
+        Some(value) => size(value.into_deserializer()).map(Some),
+    }
+}
+
+/// serde `deserialize_with` for a normalisation epsilon: it is added to a variance before its
+/// square root, so it must be a small non-negative number.
+pub(crate) fn epsilon<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    let value = f64::deserialize(d)?;
+    if !(0.0..1.0).contains(&value) {
+        return Err(D::Error::custom(format!(
+            "{value} is not a normalisation epsilon (a small non-negative number)"
+        )));
+    }
+    Ok(value)
+}
+
+/// The layer count config.json declares under `key`, checked against the checkpoint before
+/// anything is allocated for the layers: `last_layer_tensor(layers - 1)` must be there. (Layers
+/// beyond the count are named by `Checkpoint::finish`.)
+pub(crate) fn check_layers(
+    key: &str,
+    layers: usize,
+    ckpt: &Checkpoint,
+    last_layer_tensor: impl Fn(usize) -> String,
+) -> Result<usize> {
+    if let Some(last) = layers.checked_sub(1) {
+        let name = last_layer_tensor(last);
+        if !ckpt.contains(&name) {
+            return Err(config_error(&format!(
+                "'{key}' is {layers}, but the checkpoint has no '{name}'"
+            )));
+        }
+    }
+    Ok(layers)
+}
+
 /// transformers' default `layer_norm_eps` for BERT and ESM configs that do not set it.
 pub(crate) fn transformers_layer_norm_eps() -> f64 {
     1e-12
 }
 
-/// serde's default `pad_vocab_size_multiple`: no padding.
-pub(crate) fn one() -> usize {
-    1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde::Deserialize;
 
     #[derive(Debug, Deserialize)]
     struct Shape {

@@ -6,7 +6,9 @@
 //! GENEB's reference extractor pools `hidden_states[-1]` (after the final LayerNorm) with a
 //! mean over the attention mask, `<cls>` included.
 
-use super::{Arch, ArchSpec, Pooling, parse_config, transformers_layer_norm_eps};
+use super::{
+    Arch, ArchSpec, Pooling, check_layers, epsilon, parse_config, size, transformers_layer_norm_eps,
+};
 use crate::encoder::layers::positions::{Rotary, rotate};
 use crate::encoder::layers::{
     LayerNorm, Linear, attention, checkpoint_prefix, head_dim, load_qkv, padding_bias, split_heads,
@@ -65,13 +67,19 @@ pub const SPEC: ArchSpec = ArchSpec {
 /// The `config.json` keys the checkpoints' `modeling_esm.py` reads.
 #[derive(Deserialize)]
 struct Config {
+    #[serde(deserialize_with = "size")]
     hidden_size: usize,
+    #[serde(deserialize_with = "size")]
     num_attention_heads: usize,
+    #[serde(deserialize_with = "size")]
     num_hidden_layers: usize,
+    #[serde(deserialize_with = "size")]
     intermediate_size: usize,
+    #[serde(deserialize_with = "size")]
     vocab_size: usize,
+    #[serde(deserialize_with = "size")]
     max_position_embeddings: usize,
-    #[serde(default = "transformers_layer_norm_eps")]
+    #[serde(default = "transformers_layer_norm_eps", deserialize_with = "epsilon")]
     layer_norm_eps: f64,
     position_embedding_type: Option<String>,
     token_dropout: Option<bool>,
@@ -143,6 +151,9 @@ impl NucleotideTransformer {
         let word = ckpt.take(&p(probe), &[vocab, hidden])?;
         ckpt.skip(&p("embeddings.position_ids"));
 
+        let n_layers = check_layers("num_hidden_layers", n_layers, ckpt, |i| {
+            p(&format!("encoder.layer.{i}.attention.output.dense.weight"))
+        })?;
         let mut layers = Vec::with_capacity(n_layers);
         let mut inv_freq = None;
         for i in 0..n_layers {

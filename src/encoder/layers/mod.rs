@@ -331,7 +331,7 @@ fn attention_in_groups(
 
 /// The width of one attention head, or the error when the heads do not divide the width.
 pub fn head_dim(hidden: usize, heads: usize) -> Result<usize> {
-    if heads == 0 || hidden % heads != 0 {
+    if hidden == 0 || heads == 0 || !hidden.is_multiple_of(heads) {
         return Err(config_error(&format!(
             "hidden_size {hidden} is not divisible by num_attention_heads {heads}"
         )));

@@ -1,0 +1,227 @@
+//! One entry point per parser a user's bytes reach, shared by the fuzz targets (`fuzz/`) and
+//! the regression test that replays the inputs fuzzing once crashed (`tests/fuzz_regressions.rs`).
+//! Each takes arbitrary bytes and may return any error; a panic, an abort or a hang is a bug.
+//! Several files come in one input, cut at `PART` bytes.
+
+#![allow(dead_code)] // Each fuzz target uses one entry point.
+
+use geneb::hf::{ModelFiles, pytorch, safetensors};
+use geneb::seq::{self, InputFile};
+use std::io::Write;
+
+/// Cuts one input into the files of a layout (ASCII record separator: rare in text formats).
+pub const PART: u8 = 0x1e;
+
+fn parts(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    data.split(|&b| b == PART)
+}
+
+/// File names the task readers tell layouts by; the first byte of an input picks one.
+const TASK_LAYOUTS: &[&[&str]] = &[
+    &["t.csv"],
+    &["t.tsv"],
+    &["t.fa"],
+    &["t.csv.gz"],
+    &["t/train.csv", "t/test.csv"],
+    &["t/train.fa", "t/test.fa"],
+    &["t/train/a.fa", "t/test/a.fa", "t/train/b.fa", "t/test/b.fa"],
+    &[
+        "t/train/a/1.txt",
+        "t/train/b/2.txt",
+        "t/test/a/3.txt",
+        "t/test/b/4.txt",
+    ],
+    &["t/regions.bed", "genome.fa"],
+    &["tasks.json", "t.csv", "u.fa"],
+    &["t.parquet"],
+];
+
+/// Task files (`geneb eval --task`, the page's dropped tasks): tables, FASTA, gzip, BED +
+/// reference, Genomic Benchmarks folders, `tasks.json`; and the lists `embed --input` and
+/// `fewshot --labels` read. Layout 11 gzips its one file first, so the readers behind the
+/// decompressor are reached too.
+pub fn task_files(data: &[u8]) {
+    let Some((&layout, rest)) = data.split_first() else {
+        return;
+    };
+    let layout = usize::from(layout) % (TASK_LAYOUTS.len() + 3);
+    let Some(names) = TASK_LAYOUTS.get(layout) else {
+        let file = match layout - TASK_LAYOUTS.len() {
+            0 => InputFile {
+                name: "t.csv".into(),
+                bytes: gzip(rest),
+            },
+            1 => {
+                let file = InputFile {
+                    name: "s.fa".into(),
+                    bytes: rest.to_vec(),
+                };
+                let _ = seq::read_sequences(&file);
+                return;
+            }
+            _ => {
+                let file = InputFile {
+                    name: "labels.txt".into(),
+                    bytes: rest.to_vec(),
+                };
+                let _ = seq::read_labels(&file);
+                return;
+            }
+        };
+        let _ = seq::tasks_from_files(&[file], None);
+        return;
+    };
+    let files: Vec<InputFile> = names
+        .iter()
+        .zip(parts(rest))
+        .map(|(name, bytes)| InputFile {
+            name: name.to_string(),
+            bytes: bytes.to_vec(),
+        })
+        .collect();
+    let _ = seq::tasks_from_files(&files, Some("Fuzzed"));
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).expect("writing to memory");
+    encoder.finish().expect("writing to memory")
+}
+
+/// Every tensor of a checkpoint taken as an architecture takes it, then the unused check.
+fn take_all(mut ckpt: geneb::hf::Checkpoint) {
+    let names: Vec<String> = ckpt.names().map(str::to_string).collect();
+    for name in names {
+        if ckpt.take_any(&name).is_err() {
+            ckpt.skip(&name);
+        }
+    }
+    let _ = ckpt.finish();
+}
+
+/// `model.safetensors`.
+pub fn safetensors(data: &[u8]) {
+    if let Ok(ckpt) = safetensors::read("model.safetensors", data.to_vec()) {
+        take_all(ckpt);
+    }
+}
+
+/// `pytorch_model.bin`: the zip archive and the pickle inside it.
+pub fn pytorch(data: &[u8]) {
+    if let Ok(ckpt) = pytorch::read("pytorch_model.bin", data.to_vec()) {
+        take_all(ckpt);
+    }
+}
+
+/// The tokenizer files through every tokenizer kind, then encoding. (`config.json` stays in the
+/// input layout: the architecture it names picks one kind, which `model_config` covers.)
+pub fn tokenizer(data: &[u8]) {
+    const NAMES: [&str; 5] = [
+        "config.json",
+        "tokenizer.json",
+        "vocab.txt",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+    ];
+    let mut files = ModelFiles::new("model");
+    for (name, bytes) in NAMES.iter().zip(parts(data)) {
+        if !bytes.is_empty() {
+            files.insert(name, bytes.to_vec());
+        }
+    }
+    use geneb::tokenize::{Tokenizer, TokenizerChoice};
+    // Every kind an architecture may choose, whatever config.json says.
+    for choice in [
+        TokenizerChoice::Characters { upper_case: false },
+        TokenizerChoice::Characters { upper_case: true },
+        TokenizerChoice::Esm,
+        TokenizerChoice::Files,
+    ] {
+        let Ok(tokenizer) = Tokenizer::from_files(&files, choice) else {
+            continue;
+        };
+        for (sequence, max_length) in [
+            ("ACGTNACGTTGCA", Some(8)),
+            ("", None),
+            ("ACGTACGT", Some(0)),
+        ] {
+            let _ = tokenizer.encode(sequence, max_length);
+        }
+        let _ = tokenizer.describe();
+    }
+}
+
+/// Result files and the page's bundles as `geneb profile` and the page's report read them,
+/// through the analysis and every output it renders.
+pub fn results(data: &[u8]) {
+    let mut submissions = Vec::new();
+    for (i, bytes) in parts(data).enumerate() {
+        match geneb::submission::read_results(&format!("r{i}.json"), bytes) {
+            Ok(found) => submissions.extend(found),
+            Err(_) => return,
+        }
+    }
+    let settings = geneb::profile::bootstrap::Settings {
+        replicates: 2,
+        seed: 0,
+    };
+    if let Ok(analysis) = geneb::profile::analysis::analyse(&submissions, settings, None) {
+        let _ = geneb::report::html::render(&analysis, &submissions);
+        let _ = geneb::profile::analysis::to_text(&analysis);
+    }
+}
+
+/// A probe `.npz` (`geneb probe`).
+pub fn npz(data: &[u8]) {
+    let _ = geneb::npz::read_probe_npz_from("probe.npz", std::io::Cursor::new(data));
+}
+
+/// `config.json` through tokenizer and architecture detection to a built model: the first byte
+/// picks a small fixture model whose other files (weights, tokenizer) are kept, the rest is the
+/// config. The weights are real, so every number the config states is checked against them.
+#[cfg(feature = "burn")]
+pub fn model_config(data: &[u8]) {
+    macro_rules! fixture {
+        ($folder:literal, [$($file:literal),*]) => {
+            &[$(($file, include_bytes!(concat!("../fixtures/models/", $folder, "/", $file)))),*]
+        };
+    }
+    const MODELS: &[&[(&str, &[u8])]] = &[
+        fixture!(
+            "bert",
+            ["model.safetensors", "tokenizer_config.json", "vocab.txt"]
+        ),
+        fixture!(
+            "dnabert2",
+            [
+                "model.safetensors",
+                "tokenizer.json",
+                "tokenizer_config.json"
+            ]
+        ),
+        fixture!(
+            "nt_v2",
+            [
+                "model.safetensors",
+                "special_tokens_map.json",
+                "tokenizer_config.json",
+                "vocab.txt"
+            ]
+        ),
+        fixture!("hyena/tiny", ["model.safetensors", "tokenizer_config.json"]),
+        fixture!(
+            "caduceus/ph",
+            ["model.safetensors", "tokenizer_config.json"]
+        ),
+    ];
+    let Some((&pick, config)) = data.split_first() else {
+        return;
+    };
+    let mut files = ModelFiles::new("model");
+    for (name, bytes) in MODELS[usize::from(pick) % MODELS.len()] {
+        files.insert(name, bytes.to_vec());
+    }
+    files.insert("config.json", config.to_vec());
+    let compute = geneb::encoder::backend::cpu();
+    let _ = geneb::encoder::hf::HfModel::from_files("hf:fuzzed".into(), files, compute);
+}
