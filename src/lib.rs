@@ -3,6 +3,7 @@
 
 #[cfg(feature = "cli")]
 pub mod embedding_cache;
+pub mod embeddings;
 pub mod encoder;
 pub mod error;
 pub mod eval;
@@ -10,7 +11,6 @@ pub mod hf;
 #[cfg(all(feature = "hub", not(target_arch = "wasm32")))]
 pub mod hub;
 pub mod metrics;
-#[cfg(feature = "cli")]
 pub mod npz;
 pub mod probe;
 pub mod profile;
@@ -18,6 +18,7 @@ pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod seq;
+pub mod split;
 pub mod task;
 pub mod tokenize;
 #[cfg(target_arch = "wasm32")]

@@ -64,6 +64,10 @@ struct Request {
     /// of a model the core still holds under its key are left out.
     #[serde(default, rename = "modelKeys")]
     model_keys: std::collections::BTreeMap<String, String>,
+    /// How tables without a split column are split (the CLI's --test-fraction, --split-seed,
+    /// --group-column, --folds).
+    #[serde(default)]
+    split: crate::split::SplitSettings,
 }
 
 #[derive(Deserialize)]
@@ -71,6 +75,15 @@ struct DroppedFile {
     name: String,
     #[serde(with = "serde_bytes")]
     bytes: Vec<u8>,
+}
+
+impl From<DroppedFile> for InputFile {
+    fn from(f: DroppedFile) -> Self {
+        InputFile {
+            name: f.name,
+            bytes: f.bytes,
+        }
+    }
 }
 
 fn all_regimes() -> Vec<String> {
@@ -198,15 +211,8 @@ async fn run(
     let backend = BackendKind::parse(&request.backend)?;
     #[cfg(feature = "wgpu")]
     crate::encoder::backend::set_page_adapter_label(&request.adapter);
-    let files: Vec<InputFile> = request
-        .files
-        .into_iter()
-        .map(|f| InputFile {
-            name: f.name,
-            bytes: f.bytes,
-        })
-        .collect();
-    let tasks = seq::tasks_from_files(&files, request.category.as_deref())?;
+    let files: Vec<InputFile> = request.files.into_iter().map(InputFile::from).collect();
+    let tasks = seq::tasks_from_files_split(&files, request.category.as_deref(), &request.split)?;
 
     let mut report = |p: Progress| {
         if let Ok(value) = serde_wasm_bindgen::to_value(&p) {
@@ -331,6 +337,28 @@ async fn build_from_files(
         model.insert(&file.name, file.bytes);
     }
     Encoder::from_model_files(spec.to_string(), model, backend).await
+}
+
+/// The split settings the core uses where the page names none: `{testFraction, seed,
+/// groupColumn, folds}`.
+#[wasm_bindgen(js_name = splitDefaults)]
+pub fn split_defaults() -> std::result::Result<JsValue, JsError> {
+    to_js(&crate::split::SplitSettings::default())
+}
+
+#[derive(Deserialize)]
+struct FilesRequest {
+    files: Vec<DroppedFile>,
+}
+
+/// `{files: [{name, bytes}]}` → `[{file, task, columns}]`: the task tables without a split
+/// column (which the core splits, see `crate::split`) and the columns that could group them.
+#[wasm_bindgen(js_name = unsplitTables)]
+pub fn unsplit_tables(request: JsValue) -> std::result::Result<JsValue, JsError> {
+    let request: FilesRequest = serde_wasm_bindgen::from_value(request)
+        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
+    let files: Vec<InputFile> = request.files.into_iter().map(InputFile::from).collect();
+    to_js(&seq::unsplit_tables(&files).map_err(|e| JsError::new(&e.to_string()))?)
 }
 
 fn to_js(value: &impl Serialize) -> std::result::Result<JsValue, JsError> {

@@ -11,6 +11,7 @@ import { keepTaskFiles, keptTaskFiles } from './store.js';
 import { cacheSize, clearCache } from './embedding-cache.js';
 import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './models.js';
 import { OFFLINE_MANIFEST, initTasks } from './tasks.js';
+import { deviationList, initSplit, splitSettings, updateSplitTables } from './split.js';
 
 /** The baselines the demo runs. */
 const DEMO_MODELS = ['kmer:4', 'random-cnn'];
@@ -284,6 +285,7 @@ function renderFiles() {
   el.filesSummary.textContent = n ? `${plural(n, 'file')} chosen (${formatBytes(total)}), ${where}.` : 'No files chosen.';
   el.clearFiles.hidden = n === 0;
   if (el.keepFiles.checked) syncKeptFiles();
+  updateSplitTables(state.files);
   updateControls();
 }
 
@@ -546,7 +548,7 @@ function startRun({ files, models, regimes, category, label, source = 'run' }) {
     gpuNote: '',
     request: {
       files, models, regimes, category: category || null, ...modelFilesFor(models),
-      reuseEmbeddings: el.reuseEmbeddings.checked,
+      reuseEmbeddings: el.reuseEmbeddings.checked, split: splitSettings(),
     },
   });
 }
@@ -864,6 +866,7 @@ function renderResult(result, { label, seconds, fallback }) {
   el.resultSummary.textContent = `${label} · ${plural(submissions.length, 'encoder')}`
     + ` · ran on ${where}${fallback ? ' after WebGPU failed' : ''} in ${seconds.toFixed(1)} s.`;
   renderProfile(el.profile, profile, submissions, { prefix: 'profile', modelName });
+  el.profile.append(deviationList(submissions) ?? '');
 }
 
 function onDownloadClick() {
@@ -921,6 +924,7 @@ function init() {
   restoreKeptFiles();
   initModels($('#models-panel'), { getWorker: () => state.worker, onChange: updateControls });
   initTasks($('#tasks-panel'), { addTaskFiles: addFiles });
+  initSplit($('#split-panel'), { getWorker: () => state.worker });
   startWorker();
   initLibrary({ requestReport, modelName });
   setUpOffline();

@@ -46,11 +46,13 @@ mod sequences;
 mod table;
 mod text;
 
+use crate::split::SplitSettings;
 use crate::task::TaskData;
 use crate::{Error, Result};
 
+pub use layout::UnsplitTable;
 #[cfg(not(target_arch = "wasm32"))]
-pub use path::tasks_from_path;
+pub use path::{tasks_from_path, tasks_from_path_split};
 pub use sequences::{NamedSequence, read_sequences};
 
 /// A file as the user gave it: a path relative to what they chose (CLI) or a dropped file's
@@ -64,7 +66,26 @@ pub struct InputFile {
 /// The tasks in `files`, sorted by id. `category` is the category of tasks that neither the
 /// GENEB catalogue nor a `tasks.json` among the files names.
 pub fn tasks_from_files(files: &[InputFile], category: Option<&str>) -> Result<Vec<TaskData>> {
-    layout::tasks_from_files(files, category)
+    layout::tasks_from_files(files, category, &SplitSettings::default())
+}
+
+/// As [`tasks_from_files`], splitting tables that have no split column as `split` says (a
+/// k-fold task comes as one task per fold, see `crate::split`).
+pub fn tasks_from_files_split(
+    files: &[InputFile],
+    category: Option<&str>,
+    split: &SplitSettings,
+) -> Result<Vec<TaskData>> {
+    layout::tasks_from_files(files, category, split)
+}
+
+pub(crate) use dataset::Part;
+pub(crate) use table::read_label_rows;
+
+/// The task tables among `files` that have no split column, with the columns that could group
+/// their rows.
+pub fn unsplit_tables(files: &[InputFile]) -> Result<Vec<UnsplitTable>> {
+    layout::unsplit_tables(files)
 }
 
 /// One sequence given directly (the page's embed call): upper-cased, IUPAC codes → `N`,
