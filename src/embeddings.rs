@@ -169,6 +169,34 @@ pub fn tasks_from_path(
     })
 }
 
+/// The embeddings files among `files` (every `.npz`, and `X.npy` with the labels table beside
+/// it), and the others.
+pub fn partition(files: Vec<InputFile>) -> (Vec<InputFile>, Vec<InputFile>) {
+    let folder = |name: &str| name.rsplit_once('/').map_or("", |(f, _)| f).to_string();
+    let with_x: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            f.name
+                .rsplit('/')
+                .next()
+                .is_some_and(|b| b.eq_ignore_ascii_case("x.npy"))
+        })
+        .map(|f| folder(&f.name))
+        .collect();
+    files.into_iter().partition(|f| {
+        let base = f
+            .name
+            .rsplit('/')
+            .next()
+            .unwrap_or(&f.name)
+            .to_ascii_lowercase();
+        match LABELS.contains(&base.as_str()) {
+            true => with_x.contains(&folder(&f.name)),
+            false => is_embeddings_file(&base),
+        }
+    })
+}
+
 /// Whether a file is read by [`tasks_from_files`] (the page and the CLI pick files by this).
 pub fn is_embeddings_file(base: &str) -> bool {
     let lower = base.to_ascii_lowercase();
@@ -341,7 +369,8 @@ pub fn evaluate(
 ) -> Result<Submission> {
     let started = Instant::now();
     // The embeddings move into the probe stage; the rest of each task stays here.
-    let (tasks, embeddings): (Vec<EmbeddingsTask>, Vec<(Array2<f32>, Array2<f32>)>) = tasks
+    type Pair = (Array2<f32>, Array2<f32>);
+    let (tasks, embeddings): (Vec<EmbeddingsTask>, Vec<Pair>) = tasks
         .into_iter()
         .map(|mut t| {
             let x = (

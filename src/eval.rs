@@ -422,7 +422,7 @@ pub(crate) fn probe_batch(
         let (task, data) = (e.task.task, &e.task);
         let id = task.id.as_str();
         let mut evidence = TaskPredictions {
-            y_true: ClassIndices::encode(&data.y_test)?,
+            y_true: ClassIndices::encode(data.y_test)?,
             regimes: BTreeMap::new(),
         };
         for &regime in regimes {
@@ -438,7 +438,7 @@ pub(crate) fn probe_batch(
                         out.not_converged.push(format!("{}/{id}", regime.key()));
                     }
                     regime_predictions.push(ClassIndices::encode(&fit.predicted)?);
-                    metrics::score(&data.y_test, &fit.predicted)
+                    metrics::score(data.y_test, &fit.predicted)
                 }
                 Some(_) => {
                     let mut per_seed = Vec::with_capacity(protocol::FEWSHOT_SEEDS.len());
@@ -451,7 +451,7 @@ pub(crate) fn probe_batch(
                         regime_predictions.push(ClassIndices::encode(&fit.predicted)?);
                         per_seed.push(SeedScores {
                             seed,
-                            scores: metrics::score(&data.y_test, &fit.predicted),
+                            scores: metrics::score(data.y_test, &fit.predicted),
                             converged: fit.converged,
                         });
                     }

@@ -289,16 +289,18 @@ fn stratified_kfold(y: &[usize], n_classes: usize, k: usize, seed: u32) -> Vec<S
     let encoded: Vec<usize> = y.iter().map(|&c| by_appearance[c]).collect();
     let mut sorted = encoded.clone();
     sorted.sort_unstable();
-    // allocation[f][c]: rows of class c in fold f, dealt round robin over the sorted labels.
-    let mut allocation = vec![vec![0usize; next]; k];
+    // allocation[c][f]: rows of class c in fold f, dealt round robin over the sorted labels.
+    let mut allocation = vec![vec![0usize; k]; next];
     for (i, &c) in sorted.iter().enumerate() {
-        allocation[i % k][c] += 1;
+        allocation[c][i % k] += 1;
     }
     let mut fold_of = vec![0usize; y.len()];
     let mut rng = Mt::new(seed);
-    for c in 0..next {
-        let blocks: Vec<usize> = (0..k)
-            .flat_map(|f| std::iter::repeat_n(f, allocation[f][c]))
+    for (c, per_fold) in allocation.iter().enumerate() {
+        let blocks: Vec<usize> = per_fold
+            .iter()
+            .enumerate()
+            .flat_map(|(f, &n)| std::iter::repeat_n(f, n))
             .collect();
         let order = legacy_permutation(&mut rng, blocks.len());
         // `rng.shuffle(x)` leaves x[i] = original[order[i]], as `permutation` does.

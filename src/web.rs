@@ -201,18 +201,34 @@ async fn run(
     on_progress: &js_sys::Function,
     store: Option<&PageStore>,
 ) -> Result<Outcome> {
-    if request.models.is_empty() {
+    let files: Vec<InputFile> = request.files.into_iter().map(InputFile::from).collect();
+    // Dropped embeddings (.npz, X.npy + labels.csv) are probed as they are; the other files are
+    // tasks for the chosen models.
+    let (own, files) = crate::embeddings::partition(files);
+    if request.models.is_empty() && own.is_empty() {
         return Err(Error::new("choose at least one model"));
     }
-    if request.files.is_empty() {
+    if files.is_empty() && own.is_empty() {
         return Err(Error::new("add at least one task file"));
     }
     let regimes = Regime::parse_list(&request.regimes)?;
     let backend = BackendKind::parse(&request.backend)?;
     #[cfg(feature = "wgpu")]
     crate::encoder::backend::set_page_adapter_label(&request.adapter);
-    let files: Vec<InputFile> = request.files.into_iter().map(InputFile::from).collect();
-    let tasks = seq::tasks_from_files_split(&files, request.category.as_deref(), &request.split)?;
+    let category = request.category.as_deref();
+    let tasks = match files.is_empty() {
+        true => Vec::new(),
+        false => seq::tasks_from_files_split(&files, category, &request.split)?,
+    };
+    let own = match own.is_empty() {
+        true => Vec::new(),
+        false => crate::embeddings::tasks_from_files(&own, category, &request.split)?,
+    };
+    let models = if tasks.is_empty() {
+        &[][..]
+    } else {
+        &request.models[..]
+    };
 
     let mut report = |p: Progress| {
         if let Ok(value) = serde_wasm_bindgen::to_value(&p) {
@@ -220,15 +236,15 @@ async fn run(
             let _ = on_progress.call1(&JsValue::NULL, &value);
         }
     };
-    let mut submissions = vec![None; request.models.len()];
-    let mut backends = Vec::with_capacity(request.models.len());
+    let mut submissions = vec![None; models.len()];
+    let mut backends = Vec::with_capacity(models.len());
     let mut model_files = request.model_files;
     // The held model first: loading any other drops it, and the page sent no files for it.
     let key_of = |spec: &String| request.model_keys.get(spec).map(String::as_str);
-    let mut order: Vec<usize> = (0..request.models.len()).collect();
-    order.sort_by_key(|&i| !key_of(&request.models[i]).is_some_and(|k| holds_model(k, backend)));
+    let mut order: Vec<usize> = (0..models.len()).collect();
+    order.sort_by_key(|&i| !key_of(&models[i]).is_some_and(|k| holds_model(k, backend)));
     for i in order {
-        let spec = &request.models[i];
+        let spec = &models[i];
         let (encoder, _) =
             load_encoder(spec, model_files.remove(spec), key_of(spec), backend).await?;
         let store = store.map(|s| s as &dyn eval::EmbeddingStore);
@@ -236,7 +252,16 @@ async fn run(
             Some(eval::evaluate(&encoder, &tasks, &regimes, store, &mut report).await?);
         backends.push(encoder.backend_info());
     }
-    let submissions: Vec<_> = submissions.into_iter().flatten().collect();
+    let mut submissions: Vec<_> = submissions.into_iter().flatten().collect();
+    if !own.is_empty() {
+        let id = "embeddings:dropped";
+        submissions.push(crate::embeddings::evaluate(id, own, &regimes, &mut report)?);
+        backends.push(crate::encoder::BackendInfo {
+            kind: "cpu".into(),
+            adapter: String::new(),
+            precision: crate::encoder::Precision::F32,
+        });
+    }
     let profile = profile::build(&submissions)?;
     // The page reports the GPU when any model used it; k-mer models alone run on the CPU.
     let used = backends

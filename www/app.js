@@ -20,10 +20,14 @@ const DEMO_MANIFEST = 'tasks/smoke/tasks.json';
 
 /**
  * The files the core reads, and so the ones taken from a dropped or chosen folder (others there
- * are skipped): task tables and FASTA, each optionally gzip-compressed, and `tasks.json`.
- * Keep in step with `is_data_extension` and `MANIFEST` in src/seq/layout.rs.
+ * are skipped): task tables and FASTA, each optionally gzip-compressed, `tasks.json`, and your
+ * own embeddings (.npz, X.npy). Keep in step with `is_data_extension` and `MANIFEST` in
+ * src/seq/layout.rs and `is_embeddings_file` in src/embeddings.rs.
  */
-const DATA_EXTENSIONS = ['csv', 'tsv', 'fa', 'fasta', 'fna'];
+const DATA_EXTENSIONS = ['csv', 'tsv', 'fa', 'fasta', 'fna', 'npz', 'npy'];
+/** Embeddings the core probes as they are, with no encoder (src/embeddings.rs). */
+const OWN_EMBEDDINGS = /\.npz$|(^|\/)x\.npy$/i;
+const hasOwnEmbeddings = () => state.files.some((f) => OWN_EMBEDDINGS.test(f.path));
 const DATA_FILE = new RegExp(`\\.(${DATA_EXTENSIONS.join('|')})(\\.gz)?$|^tasks\\.json$`, 'i');
 /** The file picker's hint (it cannot say ".csv.gz", so any .gz; the core names a wrong one). */
 const DATA_ACCEPT = [...DATA_EXTENSIONS.map((e) => `.${e}`), '.gz', '.json'].join(',');
@@ -492,7 +496,7 @@ function updateControls() {
   if (state.phase === 'loading') why = 'Loading the WebAssembly core…';
   else if (state.phase === 'unavailable') why = 'The compute core could not be loaded (see the error above).';
   else if (!state.files.length) why = 'Choose or drop at least one task file to run.';
-  else if (!models.length) why = 'Choose at least one encoder.';
+  else if (!models.length && !hasOwnEmbeddings()) why = 'Choose at least one encoder.';
   else if (!regimes.length) why = 'Choose at least one regime.';
   el.run.disabled = !ready || Boolean(why);
   el.demo.disabled = !ready;
@@ -580,7 +584,7 @@ async function onRunClick(event) {
   if (state.phase !== 'ready') return;
   const models = selectedModels();
   const regimes = selectedRegimes();
-  if (!state.files.length || !models.length || !regimes.length) { updateControls(); return; }
+  if (!state.files.length || (!models.length && !hasOwnEmbeddings()) || !regimes.length) { updateControls(); return; }
   const files = await loadRunInput('reading files', () => readFiles(state.files));
   if (!files) return;
   const n = files.length;

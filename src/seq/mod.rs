@@ -5,7 +5,8 @@
 //! - **Task table** `<task>.csv` / `<task>.tsv`: a header with the columns `text` (or
 //!   `sequence`), `label` and `split` (`train` or `test`), in any order; other columns are
 //!   ignored. Task id = the file stem. TSV by extension, or when the header has tabs and no
-//!   commas. RFC 4180 quotes, CRLF and a UTF-8 BOM are fine.
+//!   commas. RFC 4180 quotes, CRLF and a UTF-8 BOM are fine. Without a `split` column geneb
+//!   splits the rows (`crate::split`), keeping the groups of a named group column apart.
 //! - **Train/test pair** `<task>/train.csv` + `<task>/test.csv` (columns `text` or `sequence`,
 //!   and `label`): one task, id = the folder name. `dev`, `val`, `valid` and `validation`
 //!   files are skipped: GENEB uses only train and test.

@@ -1,14 +1,16 @@
-// A table without a split column, dropped on the page: the core lists its columns for the group
-// picker, splits it with the seed, fraction and group column chosen (or into folds), and the
-// result equals the native CLI's with the same options — the same test rows in the same order,
-// the same scores and predictions — with the deviation shown.
+// Your own data on the page, against the native CLI on the same files. A table without a split
+// column: the core lists its columns for the group picker, splits it with the seed, fraction and
+// group column chosen (or into folds), and the result equals `geneb eval` with the same options —
+// the same test rows in the same order, the same scores and predictions — with the deviation
+// shown. Your own embeddings (.npz): the whole protocol with no encoder, equal to
+// `geneb eval --embeddings`.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  NO_WASM, addFiles, byTestId, downloadResult, ensureArtifacts, launchBrowser, nativeGeneb, openApp,
+  NO_WASM, REPO, addFiles, byTestId, downloadResult, ensureArtifacts, launchBrowser, nativeGeneb, openApp,
   runWithoutError, startTestServer, waitReady, wasmBuilt,
 } from './helpers.mjs';
 
@@ -27,14 +29,19 @@ function cohort() {
   return `${lines.join('\n')}\n`;
 }
 
-function cli(table, extra) {
+function geneb(args) {
   const bin = nativeGeneb();
   assert.ok(bin && existsSync(bin), 'no native geneb: run `cargo build` first');
-  const out = spawnSync(bin, ['eval', '--model', 'kmer:3', '--task', table, '--regimes', 'full,1shot',
-    '--no-cache', '--quiet', ...extra], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20 });
+  const out = spawnSync(bin, ['eval', ...args, '--quiet'], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20 });
   assert.equal(out.status, 0, out.stderr);
   return JSON.parse(out.stdout);
 }
+
+function cli(table, extra) {
+  return geneb(['--model', 'kmer:3', '--task', table, '--regimes', 'full,1shot', '--no-cache', ...extra]);
+}
+
+const OWN_EMBEDDINGS = join(REPO, 'tests', 'fixtures', 'own_embeddings');
 
 describe('tables without a split column', { timeout: 10 * 60_000 }, () => {
   let server;
@@ -91,6 +98,28 @@ describe('tables without a split column', { timeout: 10 * 60_000 }, () => {
       const nativeFolds = cli(table, ['--folds', '3', '--split-seed', '7']);
       assert.deepEqual(folded.folds, nativeFolds.folds);
       assert.deepEqual(folded.tasks.cohort, nativeFolds.tasks.cohort);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('your own .npz embeddings run the whole protocol as the CLI runs them', async () => {
+    const app = await openApp(browser, server);
+    const { page } = app;
+    try {
+      await waitReady(page);
+      await addFiles(page, join(OWN_EMBEDDINGS, 'binary.npz'), join(OWN_EMBEDDINGS, 'three_classes.npz'));
+      await byTestId(page, 'model-kmer').uncheck();
+      await byTestId(page, 'model-random-cnn').uncheck();
+      await runWithoutError(page);
+      const [own] = (await downloadResult(page)).submissions;
+      assert.equal(own.model_id, 'embeddings:dropped');
+      const native = geneb(['--embeddings', OWN_EMBEDDINGS]);
+      assert.deepEqual(own.results, native.results);
+      assert.deepEqual(own.predictions, native.predictions);
+      assert.deepEqual(own.tasks, native.tasks);
+      assert.match(await byTestId(page, 'deviations').textContent(), /the embeddings were made outside geneb/);
       app.assertLocalOnly();
     } finally {
       await app.close();
