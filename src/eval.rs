@@ -530,6 +530,20 @@ struct Place<'a> {
     total: usize,
 }
 
+/// Pooled embeddings of `sequences` in the chunks `evaluate` embeds them in, so a probe fitted
+/// or applied on them (`crate::predict`) sees the very numbers the evaluation saw.
+pub async fn embed_sequences(encoder: &Encoder, sequences: &[String]) -> Result<Array2<f32>> {
+    let spec = encoder.spec();
+    let place = Place {
+        spec: &spec,
+        task: "",
+        offset: 0,
+        total: sequences.len(),
+    };
+    let mut meter = Meter::new(sequences.len() as u64);
+    embed_all(encoder, sequences, None, place, &mut meter, &mut |_| {}).await
+}
+
 async fn embed_all(
     encoder: &Encoder,
     sequences: &[String],

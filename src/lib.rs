@@ -12,6 +12,7 @@ pub mod hf;
 pub mod hub;
 pub mod metrics;
 pub mod npz;
+pub mod predict;
 pub mod probe;
 pub mod profile;
 pub mod progress;

@@ -35,6 +35,9 @@ struct Cli {
 enum Command {
     /// Embed tasks with a frozen encoder, probe every regime, write a GENEB submission JSON.
     Eval(EvalArgs),
+    /// Apply a probe saved by `eval --save-probe` to new sequences: each one's predicted label
+    /// and class probabilities as CSV.
+    Predict(PredictArgs),
     /// Fit GENEB's probe on your own embeddings (X_train, y_train, X_test, y_test in an .npz).
     Probe(ProbeArgs),
     /// Print the few-shot subset GENEB's reference sampler picks (0-based train indices).
@@ -140,6 +143,29 @@ struct EvalArgs {
     no_cache: bool,
     #[command(flatten)]
     split: SplitArgs,
+    /// Save the full-data probe of the (one) task here, with the encoder's identity, for
+    /// `geneb predict`.
+    #[arg(long, conflicts_with = "embeddings")]
+    save_probe: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct PredictArgs {
+    /// A probe written by `geneb eval --save-probe`.
+    #[arg(long)]
+    probe: PathBuf,
+    /// The encoder the probe was fitted on (another one is refused).
+    #[arg(long)]
+    model: String,
+    /// FASTA, a table with a text or sequence column, or one sequence per line (.gz allowed).
+    #[arg(long)]
+    input: PathBuf,
+    /// The CSV to write: id, predicted, p_<label>… (written whole or not at all).
+    #[arg(long)]
+    out: PathBuf,
+    /// Where Burn encoders run: cpu or wgpu.
+    #[arg(long, default_value = "cpu")]
+    backend: String,
 }
 
 /// How a table without a split column is split (stratified by label, seeded; recorded in the
@@ -260,6 +286,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Eval(args) => run_eval(args),
+        Command::Predict(args) => run_predict(args),
         Command::Probe(args) => run_probe(args),
         Command::Fewshot(args) => run_fewshot(args),
         Command::Profile(args) => run_profile(args),
@@ -392,6 +419,9 @@ fn run_eval(args: EvalArgs) -> Result<()> {
         }
     }
     args.split.check_used(&tasks)?;
+    if args.save_probe.is_some() {
+        one_task(&tasks)?; // before the run, not after it
+    }
     let encoder = load_encoder(model, backend_kind, args.offline, show)?;
     let mut on_progress = |p: Progress| {
         if show {
@@ -425,7 +455,67 @@ fn run_eval(args: EvalArgs) -> Result<()> {
     if show {
         eprintln!();
     }
+    if let Some(path) = &args.save_probe {
+        save_probe(path, &encoder, &tasks)?;
+    }
     write_result(&args.out, &submission)
+}
+
+/// The full-data probe of the one task, refitted on the same embeddings (the fit is
+/// deterministic, so it is the evaluation's), with the encoder's identity.
+fn save_probe(path: &Path, encoder: &Encoder, tasks: &[TaskData]) -> Result<()> {
+    let task = one_task(tasks)?;
+    let data = &task.data;
+    let x = pollster::block_on(eval::embed_sequences(encoder, &data.train.sequences))?;
+    let fit = probe::fit(x.view(), &data.train.y)?;
+    let saved = geneb::predict::SavedProbe::new(
+        &task.task.id,
+        encoder,
+        &data.labels,
+        &fit,
+        data.train.len(),
+    );
+    let text = serde_json::to_string_pretty(&saved)
+        .map_err(|e| Error::new(format!("cannot write the probe: {e}")))?;
+    write_whole(path, text)
+}
+
+fn one_task(tasks: &[TaskData]) -> Result<&TaskData> {
+    match tasks {
+        [task] => Ok(task),
+        _ => Err(Error::new(format!(
+            "--save-probe saves one task's probe; {} tasks were given (k-fold gives one per fold)",
+            tasks.len()
+        ))),
+    }
+}
+
+fn run_predict(args: PredictArgs) -> Result<()> {
+    let file = read_file(&args.probe)?;
+    let saved = geneb::predict::SavedProbe::read(&file.name, &file.bytes)?;
+    let sequences = seq::read_sequences(&read_file(&args.input)?)?;
+    let encoder = load_encoder(
+        &args.model,
+        BackendKind::parse(&args.backend)?,
+        false,
+        false,
+    )?;
+    saved.check_encoder(&file.name, &encoder)?;
+    let (ids, texts): (Vec<String>, Vec<String>) =
+        sequences.into_iter().map(|s| (s.id, s.sequence)).unzip();
+    let x = pollster::block_on(eval::embed_sequences(&encoder, &texts))?;
+    let (predicted, proba) = saved.predict(x.view());
+    write_whole(
+        &args.out,
+        geneb::predict::scores_csv(&saved, &ids, &predicted, &proba),
+    )?;
+    eprintln!(
+        "geneb: {} predictions of task {} written to {}",
+        ids.len(),
+        saved.task,
+        args.out.display()
+    );
+    Ok(())
 }
 
 fn run_embed(args: EmbedArgs) -> Result<()> {
