@@ -216,13 +216,15 @@ async fn run(
     #[cfg(feature = "wgpu")]
     crate::encoder::backend::set_page_adapter_label(&request.adapter);
     let category = request.category.as_deref();
-    let tasks = match files.is_empty() {
-        true => Vec::new(),
-        false => seq::tasks_from_files_split(&files, category, &request.split)?,
+    let tasks = if files.is_empty() {
+        Vec::new()
+    } else {
+        seq::tasks_from_files_split(&files, category, &request.split)?
     };
-    let own = match own.is_empty() {
-        true => Vec::new(),
-        false => crate::embeddings::tasks_from_files(&own, category, &request.split)?,
+    let own = if own.is_empty() {
+        Vec::new()
+    } else {
+        crate::embeddings::tasks_from_files(&own, category, &request.split)?
     };
     let models = if tasks.is_empty() {
         &[][..]
