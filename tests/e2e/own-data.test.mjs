@@ -43,7 +43,7 @@ function cli(table, extra) {
 
 const OWN_EMBEDDINGS = join(REPO, 'tests', 'fixtures', 'own_embeddings');
 
-describe('tables without a split column', { timeout: 10 * 60_000 }, () => {
+describe('your own data: tables without a split column, your own embeddings', { timeout: 10 * 60_000 }, () => {
   let server;
   let browser;
   let table;
