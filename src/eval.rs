@@ -6,7 +6,7 @@ use crate::metrics::{self, Scores};
 use crate::progress::Meter;
 use crate::protocol::{self, Regime};
 use crate::submission::{ClassIndices, Meta, SeedScores, Submission, TaskInfo, TaskPredictions};
-use crate::task::{TaskData, fewshot};
+use crate::task::{MadeSplit, Task, TaskData, fewshot};
 use crate::{Result, probe};
 use ndarray::{Array2, Axis};
 use rayon::prelude::*;
@@ -90,7 +90,12 @@ pub async fn evaluate(
                 .map(|t| (t.data.train.len() + t.data.test.len()) as u64)
                 .sum(),
         ),
-        probe: Meter::new(tasks.iter().map(|t| probe_rows(t, regimes)).sum()),
+        probe: Meter::new(
+            tasks
+                .iter()
+                .map(|t| probe_rows(&Labelled::of(t), regimes))
+                .sum(),
+        ),
     };
 
     for (i, task) in tasks.iter().enumerate() {
@@ -132,7 +137,7 @@ pub async fn evaluate(
         embed_seconds += started.elapsed().as_secs_f64();
         held += (x_train.len() + x_test.len()) * size_of::<f32>();
         batch.push(Embedded {
-            task,
+            task: Labelled::of(task),
             x_train,
             x_test,
         });
@@ -153,43 +158,87 @@ pub async fn evaluate(
             held = 0;
         }
     }
+    let meta = Meta {
+        display: spec.clone(),
+        params: 0,
+        url: String::new(),
+        zero_shot: false,
+        training_data: "none (baseline encoder)".to_string(),
+        provenance: "self-reported".to_string(),
+        submitted_by: String::new(),
+    };
+    let splits = crate::split::splits_of(tasks);
+    let deviations = own_tasks(&splits)
+        .into_iter()
+        .chain(crate::split::deviations(&splits))
+        .chain(encoder.deviation())
+        .collect();
+    let encoder_block = json!({"encoder": encoder.describe(), "backend": encoder.backend_info()});
+    let timings = [embed_seconds, probe_seconds];
+    let mut submission = assemble(
+        &spec,
+        meta,
+        out,
+        encoder_block,
+        regimes,
+        deviations,
+        timings,
+    );
+    crate::split::merge_folds(&mut submission, &splits)?;
+    Ok(submission)
+}
+
+/// The submission of one encoder's probed tasks. `encoder` holds the protocol block's
+/// `encoder` and `backend` entries; `timings` the embedding and probing seconds.
+pub(crate) fn assemble(
+    model_id: &str,
+    meta: Meta,
+    out: Collected,
+    encoder: serde_json::Value,
+    regimes: &[Regime],
+    deviations: Vec<String>,
+    timings: [f64; 2],
+) -> Submission {
     let Collected {
         results,
-        fewshot: fewshot_detail,
-        tasks: task_info,
+        fewshot,
+        tasks,
         predictions,
         not_converged,
     } = out;
-
-    Ok(Submission {
+    Submission {
         schema_version: protocol::SCHEMA_VERSION.to_string(),
-        model_id: spec.clone(),
+        model_id: model_id.to_string(),
         harness_version: format!("geneb {}", crate::VERSION),
-        meta: Meta {
-            display: spec.clone(),
-            params: 0,
-            url: String::new(),
-            zero_shot: false,
-            training_data: "none (baseline encoder)".to_string(),
-            provenance: "self-reported".to_string(),
-            submitted_by: String::new(),
-        },
+        meta,
         results,
-        tasks: task_info,
-        fewshot: fewshot_detail,
+        tasks,
+        fewshot,
         predictions,
+        folds: BTreeMap::new(),
         protocol: Some(protocol_block(
             encoder,
             regimes,
-            deviations(tasks)
-                .into_iter()
-                .chain(encoder.deviation())
-                .collect(),
+            deviations,
             not_converged,
-            embed_seconds,
-            probe_seconds,
+            timings,
         )),
-    })
+    }
+}
+
+/// Every fit of tasks whose embeddings are all in memory already (the user's own), in waves as
+/// `evaluate` runs them.
+pub(crate) fn probe_all(
+    spec: &str,
+    batch: &[Embedded],
+    regimes: &[Regime],
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Collected> {
+    let mut meter = Meter::new(batch.iter().map(|e| probe_rows(&e.task, regimes)).sum());
+    let mut out = Collected::default();
+    meter.resume();
+    probe_batch(spec, batch, regimes, &mut meter, progress, &mut out)?;
+    Ok(out)
 }
 
 /// Embedded tasks held before their probe fits run together: more tasks give the pool more
@@ -213,7 +262,7 @@ struct Meters {
 }
 
 /// The training rows of every probe fit of `task` under `regimes`.
-fn probe_rows(task: &TaskData, regimes: &[Regime]) -> u64 {
+fn probe_rows(task: &Labelled, regimes: &[Regime]) -> u64 {
     regimes
         .iter()
         .map(|r| {
@@ -229,27 +278,49 @@ fn probe_rows(task: &TaskData, regimes: &[Regime]) -> u64 {
 
 /// Training rows of one fit: the whole training split, or one few-shot sample of `k` per
 /// class (`min(k, n)` per class, as `fewshot::sample` takes them).
-fn fit_rows(task: &TaskData, shots: Option<usize>) -> u64 {
-    let data = &task.data;
+fn fit_rows(task: &Labelled, shots: Option<usize>) -> u64 {
     let rows = match shots {
-        None => data.train.len(),
-        Some(k) => (0..data.labels.len())
-            .map(|c| data.train.y.iter().filter(|&&v| v == c).count().min(k))
+        None => task.y_train.len(),
+        Some(k) => (0..task.labels)
+            .map(|c| task.y_train.iter().filter(|&&v| v == c).count().min(k))
             .sum(),
     };
     rows as u64
 }
 
+/// What the probe stage needs of a task besides its embeddings: a task of sequences embedded
+/// here, or one whose embeddings the user brought (`crate::embeddings`).
+pub struct Labelled<'t> {
+    pub task: &'t Task,
+    /// Classes (label names are not needed to probe).
+    pub labels: usize,
+    pub y_train: &'t [usize],
+    pub y_test: &'t [usize],
+    pub made_split: Option<&'t MadeSplit>,
+}
+
+impl<'t> Labelled<'t> {
+    fn of(t: &'t TaskData) -> Self {
+        Labelled {
+            task: &t.task,
+            labels: t.data.labels.len(),
+            y_train: &t.data.train.y,
+            y_test: &t.data.test.y,
+            made_split: t.data.made_split.as_ref(),
+        }
+    }
+}
+
 /// A task whose embeddings wait for the probe.
-struct Embedded<'t> {
-    task: &'t TaskData,
-    x_train: Array2<f32>,
-    x_test: Array2<f32>,
+pub struct Embedded<'t> {
+    pub task: Labelled<'t>,
+    pub x_train: Array2<f32>,
+    pub x_test: Array2<f32>,
 }
 
 /// The submission's per-task parts, filled task by task in the caller's order.
 #[derive(Default)]
-struct Collected {
+pub(crate) struct Collected {
     results: BTreeMap<String, BTreeMap<String, Scores>>,
     fewshot: BTreeMap<String, BTreeMap<String, Vec<SeedScores>>>,
     tasks: BTreeMap<String, TaskInfo>,
@@ -273,7 +344,7 @@ struct Fitted {
 
 /// Every fit of the batch, in waves of `FITS_PER_THREAD` per pool thread (each fit also
 /// shards its own objective on the pool), then the results in task, regime, seed order.
-fn probe_batch(
+pub(crate) fn probe_batch(
     spec: &str,
     batch: &[Embedded],
     regimes: &[Regime],
@@ -284,7 +355,7 @@ fn probe_batch(
     let jobs: Vec<Job> = (0..batch.len())
         .flat_map(|task| {
             regimes.iter().flat_map(move |r| {
-                let rows = fit_rows(batch[task].task, r.shots());
+                let rows = fit_rows(&batch[task].task, r.shots());
                 match r.shots() {
                     None => vec![Job {
                         task,
@@ -338,10 +409,10 @@ fn probe_batch(
             .ok_or_else(|| crate::Error::new("internal error: a probe fit is missing"))
     };
     for e in batch {
-        let (task, data) = (&e.task.task, &e.task.data);
+        let (task, data) = (e.task.task, &e.task);
         let id = task.id.as_str();
         let mut evidence = TaskPredictions {
-            y_true: ClassIndices::encode(&data.test.y)?,
+            y_true: ClassIndices::encode(data.y_test)?,
             regimes: BTreeMap::new(),
         };
         for &regime in regimes {
@@ -357,7 +428,7 @@ fn probe_batch(
                         out.not_converged.push(format!("{}/{id}", regime.key()));
                     }
                     regime_predictions.push(ClassIndices::encode(&fit.predicted)?);
-                    metrics::score(&data.test.y, &fit.predicted)
+                    metrics::score(data.y_test, &fit.predicted)
                 }
                 Some(_) => {
                     let mut per_seed = Vec::with_capacity(protocol::FEWSHOT_SEEDS.len());
@@ -370,7 +441,7 @@ fn probe_batch(
                         regime_predictions.push(ClassIndices::encode(&fit.predicted)?);
                         per_seed.push(SeedScores {
                             seed,
-                            scores: metrics::score(&data.test.y, &fit.predicted),
+                            scores: metrics::score(data.y_test, &fit.predicted),
                             converged: fit.converged,
                         });
                     }
@@ -392,9 +463,10 @@ fn probe_batch(
             id.to_string(),
             TaskInfo {
                 category: task.category.clone(),
-                n_train: data.train.len(),
-                n_test: data.test.len(),
-                n_classes: data.labels.len(),
+                n_train: data.y_train.len(),
+                n_test: data.y_test.len(),
+                n_classes: data.labels,
+                split: data.made_split.cloned(),
             },
         );
     }
@@ -403,13 +475,13 @@ fn probe_batch(
 
 /// One fit and its test predictions.
 fn fit_one(e: &Embedded, shots: Option<(usize, u32)>) -> Result<Fitted> {
-    let data = &e.task.data;
+    let data = &e.task;
     let fit = match shots {
-        None => probe::fit(e.x_train.view(), &data.train.y)?,
+        None => probe::fit(e.x_train.view(), data.y_train)?,
         Some((k, seed)) => {
-            let rows = fewshot::sample(&data.train.y, data.labels.len(), k, seed);
+            let rows = fewshot::sample(data.y_train, data.labels, k, seed);
             let x = e.x_train.select(Axis(0), &rows);
-            let y: Vec<usize> = rows.iter().map(|&r| data.train.y[r]).collect();
+            let y: Vec<usize> = rows.iter().map(|&r| data.y_train[r]).collect();
             probe::fit(x.view(), &y)?
         }
     };
@@ -446,6 +518,20 @@ struct Place<'a> {
     task: &'a str,
     offset: usize,
     total: usize,
+}
+
+/// Pooled embeddings of `sequences` in the chunks `evaluate` embeds them in, so a probe fitted
+/// or applied on them (`crate::predict`) sees the very numbers the evaluation saw.
+pub async fn embed_sequences(encoder: &Encoder, sequences: &[String]) -> Result<Array2<f32>> {
+    let spec = encoder.spec();
+    let place = Place {
+        spec: &spec,
+        task: "",
+        offset: 0,
+        total: sequences.len(),
+    };
+    let mut meter = Meter::new(sequences.len() as u64);
+    embed_all(encoder, sequences, None, place, &mut meter, &mut |_| {}).await
 }
 
 async fn embed_all(
@@ -502,11 +588,17 @@ fn mean_scores(scores: impl Iterator<Item = Scores>) -> Scores {
     }
 }
 
-/// Where this run differs from a GENEB leaderboard run, stated in the result itself.
-fn deviations(tasks: &[TaskData]) -> Vec<String> {
-    let own: Vec<&str> = tasks
+/// Where this run differs from a GENEB leaderboard run, stated in the result itself: the tasks
+/// that are not GENEB's.
+pub(crate) fn own_tasks(tasks: &[crate::split::SplitOf]) -> Vec<String> {
+    let mut ids: Vec<&str> = tasks
         .iter()
-        .map(|t| t.task.id.as_str())
+        .map(|&t| crate::split::reported_id(t))
+        .collect();
+    ids.dedup(); // the folds of a k-fold task
+    let n_tasks = ids.len();
+    let own: Vec<&str> = ids
+        .into_iter()
         .filter(|id| crate::task::catalogue::category_of(id).is_none())
         .collect();
     if own.is_empty() {
@@ -516,20 +608,19 @@ fn deviations(tasks: &[TaskData]) -> Vec<String> {
         "{} of {} tasks are not GENEB tasks ({}): the protocol is GENEB's, but their scores \
          have no published counterpart",
         own.len(),
-        tasks.len(),
+        n_tasks,
         own.join(", ")
     )]
 }
 
 fn protocol_block(
-    encoder: &Encoder,
+    encoder: serde_json::Value,
     regimes: &[Regime],
     deviations: Vec<String>,
     not_converged: Vec<String>,
-    embed_seconds: f64,
-    probe_seconds: f64,
+    [embed_seconds, probe_seconds]: [f64; 2],
 ) -> serde_json::Value {
-    json!({
+    let mut block = json!({
         "probe": {
             "model": "LogisticRegression (multinomial; binary: one weight vector)",
             "penalty": "l2", "C": protocol::PROBE_C, "fit_intercept": true,
@@ -537,8 +628,6 @@ fn protocol_block(
             "feature_scaling": false, "class_weight": null, "precision": "f64",
             "not_converged": not_converged,
         },
-        "encoder": encoder.describe(),
-        "backend": encoder.backend_info(),
         "regimes": regimes.iter().map(|r| r.key()).collect::<Vec<_>>(),
         "fewshot": {
             "seeds": protocol::FEWSHOT_SEEDS,
@@ -550,5 +639,9 @@ fn protocol_block(
         "versions": { "geneb": crate::VERSION, "burn": if cfg!(feature = "burn") { "0.22.1" } else { "not built in" } },
         "timings_s": { "embed": embed_seconds, "probe": probe_seconds },
         "deviations": deviations,
-    })
+    });
+    if let (Some(block), serde_json::Value::Object(encoder)) = (block.as_object_mut(), encoder) {
+        block.extend(encoder);
+    }
+    block
 }

@@ -4,6 +4,7 @@
 pub mod digest;
 #[cfg(feature = "cli")]
 pub mod embedding_cache;
+pub mod embeddings;
 pub mod encoder;
 pub mod error;
 pub mod eval;
@@ -11,14 +12,15 @@ pub mod hf;
 #[cfg(all(feature = "hub", not(target_arch = "wasm32")))]
 pub mod hub;
 pub mod metrics;
-#[cfg(feature = "cli")]
 pub mod npz;
+pub mod predict;
 pub mod probe;
 pub mod profile;
 pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod seq;
+pub mod split;
 pub mod submission;
 pub mod task;
 pub mod tokenize;

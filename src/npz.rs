@@ -1,10 +1,12 @@
-//! Reading `X_train, y_train, X_test, y_test` from a numpy `.npz` (the CLI's `probe` verb).
-use std::fs::File;
-use std::io::{Read, Seek};
+//! numpy's `.npz` and `.npy` files, read in every build (the page too) without numpy: the
+//! embeddings users bring (`X_train, y_train, X_test, y_test`, optional `task` and `category`),
+//! for `geneb probe`, `geneb eval --embeddings` and the page.
+use std::collections::BTreeMap;
+use std::io::Read;
+#[cfg(not(target_arch = "wasm32"))]
 use std::path::Path;
 
-use ndarray::{Array1, Array2};
-use ndarray_npy::{NpzReader, ReadNpyError, ReadNpzError, ReadableElement};
+use ndarray::Array2;
 
 use crate::{Error, Result};
 
@@ -16,6 +18,9 @@ pub struct ProbeArrays {
     pub y_test: Vec<usize>,
     /// The distinct label values of train and test together, ascending (`np.unique`).
     pub labels: Vec<String>,
+    /// The optional `task` (id) and `category` strings.
+    pub task: Option<String>,
+    pub category: Option<String>,
 }
 
 /// X_train and X_test in the precision they were stored in (the probe reads either); f64 for
@@ -56,36 +61,37 @@ impl Matrix {
     }
 }
 
-/// Read and check a probe `.npz`: X as float32/float64 (rows = examples), y as integers.
+/// Read and check a probe `.npz` on disk (see [`probe_arrays`]).
+#[cfg(not(target_arch = "wasm32"))]
 pub fn read_probe_npz(path: &Path) -> Result<ProbeArrays> {
-    let file = path.display().to_string();
-    let f = File::open(path).map_err(|e| Error::in_file(&file, format!("cannot open: {e}")))?;
-    read_probe_npz_from(&file, f)
+    let name = path.display().to_string();
+    let bytes =
+        std::fs::read(path).map_err(|e| Error::in_file(&name, format!("cannot open: {e}")))?;
+    probe_arrays(&name, &bytes)
 }
 
-/// `read_probe_npz` on a file already open (or in memory), named `file` in errors.
-pub fn read_probe_npz_from(file: &str, reader: impl Read + Seek) -> Result<ProbeArrays> {
-    let err = |m: String| Error::in_file(file, m);
-    let mut npz =
-        NpzReader::new(reader).map_err(|e| err(format!("not a readable .npz file: {e}")))?;
-    let names = npz
-        .names()
-        .map_err(|e| err(format!("not a readable .npz file: {e}")))?;
+/// Check a probe `.npz`: X as float32/float64 (rows = examples), y as integers, and the optional
+/// `task` and `category` strings.
+pub fn probe_arrays(name: &str, bytes: &[u8]) -> Result<ProbeArrays> {
+    let err = |m: String| Error::in_file(name, m);
+    let mut arrays = read_npz(name, bytes)?;
     let missing: Vec<&str> = ["X_train", "y_train", "X_test", "y_test"]
         .into_iter()
-        .filter(|a| !names.iter().any(|n| n == a || *n == format!("{a}.npy")))
+        .filter(|a| !arrays.contains_key(*a))
         .collect();
     if !missing.is_empty() {
+        let has: Vec<&str> = arrays.keys().map(String::as_str).collect();
         return Err(err(format!(
             "missing array(s) {}; a probe .npz needs X_train, y_train, X_test, y_test \
              (it has: {})",
             missing.join(", "),
-            names.join(", ")
+            has.join(", ")
         )));
     }
+    let mut take = |key: &str| arrays.remove(key).unwrap_or_default();
     let x = match (
-        read_x(&mut npz, "X_train").map_err(err)?,
-        read_x(&mut npz, "X_test").map_err(err)?,
+        matrix(take("X_train"), "X_train").map_err(err)?,
+        matrix(take("X_test"), "X_test").map_err(err)?,
     ) {
         (Matrix::F32(train), Matrix::F32(test)) => ProbeX::F32 { train, test },
         (train, test) => ProbeX::F64 {
@@ -93,8 +99,10 @@ pub fn read_probe_npz_from(file: &str, reader: impl Read + Seek) -> Result<Probe
             test: test.into_f64(),
         },
     };
-    let y_train = read_y(&mut npz, "y_train").map_err(err)?;
-    let y_test = read_y(&mut npz, "y_test").map_err(err)?;
+    let y_train = labels(take("y_train"), "y_train").map_err(err)?;
+    let y_test = labels(take("y_test"), "y_test").map_err(err)?;
+    let task = text(arrays.remove("task"), "task").map_err(err)?;
+    let category = text(arrays.remove("category"), "category").map_err(err)?;
     let ((train_rows, train_cols), (test_rows, test_cols)) = x.dims();
     for (rows, y, split) in [
         (train_rows, &y_train, "train"),
@@ -128,76 +136,369 @@ pub fn read_probe_npz_from(file: &str, reader: impl Read + Seek) -> Result<Probe
         y_test: index(&y_test),
         labels: values.iter().map(|v| v.to_string()).collect(),
         x,
+        task,
+        category,
     })
 }
 
-/// Read `name` as `T`; `Ok(None)` when the array has another dtype.
-fn try_read<T: ReadableElement, D: ndarray::Dimension>(
-    npz: &mut NpzReader<impl Read + Seek>,
-    name: &str,
-) -> std::result::Result<Option<ndarray::Array<T, D>>, String> {
-    match npz.by_name(name) {
-        Ok(a) => Ok(Some(a)),
-        Err(ReadNpzError::Npy(ReadNpyError::WrongDescriptor(_))) => Ok(None),
-        Err(ReadNpzError::Npy(ReadNpyError::WrongNdim(want, got))) => Err(format!(
-            "{name} has {got} dimension(s), expected {}",
-            want.unwrap_or_default()
-        )),
-        Err(e) => Err(format!("cannot read {name}: {e}")),
+/// One array of a `.npy`: its shape and values in C (row-major) order.
+#[derive(Debug, Clone, Default)]
+pub struct NpyArray {
+    pub shape: Vec<usize>,
+    pub values: NpyValues,
+}
+
+#[derive(Debug, Clone)]
+pub enum NpyValues {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    /// Every integer and boolean dtype, widened.
+    Int(Vec<i128>),
+    /// numpy unicode strings (`<U…`).
+    Text(Vec<String>),
+}
+
+impl Default for NpyValues {
+    fn default() -> Self {
+        NpyValues::F32(Vec::new())
     }
 }
 
-fn read_x(
-    npz: &mut NpzReader<impl Read + Seek>,
-    name: &str,
-) -> std::result::Result<Matrix, String> {
-    fn finite<T: Copy + Into<f64>>(x: &Array2<T>, name: &str) -> std::result::Result<(), String> {
-        match x.indexed_iter().find(|(_, v)| !(**v).into().is_finite()) {
-            Some(((i, j), _)) => Err(format!(
-                "{name}[{i}, {j}] is not a finite number (NaN or infinity)"
+fn matrix(a: NpyArray, name: &str) -> std::result::Result<Matrix, String> {
+    let &[rows, cols] = a.shape.as_slice() else {
+        return Err(format!(
+            "{name} has {} dimension(s), expected 2",
+            a.shape.len()
+        ));
+    };
+    fn finite<T: Copy + Into<f64>>(
+        v: &[T],
+        cols: usize,
+        name: &str,
+    ) -> std::result::Result<(), String> {
+        match v.iter().position(|x| !(*x).into().is_finite()) {
+            Some(at) => Err(format!(
+                "{name}[{}, {}] is not a finite number (NaN or infinity)",
+                at / cols.max(1),
+                at % cols.max(1)
             )),
             None => Ok(()),
         }
     }
-    if let Some(x) = try_read::<f64, _>(npz, name)? {
-        finite(&x, name)?;
-        return Ok(Matrix::F64(x));
-    }
-    match try_read::<f32, _>(npz, name)? {
-        Some(x) => finite(&x, name).map(|()| Matrix::F32(x)),
-        None => Err(format!("{name} must be a float32 or float64 array")),
+    let shape_error = |e: ndarray::ShapeError| format!("{name}: {e}");
+    match a.values {
+        NpyValues::F32(v) => {
+            finite(&v, cols, name)?;
+            Array2::from_shape_vec((rows, cols), v)
+                .map(Matrix::F32)
+                .map_err(shape_error)
+        }
+        NpyValues::F64(v) => {
+            finite(&v, cols, name)?;
+            Array2::from_shape_vec((rows, cols), v)
+                .map(Matrix::F64)
+                .map_err(shape_error)
+        }
+        _ => Err(format!("{name} must be a float32 or float64 array")),
     }
 }
 
-fn read_y(
-    npz: &mut NpzReader<impl Read + Seek>,
-    name: &str,
-) -> std::result::Result<Vec<i128>, String> {
-    fn widen<T: Copy + Into<i128>>(a: Array1<T>) -> Vec<i128> {
-        a.iter().map(|&v| v.into()).collect()
+fn labels(a: NpyArray, name: &str) -> std::result::Result<Vec<i128>, String> {
+    match (a.shape.len(), a.values) {
+        (1, NpyValues::Int(v)) => Ok(v),
+        (n, NpyValues::Int(_)) => Err(format!("{name} has {n} dimension(s), expected 1")),
+        _ => Err(format!(
+            "{name} must hold integer class labels; string or float labels are not read — \
+             convert them first, e.g. `np.unique(y, return_inverse=True)[1]`"
+        )),
     }
-    macro_rules! try_int {
-        ($($t:ty),*) => {
-            $(if let Some(a) = try_read::<$t, ndarray::Ix1>(npz, name)? {
-                return Ok(widen(a));
-            })*
+}
+
+/// An optional string array (`np.savez(..., task="my_task")`), one value.
+fn text(a: Option<NpyArray>, name: &str) -> std::result::Result<Option<String>, String> {
+    match a.map(|a| a.values) {
+        None => Ok(None),
+        Some(NpyValues::Text(v)) if v.len() == 1 => {
+            Ok(Some(v[0].trim().to_string()).filter(|t| !t.is_empty()))
+        }
+        Some(_) => Err(format!(
+            "{name} must be one string, e.g. np.savez(..., {name}=\"…\")"
+        )),
+    }
+}
+
+/// The arrays of a `.npz` (what `numpy.savez` and `numpy.savez_compressed` write: a zip of
+/// `.npy` files, stored or deflated), by name without `.npy`.
+pub fn read_npz(name: &str, bytes: &[u8]) -> Result<BTreeMap<String, NpyArray>> {
+    let err = |m: String| Error::in_file(name, format!("not a readable .npz file: {m}"));
+    let mut out = BTreeMap::new();
+    for entry in zip_entries(bytes).map_err(err)? {
+        let data = &bytes[entry.data..entry.data + entry.compressed];
+        let inflated;
+        let raw = match entry.method {
+            0 => data,
+            8 => {
+                let mut buf = Vec::with_capacity(entry.size);
+                flate2::read::DeflateDecoder::new(data)
+                    .read_to_end(&mut buf)
+                    .map_err(|e| err(format!("{}: {e}", entry.name)))?;
+                inflated = buf;
+                &inflated[..]
+            }
+            m => {
+                return Err(err(format!(
+                    "{} uses zip compression method {m}; numpy writes stored or deflated entries",
+                    entry.name
+                )));
+            }
         };
+        let key = entry
+            .name
+            .strip_suffix(".npy")
+            .unwrap_or(&entry.name)
+            .to_string();
+        let array =
+            parse_npy(raw).map_err(|m| Error::in_file(name, format!("{}: {m}", entry.name)))?;
+        out.insert(key, array);
     }
-    try_int!(i64, i32, i16, i8, u64, u32, u16, u8);
-    if let Some(a) = try_read::<bool, ndarray::Ix1>(npz, name)? {
-        return Ok(a.iter().map(|&b| i128::from(b)).collect());
-    }
-    Err(format!(
-        "{name} must hold integer class labels; string or float labels are not read — \
-         convert them first, e.g. `np.unique(y, return_inverse=True)[1]`"
-    ))
+    Ok(out)
 }
 
-#[cfg(test)]
+/// One `.npy` file.
+pub fn read_npy(name: &str, bytes: &[u8]) -> Result<NpyArray> {
+    parse_npy(bytes).map_err(|m| Error::in_file(name, m))
+}
+
+struct ZipEntry {
+    name: String,
+    method: u16,
+    compressed: usize,
+    size: usize,
+    /// Where the entry's data starts.
+    data: usize,
+}
+
+fn le(bytes: &[u8], at: usize, n: usize) -> std::result::Result<u64, String> {
+    let b = bytes
+        .get(at..at + n)
+        .ok_or_else(|| "the file is truncated".to_string())?;
+    Ok(b.iter().rev().fold(0u64, |v, &x| v << 8 | u64::from(x)))
+}
+
+/// The central directory's entries (zip64 sizes and offsets included, as numpy forces them).
+fn zip_entries(bytes: &[u8]) -> std::result::Result<Vec<ZipEntry>, String> {
+    const END: [u8; 4] = [0x50, 0x4b, 0x05, 0x06];
+    let start = bytes.len().saturating_sub(22 + 65_535);
+    let end = (start..bytes.len().saturating_sub(21))
+        .rev()
+        .find(|&i| bytes[i..i + 4] == END)
+        .ok_or("no zip directory (is it a .npz?)")?;
+    let mut count = le(bytes, end + 10, 2)? as usize;
+    let mut at = le(bytes, end + 16, 4)? as usize;
+    if (count == 0xFFFF || at == 0xFFFF_FFFF) && end >= 20 && le(bytes, end - 20, 4)? == 0x0706_4b50
+    {
+        let record = le(bytes, end - 12, 8)? as usize;
+        count = le(bytes, record + 32, 8)? as usize;
+        at = le(bytes, record + 48, 8)? as usize;
+    }
+    let mut entries = Vec::with_capacity(count);
+    for _ in 0..count {
+        if le(bytes, at, 4)? != 0x0201_4b50 {
+            return Err("a damaged zip directory".into());
+        }
+        let method = le(bytes, at + 10, 2)? as u16;
+        let mut compressed = le(bytes, at + 20, 4)?;
+        let mut size = le(bytes, at + 24, 4)?;
+        let name_len = le(bytes, at + 28, 2)? as usize;
+        let extra_len = le(bytes, at + 30, 2)? as usize;
+        let comment_len = le(bytes, at + 32, 2)? as usize;
+        let mut local = le(bytes, at + 42, 4)?;
+        let name_bytes = bytes
+            .get(at + 46..at + 46 + name_len)
+            .ok_or("the file is truncated")?;
+        let name = String::from_utf8_lossy(name_bytes).into_owned();
+        // The zip64 extra field holds, in order, each value the fixed fields mark as 0xFFFFFFFF.
+        let mut extra = at + 46 + name_len;
+        let extra_end = extra + extra_len;
+        while extra + 4 <= extra_end {
+            let (id, len) = (le(bytes, extra, 2)?, le(bytes, extra + 2, 2)? as usize);
+            if id == 1 {
+                let mut field = extra + 4;
+                for value in [&mut size, &mut compressed, &mut local] {
+                    if *value == 0xFFFF_FFFF {
+                        *value = le(bytes, field, 8)?;
+                        field += 8;
+                    }
+                }
+            }
+            extra += 4 + len;
+        }
+        let local = local as usize;
+        if le(bytes, local, 4)? != 0x0403_4b50 {
+            return Err(format!("{name}: a damaged zip entry"));
+        }
+        let data =
+            local + 30 + le(bytes, local + 26, 2)? as usize + le(bytes, local + 28, 2)? as usize;
+        let compressed = compressed as usize;
+        if data + compressed > bytes.len() {
+            return Err(format!("{name}: the file is truncated"));
+        }
+        entries.push(ZipEntry {
+            name,
+            method,
+            compressed,
+            size: size as usize,
+            data,
+        });
+        at += 46 + name_len + extra_len + comment_len;
+    }
+    Ok(entries)
+}
+
+/// A `.npy` (format 1.0–3.0): little- or big-endian floats, integers, booleans and unicode
+/// strings, C or Fortran order (returned in C order).
+fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, String> {
+    if bytes.get(..6) != Some(b"\x93NUMPY") {
+        return Err("not a .npy array (no \\x93NUMPY magic)".into());
+    }
+    let major = *bytes.get(6).ok_or("truncated .npy header")?;
+    let (len, start) = match major {
+        1 => (le(bytes, 8, 2)? as usize, 10),
+        2 | 3 => (le(bytes, 8, 4)? as usize, 12),
+        v => return Err(format!(".npy format version {v} is not read")),
+    };
+    let header = std::str::from_utf8(
+        bytes
+            .get(start..start + len)
+            .ok_or("truncated .npy header")?,
+    )
+    .map_err(|_| "the .npy header is not text")?;
+    let field = |key: &str| -> std::result::Result<&str, String> {
+        let at = header
+            .find(&format!("'{key}'"))
+            .ok_or_else(|| format!("the .npy header has no '{key}'"))?;
+        Ok(header[at + key.len() + 2..]
+            .trim_start()
+            .trim_start_matches(':')
+            .trim_start())
+    };
+    let descr = field("descr")?;
+    let descr = descr
+        .strip_prefix('\'')
+        .and_then(|d| d.split('\'').next())
+        .ok_or("only simple dtypes are read (no structured arrays)")?;
+    let fortran = field("fortran_order")?.starts_with("True");
+    let shape_text = field("shape")?;
+    let shape_text = shape_text
+        .strip_prefix('(')
+        .and_then(|s| s.split(')').next())
+        .ok_or("a malformed shape")?;
+    let shape: Vec<usize> = shape_text
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.trim_end_matches('L')
+                .parse()
+                .map_err(|_| format!("a malformed shape ({shape_text})"))
+        })
+        .collect::<std::result::Result<_, String>>()?;
+    let count: usize = shape.iter().product();
+    let data = &bytes[start + len..];
+    let (order, kind, width) = {
+        let mut chars = descr.chars();
+        let order = chars.next().ok_or("an empty dtype")?;
+        let kind = chars.next().ok_or("an empty dtype")?;
+        let width: usize = chars
+            .as_str()
+            .parse()
+            .map_err(|_| format!("dtype {descr} is not read"))?;
+        (order, kind, width)
+    };
+    let big = order == '>';
+    let item = if kind == 'U' { 4 * width } else { width };
+    if data.len() < count * item {
+        return Err(format!(
+            "the data is truncated ({} bytes for {count} values of {descr})",
+            data.len()
+        ));
+    }
+    let word = |i: usize, w: usize| -> u64 {
+        let b = &data[i * w..i * w + w];
+        let fold = |v: u64, &x: &u8| v << 8 | u64::from(x);
+        if big {
+            b.iter().fold(0, fold)
+        } else {
+            b.iter().rev().fold(0, fold)
+        }
+    };
+    let values = match (kind, width) {
+        ('f', 4) => NpyValues::F32(
+            (0..count)
+                .map(|i| f32::from_bits(word(i, 4) as u32))
+                .collect(),
+        ),
+        ('f', 8) => NpyValues::F64((0..count).map(|i| f64::from_bits(word(i, 8))).collect()),
+        ('i', 1 | 2 | 4 | 8) => NpyValues::Int(
+            (0..count)
+                .map(|i| {
+                    let shift = 64 - 8 * width as u32;
+                    i128::from(((word(i, width) << shift) as i64) >> shift)
+                })
+                .collect(),
+        ),
+        ('u' | 'b', 1 | 2 | 4 | 8) => {
+            NpyValues::Int((0..count).map(|i| i128::from(word(i, width))).collect())
+        }
+        ('U', _) => NpyValues::Text(
+            (0..count)
+                .map(|i| {
+                    (0..width)
+                        .map(|c| word(i * width + c, 4) as u32)
+                        .take_while(|&c| c != 0)
+                        .filter_map(char::from_u32)
+                        .collect()
+                })
+                .collect(),
+        ),
+        _ => {
+            return Err(format!(
+                "dtype {descr} is not read (float32/64, integers, bool, unicode)"
+            ));
+        }
+    };
+    let values = if fortran && shape.len() == 2 {
+        c_order(values, shape[0], shape[1])
+    } else if fortran && shape.len() > 2 {
+        return Err("Fortran-ordered arrays of more than 2 dimensions are not read".into());
+    } else {
+        values
+    };
+    Ok(NpyArray { shape, values })
+}
+
+/// A Fortran-ordered rows × cols matrix's values in C order.
+fn c_order(values: NpyValues, rows: usize, cols: usize) -> NpyValues {
+    fn transpose<T: Clone>(v: Vec<T>, rows: usize, cols: usize) -> Vec<T> {
+        (0..rows * cols)
+            .map(|i| v[(i % cols) * rows + i / cols].clone())
+            .collect()
+    }
+    match values {
+        NpyValues::F32(v) => NpyValues::F32(transpose(v, rows, cols)),
+        NpyValues::F64(v) => NpyValues::F64(transpose(v, rows, cols)),
+        NpyValues::Int(v) => NpyValues::Int(transpose(v, rows, cols)),
+        NpyValues::Text(v) => NpyValues::Text(transpose(v, rows, cols)),
+    }
+}
+
+// ndarray-npy's writer (the CLI's) makes the files: an independent implementation of the format.
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use super::*;
     use ndarray::array;
     use ndarray_npy::NpzWriter;
+    use std::fs::File;
 
     fn write(path: &Path, build: impl FnOnce(&mut NpzWriter<File>)) {
         let mut w = NpzWriter::new(File::create(path).unwrap());

@@ -108,6 +108,10 @@ struct Request {
     /// of a model the core still holds under its key are left out.
     #[serde(default, rename = "modelKeys")]
     model_keys: std::collections::BTreeMap<String, String>,
+    /// How tables without a split column are split (the CLI's --test-fraction, --split-seed,
+    /// --group-column, --folds).
+    #[serde(default)]
+    split: crate::split::SplitSettings,
 }
 
 #[derive(Deserialize)]
@@ -115,6 +119,15 @@ struct DroppedFile {
     name: String,
     #[serde(with = "serde_bytes")]
     bytes: Vec<u8>,
+}
+
+impl From<DroppedFile> for InputFile {
+    fn from(f: DroppedFile) -> Self {
+        InputFile {
+            name: f.name,
+            bytes: f.bytes,
+        }
+    }
 }
 
 fn all_regimes() -> Vec<String> {
@@ -232,25 +245,36 @@ async fn run(
     on_progress: &js_sys::Function,
     store: Option<&PageStore>,
 ) -> Result<Outcome> {
-    if request.models.is_empty() {
+    let files: Vec<InputFile> = request.files.into_iter().map(InputFile::from).collect();
+    // Dropped embeddings (.npz, X.npy + labels.csv) are probed as they are; the other files are
+    // tasks for the chosen models.
+    let (own, files) = crate::embeddings::partition(files);
+    if request.models.is_empty() && own.is_empty() {
         return Err(Error::new("choose at least one model"));
     }
-    if request.files.is_empty() {
+    if files.is_empty() && own.is_empty() {
         return Err(Error::new("add at least one task file"));
     }
     let regimes = Regime::parse_list(&request.regimes)?;
     let backend = BackendKind::parse(&request.backend)?;
     #[cfg(feature = "wgpu")]
     crate::encoder::backend::set_page_adapter_label(&request.adapter);
-    let files: Vec<InputFile> = request
-        .files
-        .into_iter()
-        .map(|f| InputFile {
-            name: f.name,
-            bytes: f.bytes,
-        })
-        .collect();
-    let tasks = seq::tasks_from_files(&files, request.category.as_deref())?;
+    let category = request.category.as_deref();
+    let tasks = if files.is_empty() {
+        Vec::new()
+    } else {
+        seq::tasks_from_files_split(&files, category, &request.split)?
+    };
+    let own = if own.is_empty() {
+        Vec::new()
+    } else {
+        crate::embeddings::tasks_from_files(&own, category, &request.split)?
+    };
+    let models = if tasks.is_empty() {
+        &[][..]
+    } else {
+        &request.models[..]
+    };
 
     let mut report = |p: Progress| {
         if let Ok(value) = serde_wasm_bindgen::to_value(&p) {
@@ -258,15 +282,15 @@ async fn run(
             let _ = on_progress.call1(&JsValue::NULL, &value);
         }
     };
-    let mut submissions = vec![None; request.models.len()];
-    let mut backends = Vec::with_capacity(request.models.len());
+    let mut submissions = vec![None; models.len()];
+    let mut backends = Vec::with_capacity(models.len());
     let mut model_files = request.model_files;
     // The held model first: loading any other drops it, and the page sent no files for it.
     let key_of = |spec: &String| request.model_keys.get(spec).map(String::as_str);
-    let mut order: Vec<usize> = (0..request.models.len()).collect();
-    order.sort_by_key(|&i| !key_of(&request.models[i]).is_some_and(|k| holds_model(k, backend)));
+    let mut order: Vec<usize> = (0..models.len()).collect();
+    order.sort_by_key(|&i| !key_of(&models[i]).is_some_and(|k| holds_model(k, backend)));
     for i in order {
-        let spec = &request.models[i];
+        let spec = &models[i];
         let (encoder, _) =
             load_encoder(spec, model_files.remove(spec), key_of(spec), backend).await?;
         let store = store.map(|s| s as &dyn eval::EmbeddingStore);
@@ -274,7 +298,16 @@ async fn run(
             Some(eval::evaluate(&encoder, &tasks, &regimes, store, &mut report).await?);
         backends.push(encoder.backend_info());
     }
-    let submissions: Vec<_> = submissions.into_iter().flatten().collect();
+    let mut submissions: Vec<_> = submissions.into_iter().flatten().collect();
+    if !own.is_empty() {
+        let id = "embeddings:dropped";
+        submissions.push(crate::embeddings::evaluate(id, own, &regimes, &mut report)?);
+        backends.push(crate::encoder::BackendInfo {
+            kind: "cpu".into(),
+            adapter: String::new(),
+            precision: crate::encoder::Precision::F32,
+        });
+    }
     let profile = profile::build(&submissions)?;
     // The page reports the GPU when any model used it; k-mer models alone run on the CPU.
     let used = backends
@@ -381,6 +414,28 @@ async fn build_from_files(
         model.insert(&file.name, file.bytes);
     }
     Encoder::from_model_files(spec.to_string(), model, backend).await
+}
+
+/// The split settings the core uses where the page names none: `{testFraction, seed,
+/// groupColumn, folds}`.
+#[wasm_bindgen(js_name = splitDefaults)]
+pub fn split_defaults() -> std::result::Result<JsValue, JsError> {
+    to_js(&crate::split::SplitSettings::default())
+}
+
+#[derive(Deserialize)]
+struct FilesRequest {
+    files: Vec<DroppedFile>,
+}
+
+/// `{files: [{name, bytes}]}` → `[{file, task, columns}]`: the task tables without a split
+/// column (which the core splits, see `crate::split`) and the columns that could group them.
+#[wasm_bindgen(js_name = unsplitTables)]
+pub fn unsplit_tables(request: JsValue) -> std::result::Result<JsValue, JsError> {
+    let request: FilesRequest = serde_wasm_bindgen::from_value(request)
+        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
+    let files: Vec<InputFile> = request.files.into_iter().map(InputFile::from).collect();
+    to_js(&seq::unsplit_tables(&files).map_err(|e| JsError::new(&e.to_string()))?)
 }
 
 fn to_js(value: &impl Serialize) -> std::result::Result<JsValue, JsError> {

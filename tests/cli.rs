@@ -234,7 +234,7 @@ fn every_bad_input_is_one_line_naming_the_file_with_exit_2() {
 
 #[test]
 fn usage_errors_exit_2_and_every_verb_has_help() {
-    for verb in ["eval", "probe", "fewshot", "profile", "models"] {
+    for verb in ["eval", "predict", "probe", "fewshot", "profile", "models"] {
         let out = geneb(&[verb, "--help"]);
         assert!(out.status.success(), "{verb} --help");
         assert!(

@@ -152,6 +152,7 @@ fn fixture_submissions(fixture: &Value) -> Vec<Submission> {
                         n_train: 10,
                         n_test: y_true.len(),
                         n_classes: 3,
+                        split: None,
                     },
                 );
                 predictions.insert(
@@ -179,6 +180,7 @@ fn fixture_submissions(fixture: &Value) -> Vec<Submission> {
                 tasks,
                 fewshot: BTreeMap::new(),
                 predictions,
+                folds: BTreeMap::new(),
                 protocol: None,
             }
         })

@@ -59,10 +59,10 @@ fn every_bad_fixture_fails_with_file_line_and_reason() {
             "no `label` column; the header (first line) has `text`, `class`, `split`",
         ),
         (
-            "missing_split_column.csv",
-            "missing_split_column.csv",
-            Some(1),
-            "no `split` column",
+            "too_small_to_split.csv",
+            "too_small_to_split.csv",
+            None,
+            "class '0' has only 1 row: it cannot be in both the train and the test split",
         ),
         (
             "missing_sequence_column.csv",

@@ -12,6 +12,7 @@ import { cacheSize, clearCache } from './embedding-cache.js';
 import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './models.js';
 import { OFFLINE_MANIFEST, initTasks } from './tasks.js';
 import { coreFailed, coreReady, coreStarting } from './queue.js';
+import { deviationList, initSplit, splitSettings, updateSplitTables } from './split.js';
 
 /** The baselines the demo runs. */
 const DEMO_MODELS = ['kmer:4', 'random-cnn'];
@@ -20,10 +21,14 @@ const DEMO_MANIFEST = 'tasks/smoke/tasks.json';
 
 /**
  * The files the core reads, and so the ones taken from a dropped or chosen folder (others there
- * are skipped): task tables and FASTA, each optionally gzip-compressed, and `tasks.json`.
- * Keep in step with `is_data_extension` and `MANIFEST` in src/seq/layout.rs.
+ * are skipped): task tables and FASTA, each optionally gzip-compressed, `tasks.json`, and your
+ * own embeddings (.npz, X.npy). Keep in step with `is_data_extension` and `MANIFEST` in
+ * src/seq/layout.rs and `is_embeddings_file` in src/embeddings.rs.
  */
-const DATA_EXTENSIONS = ['csv', 'tsv', 'fa', 'fasta', 'fna'];
+const DATA_EXTENSIONS = ['csv', 'tsv', 'fa', 'fasta', 'fna', 'npz', 'npy'];
+/** Embeddings the core probes as they are, with no encoder (src/embeddings.rs). */
+const OWN_EMBEDDINGS = /\.npz$|(^|\/)x\.npy$/i;
+const hasOwnEmbeddings = () => state.files.some((f) => OWN_EMBEDDINGS.test(f.path));
 const DATA_FILE = new RegExp(`\\.(${DATA_EXTENSIONS.join('|')})(\\.gz)?$|^tasks\\.json$`, 'i');
 /** The file picker's hint (it cannot say ".csv.gz", so any .gz; the core names a wrong one). */
 const DATA_ACCEPT = [...DATA_EXTENSIONS.map((e) => `.${e}`), '.gz', '.json'].join(',');
@@ -285,6 +290,7 @@ function renderFiles() {
   el.filesSummary.textContent = n ? `${plural(n, 'file')} chosen (${formatBytes(total)}), ${where}.` : 'No files chosen.';
   el.clearFiles.hidden = n === 0;
   if (el.keepFiles.checked) syncKeptFiles();
+  updateSplitTables(state.files);
   updateControls();
 }
 
@@ -500,7 +506,7 @@ function updateControls() {
   if (state.phase === 'loading') why = 'Loading the WebAssembly core…';
   else if (state.phase === 'unavailable') why = 'The compute core could not be loaded (see the error above).';
   else if (!state.files.length) why = 'Choose or drop at least one task file to run.';
-  else if (!models.length) why = 'Choose at least one encoder.';
+  else if (!models.length && !hasOwnEmbeddings()) why = 'Choose at least one encoder.';
   else if (!regimes.length) why = 'Choose at least one regime.';
   el.run.disabled = !ready || Boolean(why);
   el.demo.disabled = !ready;
@@ -556,7 +562,7 @@ function startRun({ files, models, regimes, category, label, source = 'run' }) {
     gpuNote: '',
     request: {
       files, models, regimes, category: category || null, ...modelFilesFor(models),
-      reuseEmbeddings: el.reuseEmbeddings.checked,
+      reuseEmbeddings: el.reuseEmbeddings.checked, split: splitSettings(),
     },
   });
 }
@@ -588,7 +594,7 @@ async function onRunClick(event) {
   if (state.phase !== 'ready') return;
   const models = selectedModels();
   const regimes = selectedRegimes();
-  if (!state.files.length || !models.length || !regimes.length) { updateControls(); return; }
+  if (!state.files.length || (!models.length && !hasOwnEmbeddings()) || !regimes.length) { updateControls(); return; }
   const files = await loadRunInput('reading files', () => readFiles(state.files));
   if (!files) return;
   const n = files.length;
@@ -880,6 +886,7 @@ function renderResult(result, { label, seconds, fallback }) {
   el.resultSummary.textContent = `${label} · ${plural(submissions.length, 'encoder')}`
     + ` · ran on ${where}${fallback ? ' after WebGPU failed' : ''} in ${seconds.toFixed(1)} s.`;
   renderProfile(el.profile, profile, submissions, { prefix: 'profile', modelName });
+  el.profile.append(deviationList(submissions) ?? '');
 }
 
 function onDownloadClick() {
@@ -937,6 +944,7 @@ function init() {
   restoreKeptFiles();
   initModels($('#models-panel'), { getWorker: () => state.worker, onChange: updateControls });
   initTasks($('#tasks-panel'), { addTaskFiles: addFiles });
+  initSplit($('#split-panel'), { getWorker: () => state.worker });
   startWorker();
   initLibrary({ requestReport, modelName });
   setUpOffline();

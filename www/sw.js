@@ -10,14 +10,14 @@
 // activation deletes every older geneb cache.
 // Nothing here talks to any host but the page's own.
 
-const CACHE_VERSION = 4;
+const CACHE_VERSION = 5;
 const CACHE = `geneb-v${CACHE_VERSION}`;
 
 /** The app shell and the core, relative to this file. A missing one fails the install. */
 const SHELL = [
   './', 'index.html', 'app.js', 'dom.js', 'store.js', 'library.js', 'profile-view.js', 'analysis-view.js',
   'worker.js', 'style.css', 'favicon.svg', 'pkg/geneb.js', 'pkg/geneb_bg.wasm',
-  'hub.js', 'models.js', 'tasks.js', 'idb.js', 'embedding-cache.js', 'queue.js',
+  'hub.js', 'models.js', 'tasks.js', 'idb.js', 'embedding-cache.js', 'queue.js', 'split.js',
 ];
 
 /**

@@ -3,12 +3,14 @@
 // Page → worker:  {type: "run", id, request: {..., modelFiles, modelKeys, reuseEmbeddings}, forceBackend?: "cpu" | "webgpu"}
 //                 {type: "embed", id, model, sequences, modelFiles, modelKey, forceBackend?}
 //                 {type: "report", id, request: {files: [{name, text}], maxParams?}}
+//                 {type: "columns", id, files: [{name, bytes}]}
 // Worker → page:  {type: "ready", version, models, backend, threads: {count, reason}}
 //                 {type: "progress", id, stage, model, task, done, total, fromCache, pace}
 //                 (pace: the core's rate, elapsed and time-left line for the run, src/progress.rs)
 //                 {type: "result", id, backend, submissions, profile, cacheWarnings}
 //                 {type: "embedded", id, dim, values, backend, modelKept}
 //                 {type: "report", id, report: {html, csv, svg, official: {name: text}, analysis}}
+//                 {type: "columns", id, tables: [{file, task, columns}], defaults, error?}
 //                 {type: "error", id?, message, gpuFailure?, poisoned?, outOfMemory?}
 //                 {type: "embed-error", id, message, poisoned?, outOfMemory?}
 // `poisoned`: the wasm trapped (a Rust panic is a WebAssembly.RuntimeError); the instance may be
@@ -272,6 +274,7 @@ async function run({ id, request, forceBackend }) {
       .filter(([spec]) => !core.holdsModel(request.modelKeys?.[spec] ?? '', backend.kind))
       .map(async ([spec, files]) => [spec, await readModelFiles(files)]))), // www/models.js
     modelKeys: request.modelKeys ?? {},
+    ...(request.split ? { split: request.split } : {}),
   });
   // Embeddings of earlier runs (www/embedding-cache.js), unless the user turned reuse off.
   const cacheWarnings = [];
@@ -373,6 +376,14 @@ async function report({ id, request }) {
   self.postMessage({ type: 'report', id, report: plain(parseIfString(raw)) ?? {} });
 }
 
+/** The dropped tables without a split column and their columns (www/split.js). */
+async function columns({ id, files }) {
+  await started;
+  if (!wasm) throw new Error('The WebAssembly module is not loaded yet.');
+  const tables = plain(parseIfString(wasm.unsplitTables({ files }))) ?? [];
+  self.postMessage({ type: 'columns', id, tables, defaults: plain(wasm.splitDefaults()) });
+}
+
 const HANDLERS = new Map([['run', run], ['report', report]]);
 
 self.addEventListener('message', (event) => {
@@ -380,6 +391,10 @@ self.addEventListener('message', (event) => {
   const handler = HANDLERS.get(msg?.type);
   if (handler) {
     handler(msg).catch((err) => self.postMessage({ type: 'error', id: msg.id, message: messageOf(err) }));
+  }
+  if (msg?.type === 'columns') {
+    // Its own reply type: an `error` would read as the failure of a run.
+    columns(msg).catch((err) => self.postMessage({ type: 'columns', id: msg.id, error: messageOf(err).split('\n')[0] }));
   }
   if (msg && msg.type === 'embed') {
     embed(msg).catch((err) => self.postMessage({ type: 'embed-error', id: msg.id, message: messageOf(err).split('\n')[0] }));

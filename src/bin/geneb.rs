@@ -35,6 +35,9 @@ struct Cli {
 enum Command {
     /// Embed tasks with a frozen encoder, probe every regime, write a GENEB submission JSON.
     Eval(EvalArgs),
+    /// Apply a probe saved by `eval --save-probe` to new sequences: each one's predicted label
+    /// and class probabilities as CSV.
+    Predict(PredictArgs),
     /// Fit GENEB's probe on your own embeddings (X_train, y_train, X_test, y_test in an .npz).
     Probe(ProbeArgs),
     /// Print the few-shot subset GENEB's reference sampler picks (0-based train indices).
@@ -98,12 +101,17 @@ impl PrecisionArg {
 #[derive(Args)]
 struct EvalArgs {
     /// Encoder spec: kmer:K, kmer:K:canonical, random-cnn, random-cnn:SEED.
-    #[arg(long)]
-    model: String,
+    #[arg(long, required_unless_present = "embeddings")]
+    model: Option<String>,
+    /// Your own embeddings instead of an encoder: a .npz (X_train, y_train, X_test, y_test,
+    /// optional task and category strings), a folder with X.npy + labels.csv (label[, split]),
+    /// or a folder of those. Repeat for more. Every regime and the profile run on them.
+    #[arg(long, conflicts_with_all = ["model", "task", "suite"])]
+    embeddings: Vec<PathBuf>,
     /// A task table (text,label,split), a folder with train.csv + test.csv, FASTA, a Genomic
     /// Benchmarks / GUE / NT / BED+FASTA folder, a folder of those, or `geneb:<task id>` for an
     /// official task (downloaded once from the hub, then cached). Repeat for more.
-    #[arg(long, required_unless_present = "suite")]
+    #[arg(long, required_unless_present_any = ["suite", "embeddings"])]
     task: Vec<String>,
     /// Official tasks by suite: geneb (all 100), geneb-lite, geneb:<category> (`geneb tasks
     /// --suites` lists them). Repeat for more.
@@ -133,6 +141,81 @@ struct EvalArgs {
     /// ($GENEB_CACHE, else $XDG_CACHE_HOME/geneb or ~/.cache/geneb).
     #[arg(long)]
     no_cache: bool,
+    #[command(flatten)]
+    split: SplitArgs,
+    /// Save the full-data probe of the (one) task here, with the encoder's identity, for
+    /// `geneb predict`.
+    #[arg(long, conflicts_with = "embeddings")]
+    save_probe: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct PredictArgs {
+    /// A probe written by `geneb eval --save-probe`.
+    #[arg(long)]
+    probe: PathBuf,
+    /// The encoder the probe was fitted on (another one is refused).
+    #[arg(long)]
+    model: String,
+    /// FASTA, a table with a text or sequence column, or one sequence per line (.gz allowed).
+    #[arg(long)]
+    input: PathBuf,
+    /// The CSV to write: id, predicted, p_<label>… (written whole or not at all).
+    #[arg(long)]
+    out: PathBuf,
+    /// Where Burn encoders run: cpu or wgpu.
+    #[arg(long, default_value = "cpu")]
+    backend: String,
+}
+
+/// How a table without a split column is split (stratified by label, seeded; recorded in the
+/// result as a deviation from GENEB, whose tasks have fixed splits).
+#[derive(Args)]
+struct SplitArgs {
+    /// Share of a split-less table's rows put into the test split [default: 0.2].
+    #[arg(long, conflicts_with = "folds")]
+    test_fraction: Option<f64>,
+    /// Seed of the split of split-less tables (scikit-learn's train_test_split /
+    /// StratifiedKFold random_state) [default: 42].
+    #[arg(long)]
+    split_seed: Option<u32>,
+    /// A column (e.g. patient or donor id) whose rows all go to one side of the split.
+    #[arg(long)]
+    group_column: Option<String>,
+    /// K-fold cross-validation of split-less tables instead of one split: scores are the mean
+    /// over the K folds (std in the result's `folds`).
+    #[arg(long)]
+    folds: Option<usize>,
+}
+
+impl SplitArgs {
+    fn settings(&self) -> geneb::split::SplitSettings {
+        let defaults = geneb::split::SplitSettings::default();
+        geneb::split::SplitSettings {
+            test_fraction: self.test_fraction.unwrap_or(defaults.test_fraction),
+            seed: self.split_seed.unwrap_or(defaults.seed),
+            group_column: self.group_column.clone(),
+            folds: self.folds,
+        }
+    }
+
+    const UNUSED: &str = "--test-fraction, --split-seed, --group-column and --folds split tables \
+         that have no split column, and every task given has its own split";
+
+    fn given(&self) -> bool {
+        self.test_fraction.is_some()
+            || self.split_seed.is_some()
+            || self.group_column.is_some()
+            || self.folds.is_some()
+    }
+
+    /// Split options for data that came split would do nothing: say so rather than ignore them.
+    fn check_used(&self, tasks: &[TaskData]) -> Result<()> {
+        if self.given() && tasks.iter().all(|t| t.data.made_split.is_none()) {
+            return Err(Error::new(Self::UNUSED));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Args)]
@@ -203,6 +286,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Eval(args) => run_eval(args),
+        Command::Predict(args) => run_predict(args),
         Command::Probe(args) => run_probe(args),
         Command::Fewshot(args) => run_fewshot(args),
         Command::Profile(args) => run_profile(args),
@@ -248,8 +332,45 @@ fn write_whole(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
     })
 }
 
+/// The result to `--out` (whole or not at all), else to stdout.
+fn write_result(out: &Option<PathBuf>, submission: &geneb::submission::Submission) -> Result<()> {
+    let text = submission.to_json_pretty()?;
+    match out {
+        Some(path) => write_whole(path, &text),
+        None => {
+            println!("{text}");
+            Ok(())
+        }
+    }
+}
+
+/// `geneb eval --embeddings`: the protocol on the user's own embeddings.
+fn run_eval_embeddings(args: &EvalArgs, regimes: &[Regime]) -> Result<()> {
+    let split = args.split.settings();
+    let mut tasks = Vec::new();
+    for path in &args.embeddings {
+        tasks.extend(geneb::embeddings::tasks_from_path(
+            path,
+            args.category.as_deref(),
+            &split,
+        )?);
+    }
+    if args.split.given() && tasks.iter().all(|t| t.made_split.is_none()) {
+        return Err(Error::new(SplitArgs::UNUSED));
+    }
+    let stem = args.embeddings[0]
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned());
+    let model_id = format!("embeddings:{}", stem.unwrap_or_default());
+    let submission = geneb::embeddings::evaluate(&model_id, tasks, regimes, &mut |_| {})?;
+    write_result(&args.out, &submission)
+}
+
 fn run_eval(args: EvalArgs) -> Result<()> {
     let regimes = Regime::parse_list(&args.regimes)?;
+    let Some(model) = args.model.as_deref() else {
+        return run_eval_embeddings(&args, &regimes);
+    };
     let backend_kind = BackendKind::parse(&args.backend)?;
     args.precision.apply(backend_kind)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
@@ -274,11 +395,13 @@ fn run_eval(args: EvalArgs) -> Result<()> {
                 .map(|t| (t, name.clone())),
         );
     }
+    let split = args.split.settings();
     for given in &args.task {
         if given.starts_with(catalogue::PREFIX) {
             official_tasks.push((catalogue::task_by_reference(given)?, given.clone()));
         } else {
-            for task in seq::tasks_from_path(Path::new(given), args.category.as_deref())? {
+            let category = args.category.as_deref();
+            for task in seq::tasks_from_path_split(Path::new(given), category, &split)? {
                 add(task, given)?;
             }
         }
@@ -295,7 +418,11 @@ fn run_eval(args: EvalArgs) -> Result<()> {
             add(official::load(&hub, task)?, given)?;
         }
     }
-    let encoder = load_encoder(&args.model, backend_kind, args.offline, show)?;
+    args.split.check_used(&tasks)?;
+    if args.save_probe.is_some() {
+        one_task(&tasks)?; // before the run, not after it
+    }
+    let encoder = load_encoder(model, backend_kind, args.offline, show)?;
     let mut on_progress = |p: Progress| {
         if show {
             // One line, redrawn: the stage's bar over the whole run, then this task's count.
@@ -328,14 +455,67 @@ fn run_eval(args: EvalArgs) -> Result<()> {
     if show {
         eprintln!();
     }
-    let text = submission.to_json_pretty()?;
-    match &args.out {
-        Some(path) => write_whole(path, &text),
-        None => {
-            println!("{text}");
-            Ok(())
-        }
+    if let Some(path) = &args.save_probe {
+        save_probe(path, &encoder, &tasks)?;
     }
+    write_result(&args.out, &submission)
+}
+
+/// The full-data probe of the one task, refitted on the same embeddings (the fit is
+/// deterministic, so it is the evaluation's), with the encoder's identity.
+fn save_probe(path: &Path, encoder: &Encoder, tasks: &[TaskData]) -> Result<()> {
+    let task = one_task(tasks)?;
+    let data = &task.data;
+    let x = pollster::block_on(eval::embed_sequences(encoder, &data.train.sequences))?;
+    let fit = probe::fit(x.view(), &data.train.y)?;
+    let saved = geneb::predict::SavedProbe::new(
+        &task.task.id,
+        encoder,
+        &data.labels,
+        &fit,
+        data.train.len(),
+    );
+    let text = serde_json::to_string_pretty(&saved)
+        .map_err(|e| Error::new(format!("cannot write the probe: {e}")))?;
+    write_whole(path, text)
+}
+
+fn one_task(tasks: &[TaskData]) -> Result<&TaskData> {
+    match tasks {
+        [task] => Ok(task),
+        _ => Err(Error::new(format!(
+            "--save-probe saves one task's probe; {} tasks were given (k-fold gives one per fold)",
+            tasks.len()
+        ))),
+    }
+}
+
+fn run_predict(args: PredictArgs) -> Result<()> {
+    let file = read_file(&args.probe)?;
+    let saved = geneb::predict::SavedProbe::read(&file.name, &file.bytes)?;
+    let sequences = seq::read_sequences(&read_file(&args.input)?)?;
+    let encoder = load_encoder(
+        &args.model,
+        BackendKind::parse(&args.backend)?,
+        false,
+        false,
+    )?;
+    saved.check_encoder(&file.name, &encoder)?;
+    let (ids, texts): (Vec<String>, Vec<String>) =
+        sequences.into_iter().map(|s| (s.id, s.sequence)).unzip();
+    let x = pollster::block_on(eval::embed_sequences(&encoder, &texts))?;
+    let (predicted, proba) = saved.predict(x.view());
+    write_whole(
+        &args.out,
+        geneb::predict::scores_csv(&saved, &ids, &predicted, &proba),
+    )?;
+    eprintln!(
+        "geneb: {} predictions of task {} written to {}",
+        ids.len(),
+        saved.task,
+        args.out.display()
+    );
+    Ok(())
 }
 
 fn run_embed(args: EmbedArgs) -> Result<()> {

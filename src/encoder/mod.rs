@@ -280,6 +280,20 @@ impl Encoder {
         None
     }
 
+    /// What fixes this encoder's embeddings on any backend: the model files' SHA-256 and the
+    /// windows for `hf:` models, the spec for the built-in encoders (their spec fixes their
+    /// weights). A saved probe (`crate::predict`) applies only to the same identity.
+    pub fn weights_identity(&self) -> String {
+        #[cfg(feature = "burn")]
+        if let Encoder::Hf(e) = self {
+            let window = e.window().map_or(String::new(), |w| {
+                format!("?window={},{}", w.size, w.stride)
+            });
+            return format!("model files {}{window}", e.fingerprint());
+        }
+        self.spec()
+    }
+
     /// How this encoder's input departs from GENEB's protocol, for the result's deviations.
     pub fn deviation(&self) -> Option<String> {
         #[cfg(feature = "burn")]

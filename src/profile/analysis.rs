@@ -879,6 +879,7 @@ mod tests {
                 n_train: 1,
                 n_test: 1,
                 n_classes: 2,
+                split: None,
             };
             tasks.insert(task.to_string(), info);
         }
@@ -899,6 +900,7 @@ mod tests {
             tasks,
             fewshot: BTreeMap::new(),
             predictions: BTreeMap::new(),
+            folds: BTreeMap::new(),
             protocol: None,
         }
     }

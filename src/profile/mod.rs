@@ -328,6 +328,7 @@ mod tests {
                     n_train: 10,
                     n_test: 5,
                     n_classes: 2,
+                    split: None,
                 },
             );
         }
@@ -348,6 +349,7 @@ mod tests {
             tasks: info,
             fewshot: BTreeMap::from([("10shot".into(), per_seed)]),
             predictions: BTreeMap::new(),
+            folds: BTreeMap::new(),
             protocol: None,
         }
     }

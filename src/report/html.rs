@@ -297,8 +297,9 @@ mod tests {
     const HOSTILE: &str = include_str!("../../tests/e2e/fixtures/hostile-bundle.json");
 
     fn outputs() -> Outputs {
-        let submissions = crate::submission::read_results("hostile-bundle.json", HOSTILE.as_bytes())
-            .expect("the hostile bundle is a valid result file");
+        let submissions =
+            crate::submission::read_results("hostile-bundle.json", HOSTILE.as_bytes())
+                .expect("the hostile bundle is a valid result file");
         let settings = bootstrap::Settings {
             replicates: 10,
             seed: 0,

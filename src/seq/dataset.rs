@@ -2,7 +2,8 @@
 //! checks a probe needs (train and test rows, two classes in train).
 
 use super::text::quote;
-use crate::task::{Dataset, Split};
+use crate::split::SplitSettings;
+use crate::task::{Dataset, MadeSplit, Split};
 use crate::{Error, Result};
 use std::collections::HashMap;
 
@@ -154,11 +155,15 @@ pub(crate) struct Collector {
     label_names: Vec<String>,
     train: Split,
     test: Split,
+    /// Rows of a table without a split column, split by `finish`, and their groups (when the
+    /// table has the group column).
+    unsplit: Split,
+    groups: Vec<String>,
 }
 
 impl Collector {
-    pub(crate) fn push(&mut self, part: Part, sequence: String, label: &str) {
-        let id = match self.label_ids.get(label) {
+    fn label_id(&mut self, label: &str) -> usize {
+        match self.label_ids.get(label) {
             Some(&id) => id,
             None => {
                 let id = self.label_names.len();
@@ -166,7 +171,11 @@ impl Collector {
                 self.label_names.push(label.to_string());
                 id
             }
-        };
+        }
+    }
+
+    pub(crate) fn push(&mut self, part: Part, sequence: String, label: &str) {
+        let id = self.label_id(label);
         let split = match part {
             Part::Train => &mut self.train,
             Part::Test => &mut self.test,
@@ -175,48 +184,104 @@ impl Collector {
         split.y.push(id);
     }
 
-    /// `train_source` / `test_source` name what the errors about each split point to.
-    pub(crate) fn finish(self, train_source: &str, test_source: &str) -> Result<Dataset> {
+    /// A row of a table without a split column; `group` is its group column's value.
+    pub(crate) fn push_unsplit(&mut self, sequence: String, label: &str, group: Option<String>) {
+        let id = self.label_id(label);
+        self.unsplit.sequences.push(sequence);
+        self.unsplit.y.push(id);
+        self.groups.extend(group);
+    }
+
+    /// The task's dataset, or one per fold when geneb split it into folds. `train_source` /
+    /// `test_source` name what the errors about each split point to.
+    pub(crate) fn finish(
+        self,
+        train_source: &str,
+        test_source: &str,
+        split: &SplitSettings,
+    ) -> Result<Vec<Dataset>> {
         let Collector {
             label_names,
             mut train,
             mut test,
+            mut unsplit,
+            groups,
             ..
         } = self;
-        if train.is_empty() {
-            return Err(Error::in_file(
-                train_source,
-                "no training rows: GENEB needs a train and a test split",
-            ));
-        }
-        if test.is_empty() {
-            return Err(Error::in_file(
-                test_source,
-                "no test rows: GENEB needs a train and a test split",
-            ));
-        }
         let (labels, new_id) = numpy_unique_order(&label_names);
-        for y in train.y.iter_mut().chain(test.y.iter_mut()) {
+        for y in train
+            .y
+            .iter_mut()
+            .chain(test.y.iter_mut())
+            .chain(unsplit.y.iter_mut())
+        {
             *y = new_id[*y];
         }
-        let mut seen = vec![false; labels.len()];
-        train.y.iter().for_each(|&y| seen[y] = true);
-        if seen.iter().filter(|&&s| s).count() < 2 {
-            let only = &labels[train.y[0]];
-            return Err(Error::in_file(
-                train_source,
-                format!(
-                    "the training rows have only one class (label {}); a probe needs at least two classes",
-                    quote(only)
-                ),
-            ));
+        if unsplit.is_empty() {
+            let data = checked(labels, train, test, None, train_source, test_source)?;
+            return Ok(vec![data]);
         }
-        Ok(Dataset {
-            labels,
-            train,
-            test,
-        })
+        let groups = (groups.len() == unsplit.len()).then_some(groups.as_slice());
+        crate::split::make(&unsplit.y, &labels, groups, split, train_source)?
+            .into_iter()
+            .map(|(sides, made)| {
+                let take = |rows: &[usize]| Split {
+                    sequences: rows.iter().map(|&r| unsplit.sequences[r].clone()).collect(),
+                    y: rows.iter().map(|&r| unsplit.y[r]).collect(),
+                };
+                let (train, test) = (take(&sides.train), take(&sides.test));
+                checked(
+                    labels.clone(),
+                    train,
+                    test,
+                    Some(made),
+                    train_source,
+                    test_source,
+                )
+            })
+            .collect()
     }
+}
+
+/// The checks a probe needs: train and test rows, two classes in train.
+fn checked(
+    labels: Vec<String>,
+    train: Split,
+    test: Split,
+    made_split: Option<MadeSplit>,
+    train_source: &str,
+    test_source: &str,
+) -> Result<Dataset> {
+    if train.is_empty() {
+        return Err(Error::in_file(
+            train_source,
+            "no training rows: GENEB needs a train and a test split",
+        ));
+    }
+    if test.is_empty() {
+        return Err(Error::in_file(
+            test_source,
+            "no test rows: GENEB needs a train and a test split",
+        ));
+    }
+    let mut seen = vec![false; labels.len()];
+    train.y.iter().for_each(|&y| seen[y] = true);
+    if seen.iter().filter(|&&s| s).count() < 2 {
+        let only = &labels[train.y[0]];
+        return Err(Error::in_file(
+            train_source,
+            format!(
+                "the training rows have only one class (label {}); a probe needs at least two classes",
+                quote(only)
+            ),
+        ));
+    }
+    Ok(Dataset {
+        labels,
+        train,
+        test,
+        made_split,
+    })
 }
 
 /// Labels in numpy `unique` order and each label's index into them.

@@ -4,9 +4,10 @@ use super::InputFile;
 use super::dataset::{Collector, Part};
 use super::fasta::{FastaLayout, read_fasta};
 use super::import::{Reference, read_bed, read_sequence_file};
-use super::table::{TableKind, read_table};
+use super::table::{TableKind, group_candidates, read_table};
 use super::text::{quote, read_to_string};
 use crate::protocol::UNCATEGORIZED;
+use crate::split::SplitSettings;
 use crate::task::{Task, TaskData, catalogue};
 use crate::{Error, Result};
 use serde::Deserialize;
@@ -405,18 +406,16 @@ fn split_source(folder: &str, members: &[Member<'_>], part: Part) -> String {
     }
 }
 
-fn read_source(source: &Source<'_>) -> Result<crate::task::Dataset> {
+/// The source's dataset, or one per fold when geneb splits it into folds.
+fn read_source(source: &Source<'_>, split: &SplitSettings) -> Result<Vec<crate::task::Dataset>> {
     let mut collector = Collector::default();
     match source {
         Source::Table { file, tab } => {
-            read_table(
-                &file.name,
-                &file.bytes,
-                TableKind::Geneb,
-                *tab,
-                &mut collector,
-            )?;
-            collector.finish(&file.name, &file.name)
+            let kind = TableKind::Geneb {
+                group_column: split.group_column.as_deref(),
+            };
+            read_table(&file.name, &file.bytes, kind, *tab, &mut collector)?;
+            collector.finish(&file.name, &file.name, split)
         }
         Source::FastaTask(file) => {
             read_fasta(
@@ -425,7 +424,7 @@ fn read_source(source: &Source<'_>) -> Result<crate::task::Dataset> {
                 FastaLayout::SplitInHeaders,
                 &mut collector,
             )?;
-            collector.finish(&file.name, &file.name)
+            collector.finish(&file.name, &file.name, split)
         }
         Source::Bed { bed, references } => {
             let files: Vec<(&str, &[u8])> = references
@@ -438,7 +437,7 @@ fn read_source(source: &Source<'_>) -> Result<crate::task::Dataset> {
                 &Reference::read(&files)?,
                 &mut collector,
             )?;
-            collector.finish(&bed.name, &bed.name)
+            collector.finish(&bed.name, &bed.name, split)
         }
         Source::Folder { folder, parts } => {
             for member in &parts.train {
@@ -450,6 +449,7 @@ fn read_source(source: &Source<'_>) -> Result<crate::task::Dataset> {
             collector.finish(
                 &split_source(folder, &parts.train, Part::Train),
                 &split_source(folder, &parts.test, Part::Test),
+                split,
             )
         }
     }
@@ -474,7 +474,9 @@ fn add_member<'f>(
 pub(crate) fn tasks_from_files(
     files: &[InputFile],
     category: Option<&str>,
+    split: &SplitSettings,
 ) -> Result<Vec<TaskData>> {
+    split.check()?;
     if files.is_empty() {
         return Err(Error::new("no files given"));
     }
@@ -575,19 +577,55 @@ pub(crate) fn tasks_from_files(
     manifests.sort_by(|a, b| a.name.cmp(&b.name));
     let manifest = read_manifests(&manifests)?;
     let category = category.map(str::trim).filter(|c| !c.is_empty());
-    by_id
-        .into_iter()
-        .map(|(id, source)| {
-            let data = read_source(&source)?;
-            let category = catalogue::category_of(&id)
-                .or(manifest.get(&id).map(String::as_str))
-                .or(category)
-                .unwrap_or(UNCATEGORIZED)
-                .to_string();
-            Ok(TaskData {
+    let mut tasks = Vec::with_capacity(by_id.len());
+    for (id, source) in by_id {
+        let category = catalogue::category_of(&id)
+            .or(manifest.get(&id).map(String::as_str))
+            .or(category)
+            .unwrap_or(UNCATEGORIZED)
+            .to_string();
+        let datasets = read_source(&source, split)?;
+        let folds = datasets.len();
+        for (i, data) in datasets.into_iter().enumerate() {
+            // The folds of a k-fold task are evaluated as tasks of their own, then merged.
+            let id = if folds > 1 {
+                crate::split::fold_id(&id, i + 1, folds)
+            } else {
+                id.clone()
+            };
+            let category = category.clone();
+            tasks.push(TaskData {
                 task: Task { id, category },
                 data,
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    Ok(tasks)
+}
+
+/// A task table among `files` that has no split column, so geneb splits it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UnsplitTable {
+    pub file: String,
+    pub task: String,
+    /// The columns that could hold each row's group (all but the sequence and label).
+    pub columns: Vec<String>,
+}
+
+/// The task tables among `files` without a split column (the page offers their columns as the
+/// group column).
+pub(crate) fn unsplit_tables(files: &[InputFile]) -> Result<Vec<UnsplitTable>> {
+    let mut out = Vec::new();
+    for file in files {
+        if let Role::Table { id, tab } = role_of(&file.name)?
+            && let Some(columns) = group_candidates(&file.name, &file.bytes, tab)?
+        {
+            out.push(UnsplitTable {
+                file: file.name.clone(),
+                task: id.to_string(),
+                columns,
+            });
+        }
+    }
+    Ok(out)
 }

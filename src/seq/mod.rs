@@ -5,7 +5,8 @@
 //! - **Task table** `<task>.csv` / `<task>.tsv`: a header with the columns `text` (or
 //!   `sequence`), `label` and `split` (`train` or `test`), in any order; other columns are
 //!   ignored. Task id = the file stem. TSV by extension, or when the header has tabs and no
-//!   commas. RFC 4180 quotes, CRLF and a UTF-8 BOM are fine.
+//!   commas. RFC 4180 quotes, CRLF and a UTF-8 BOM are fine. Without a `split` column geneb
+//!   splits the rows (`crate::split`), keeping the groups of a named group column apart.
 //! - **Train/test pair** `<task>/train.csv` + `<task>/test.csv` (columns `text` or `sequence`,
 //!   and `label`): one task, id = the folder name. `dev`, `val`, `valid` and `validation`
 //!   files are skipped: GENEB uses only train and test.
@@ -46,11 +47,13 @@ mod sequences;
 mod table;
 mod text;
 
+use crate::split::SplitSettings;
 use crate::task::TaskData;
 use crate::{Error, Result};
 
+pub use layout::UnsplitTable;
 #[cfg(not(target_arch = "wasm32"))]
-pub use path::tasks_from_path;
+pub use path::{tasks_from_path, tasks_from_path_split};
 pub use sequences::{NamedSequence, read_sequences};
 
 /// A file as the user gave it: a path relative to what they chose (CLI) or a dropped file's
@@ -64,7 +67,26 @@ pub struct InputFile {
 /// The tasks in `files`, sorted by id. `category` is the category of tasks that neither the
 /// GENEB catalogue nor a `tasks.json` among the files names.
 pub fn tasks_from_files(files: &[InputFile], category: Option<&str>) -> Result<Vec<TaskData>> {
-    layout::tasks_from_files(files, category)
+    layout::tasks_from_files(files, category, &SplitSettings::default())
+}
+
+/// As [`tasks_from_files`], splitting tables that have no split column as `split` says (a
+/// k-fold task comes as one task per fold, see `crate::split`).
+pub fn tasks_from_files_split(
+    files: &[InputFile],
+    category: Option<&str>,
+    split: &SplitSettings,
+) -> Result<Vec<TaskData>> {
+    layout::tasks_from_files(files, category, split)
+}
+
+pub(crate) use dataset::Part;
+pub(crate) use table::read_label_rows;
+
+/// The task tables among `files` that have no split column, with the columns that could group
+/// their rows.
+pub fn unsplit_tables(files: &[InputFile]) -> Result<Vec<UnsplitTable>> {
+    layout::unsplit_tables(files)
 }
 
 /// One sequence given directly (the page's embed call): upper-cased, IUPAC codes → `N`,

@@ -1,7 +1,8 @@
 //! The CLI's entry: a path on disk → `InputFile`s → tasks.
 
 use super::layout::{KNOWN_LAYOUTS, Role, role_of};
-use super::{InputFile, tasks_from_files};
+use super::{InputFile, tasks_from_files_split};
+use crate::split::SplitSettings;
 use crate::task::TaskData;
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -16,6 +17,15 @@ const MAX_DEPTH: usize = 3;
 /// three folder levels deep.
 /// Errors name files by their path on disk.
 pub fn tasks_from_path(path: &Path, category: Option<&str>) -> Result<Vec<TaskData>> {
+    tasks_from_path_split(path, category, &SplitSettings::default())
+}
+
+/// As [`tasks_from_path`], splitting tables that have no split column as `split` says.
+pub fn tasks_from_path_split(
+    path: &Path,
+    category: Option<&str>,
+    split: &SplitSettings,
+) -> Result<Vec<TaskData>> {
     let metadata = fs::metadata(path).map_err(|err| io_error(path, "cannot open", &err))?;
     // Names are relative to PATH's parent, so PATH's own folder name (a pair's task id) survives.
     let own_name = fs::canonicalize(path)
@@ -48,7 +58,7 @@ pub fn tasks_from_path(path: &Path, category: Option<&str>) -> Result<Vec<TaskDa
             format!("no task data in this folder (read {MAX_DEPTH} levels deep); {KNOWN_LAYOUTS}"),
         ));
     }
-    tasks_from_files(&files, category).map_err(|mut err| {
+    tasks_from_files_split(&files, category, split).map_err(|mut err| {
         // Errors about a split as a whole name its folder, `task/train/`.
         let real = err
             .file

@@ -5,10 +5,11 @@ use super::dataset::{Collector, Part, label_of, push_bases};
 use super::text::{Line, Lines, quote};
 use crate::{Error, Result};
 
-/// What a table holds: a GENEB task table (split per row) or one split of a train/test pair.
+/// What a table holds: a GENEB task table (split per row, or none: then geneb splits it, keeping
+/// the groups of `group_column` apart) or one split of a train/test pair.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum TableKind {
-    Geneb,
+pub(crate) enum TableKind<'g> {
+    Geneb { group_column: Option<&'g str> },
     Part(Part),
 }
 
@@ -171,6 +172,10 @@ impl RecordSplitter {
 enum SplitFrom {
     Column(usize),
     File(Part),
+    /// No split column: geneb splits the rows (`crate::split`), by the group column if given.
+    Made {
+        group: Option<usize>,
+    },
 }
 
 /// Column positions of the fields a table needs.
@@ -206,7 +211,9 @@ fn find_columns(file: &str, line: usize, header: &[Field], kind: TableKind) -> R
         }
     };
     let needed = match kind {
-        TableKind::Geneb => "a GENEB task table needs the columns text, label and split",
+        TableKind::Geneb { .. } => {
+            "a task table needs the columns text and label (and split, or geneb splits it)"
+        }
         TableKind::Part(_) => "a train/test file needs the columns text (or sequence) and label",
     };
     let missing = |what: &str| {
@@ -240,7 +247,16 @@ fn find_columns(file: &str, line: usize, header: &[Field], kind: TableKind) -> R
     // A pair's files may carry a split column too; the file name decides.
     let split = match kind {
         TableKind::Part(part) => SplitFrom::File(part),
-        TableKind::Geneb => SplitFrom::Column(find("split")?.ok_or_else(|| missing("`split`"))?),
+        TableKind::Geneb { group_column } => match (find("split")?, group_column) {
+            (Some(at), _) => SplitFrom::Column(at),
+            (None, None) => SplitFrom::Made { group: None },
+            (None, Some(column)) => {
+                let wanted = column.trim().to_ascii_lowercase();
+                let at = find(&wanted)?
+                    .ok_or_else(|| missing(&format!("`{}` (the group column)", column.trim())))?;
+                SplitFrom::Made { group: Some(at) }
+            }
+        },
     };
     Ok(Columns {
         count: header.len(),
@@ -248,6 +264,136 @@ fn find_columns(file: &str, line: usize, header: &[Field], kind: TableKind) -> R
         label,
         split,
     })
+}
+
+/// The header's line number and a splitter holding its fields. `tab` forces TSV; otherwise a
+/// header with tabs and no commas is TSV too.
+fn read_header(file: &str, lines: &mut Lines<'_>, tab: bool) -> Result<(usize, RecordSplitter)> {
+    loop {
+        match lines.next_line()? {
+            None => return Err(Error::in_file(file, "the file is empty")),
+            Some(line) if line.text.trim().is_empty() => continue,
+            Some(line) => {
+                let tab = tab || (line.text.contains('\t') && !line.text.contains(','));
+                let mut splitter = RecordSplitter::new(file, if tab { b'\t' } else { b',' });
+                if !splitter.feed(&line)? {
+                    splitter.check_closed()?; // a quoted header name spanning lines: reject
+                }
+                return Ok((line.number, splitter));
+            }
+        }
+    }
+}
+
+/// The columns of a task table that has no split column and could group its rows (all but the
+/// sequence and label columns); `None` when the table has a split column.
+pub(crate) fn group_candidates(file: &str, bytes: &[u8], tab: bool) -> Result<Option<Vec<String>>> {
+    let mut lines = Lines::new(file, bytes)?;
+    let (_, splitter) = read_header(file, &mut lines, tab)?;
+    let names: Vec<String> = splitter
+        .fields
+        .iter()
+        .map(|f| f.text.trim().to_string())
+        .collect();
+    if names.iter().any(|n| n.eq_ignore_ascii_case("split")) {
+        return Ok(None);
+    }
+    Ok(Some(
+        names
+            .into_iter()
+            .filter(|n| !["text", "sequence", "label"].contains(&n.to_ascii_lowercase().as_str()))
+            .collect(),
+    ))
+}
+
+/// The rows of a labels table (beside a user's own embeddings): `label`, and `split` or the
+/// group column when the table has them, one entry per data row in file order.
+pub(crate) struct LabelRows {
+    pub(crate) labels: Vec<String>,
+    pub(crate) split: Option<Vec<Part>>,
+    pub(crate) groups: Option<Vec<String>>,
+}
+
+/// Reads a labels table: a `label` column (required), `split` (optional), and `group_column`
+/// (required when named and the table has no split column).
+pub(crate) fn read_label_rows(
+    file: &str,
+    bytes: &[u8],
+    tab: bool,
+    group_column: Option<&str>,
+) -> Result<LabelRows> {
+    let mut lines = Lines::new(file, bytes)?;
+    let (header_line, mut splitter) = read_header(file, &mut lines, tab)?;
+    let names: Vec<String> = splitter
+        .fields
+        .iter()
+        .map(|f| f.text.trim().to_ascii_lowercase())
+        .collect();
+    let count = names.len();
+    let find = |wanted: &str| {
+        names
+            .iter()
+            .position(|n| *n == wanted.trim().to_ascii_lowercase())
+    };
+    let label = find("label").ok_or_else(|| {
+        Error::at_line(
+            file,
+            header_line,
+            "no `label` column: a labels table beside embeddings needs `label` (one row per \
+             embedding row, in order) and optionally `split`",
+        )
+    })?;
+    let split = find("split");
+    let group = match (split, group_column) {
+        (None, Some(column)) => Some(find(column).ok_or_else(|| {
+            Error::at_line(
+                file,
+                header_line,
+                format!("no `{}` (the group column) column", column.trim()),
+            )
+        })?),
+        _ => None,
+    };
+    let mut rows = LabelRows {
+        labels: Vec::new(),
+        split: split.map(|_| Vec::new()),
+        groups: group.map(|_| Vec::new()),
+    };
+    while let Some(line) = lines.next_line()? {
+        if !splitter.in_quotes && line.text.trim().is_empty() {
+            continue;
+        }
+        if !splitter.feed(&line)? {
+            continue;
+        }
+        let fields = &splitter.fields;
+        if fields.len() != count {
+            return Err(Error::at_line(
+                file,
+                fields[0].line,
+                format!(
+                    "this row has {} fields but the header has {count}",
+                    fields.len()
+                ),
+            ));
+        }
+        rows.labels
+            .push(label_of(&fields[label].text, file, fields[label].line)?.to_string());
+        if let (Some(at), Some(parts)) = (split, rows.split.as_mut()) {
+            parts.push(split_of(&fields[at], file)?);
+        }
+        if let (Some(at), Some(groups)) = (group, rows.groups.as_mut()) {
+            groups.push(group_of(&fields[at], file)?);
+        }
+    }
+    splitter.check_closed()?;
+    if rows.labels.is_empty() {
+        return Err(Error::in_file(
+            file,
+            "the file has a header but no data rows",
+        ));
+    }
+    Ok(rows)
 }
 
 /// Reads a table into `collector`. `tab` forces TSV; otherwise a header with tabs and no
@@ -260,21 +406,7 @@ pub(crate) fn read_table(
     collector: &mut Collector,
 ) -> Result<()> {
     let mut lines = Lines::new(file, bytes)?;
-    let header_line = loop {
-        match lines.next_line()? {
-            None => return Err(Error::in_file(file, "the file is empty")),
-            Some(line) if line.text.trim().is_empty() => continue,
-            Some(line) => {
-                let tab = tab || (line.text.contains('\t') && !line.text.contains(','));
-                let mut splitter = RecordSplitter::new(file, if tab { b'\t' } else { b',' });
-                if !splitter.feed(&line)? {
-                    splitter.check_closed()?; // a quoted header name spanning lines: reject
-                }
-                break (line.number, splitter);
-            }
-        }
-    };
-    let (header_number, mut splitter) = header_line;
+    let (header_number, mut splitter) = read_header(file, &mut lines, tab)?;
     let columns = find_columns(file, header_number, &splitter.fields, kind)?;
     let separator = if splitter.delimiter == b'\t' {
         "tab"
@@ -318,6 +450,15 @@ pub(crate) fn read_table(
         let part = match columns.split {
             SplitFrom::File(part) => part,
             SplitFrom::Column(at) => split_of(&fields[at], file)?,
+            SplitFrom::Made { group } => {
+                let group = match group {
+                    Some(at) => Some(group_of(&fields[at], file)?),
+                    None => None,
+                };
+                collector.push_unsplit(sequence, label, group);
+                rows += 1;
+                continue;
+            }
         };
         collector.push(part, sequence, label);
         rows += 1;
@@ -330,6 +471,19 @@ pub(crate) fn read_table(
         ));
     }
     Ok(())
+}
+
+fn group_of(cell: &Field, file: &str) -> Result<String> {
+    let group = cell.text.trim();
+    if group.is_empty() {
+        return Err(Error::at_line(
+            file,
+            cell.line,
+            "empty group: every row needs a value in the group column (rows of one patient or \
+             donor share it)",
+        ));
+    }
+    Ok(group.to_string())
 }
 
 fn split_of(cell: &Field, file: &str) -> Result<Part> {

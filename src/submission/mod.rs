@@ -30,6 +30,10 @@ pub struct Submission {
     /// Test labels and predictions per task (see [`evidence`]), for bootstrap intervals.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub predictions: BTreeMap<String, TaskPredictions>,
+    /// k-fold tasks (tables split by geneb with `folds`): regime → task → each fold's scores,
+    /// their mean (what `results` holds) and population std.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub folds: BTreeMap<String, BTreeMap<String, FoldScores>>,
     /// How the numbers were made: probe settings, encoder, backend, versions, timings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<serde_json::Value>,
@@ -46,12 +50,23 @@ pub struct Meta {
     pub submitted_by: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskInfo {
     pub category: String,
     pub n_train: usize,
     pub n_test: usize,
     pub n_classes: usize,
+    /// How geneb split a table that had no split column (absent for tasks with their own split).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<crate::task::MadeSplit>,
+}
+
+/// Mean and population std of each fold's scores, per regime and task (the result's `folds`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FoldScores {
+    pub mean: Scores,
+    pub std: Scores,
+    pub per_fold: Vec<Scores>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

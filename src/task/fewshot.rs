@@ -31,7 +31,7 @@ pub fn sample(y: &[usize], n_classes: usize, k: usize, seed: u32) -> Vec<usize> 
 }
 
 /// numpy legacy `RandomState.permutation(n)`.
-fn legacy_permutation(rng: &mut Mt, n: usize) -> Vec<usize> {
+pub(crate) fn legacy_permutation(rng: &mut Mt, n: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {
         let j = random_interval(rng, i as u64) as usize;

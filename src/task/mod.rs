@@ -35,18 +35,44 @@ impl Split {
 }
 
 /// A task's data, validated: at least two classes in train, at least one test row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Dataset {
     /// Distinct label values in numpy `unique` order: numeric when every label is an integer,
     /// else by code point. `y` values index into this.
     pub labels: Vec<String>,
     pub train: Split,
     pub test: Split,
+    /// How geneb split a table without a split column (`crate::split`); `None` when the data
+    /// came split.
+    pub made_split: Option<MadeSplit>,
 }
 
 /// A task with its data, as the readers produce it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaskData {
     pub task: Task,
     pub data: Dataset,
+}
+
+/// How geneb split one task (or one fold of it): what the result's `tasks` block records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MadeSplit {
+    /// `train_test_split (stratified)`, `StratifiedKFold`, or `by group (stratified as far as
+    /// groups allow)`, each with its settings below.
+    pub method: String,
+    pub seed: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_fraction: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folds: Option<usize>,
+    /// This fold (1-based) while a k-fold task is evaluated; absent once the folds are merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fold: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_column: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<usize>,
+    /// The test rows as 0-based data rows of the table (the header is not a row), in the order
+    /// the test split holds them (the order of `predictions.y_true`); k-fold: fold by fold.
+    pub test_rows: Vec<usize>,
 }

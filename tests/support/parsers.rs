@@ -173,7 +173,7 @@ pub fn results(data: &[u8]) {
 
 /// A probe `.npz` (`geneb probe`).
 pub fn npz(data: &[u8]) {
-    let _ = geneb::npz::read_probe_npz_from("probe.npz", std::io::Cursor::new(data));
+    let _ = geneb::npz::probe_arrays("probe.npz", data);
 }
 
 /// `config.json` through tokenizer and architecture detection to a built model: the first byte

@@ -1,0 +1,113 @@
+// Tables without a split column (src/split.rs): the core says which dropped tables have none and
+// which of their columns could group rows (a patient, a donor); this panel holds the settings the
+// core splits them with — the CLI's --test-fraction, --split-seed, --group-column and --folds —
+// and, after a run, lists where the result deviates from GENEB (the result's protocol block).
+
+import { fmt, h, messageOf } from './dom.js';
+
+/** Files whose header the core reads: tables, the only files that can lack a split column. */
+const TABLE = /\.(csv|tsv)(\.gz)?$/i;
+
+let ctx = null; // {getWorker}
+const ui = {};
+let tables = []; // [{file, task, columns}] from the core
+let latest = 0; // the newest request's id: older answers are dropped
+
+/** Mount the (hidden until needed) panel into `root`; `getWorker()` returns the page's worker. */
+export function initSplit(root, { getWorker }) {
+  ctx = { getWorker };
+  ui.summary = h('p', { 'data-testid': 'split-summary', 'aria-live': 'polite' });
+  ui.fraction = h('input', {
+    id: 'split-fraction', 'data-testid': 'split-fraction', type: 'number', min: '0.01', max: '0.99', step: '0.01',
+  });
+  ui.seed = h('input', { id: 'split-seed', 'data-testid': 'split-seed', type: 'number', min: '0', step: '1' });
+  ui.group = h('select', { id: 'split-group', 'data-testid': 'split-group' });
+  ui.folds = h('input', {
+    id: 'split-folds', 'data-testid': 'split-folds', type: 'number', min: '2', step: '1', placeholder: 'one split',
+  });
+  ui.panel = h('div', { class: 'split-panel', 'data-testid': 'split-panel', hidden: true },
+    h('h3', {}, 'Tables without a split column'),
+    ui.summary,
+    h('div', { class: 'split-fields' },
+      h('label', { class: 'field', for: 'split-group' }, 'Keep together the rows of each', ui.group),
+      h('label', { class: 'field', for: 'split-fraction' }, 'Test fraction', ui.fraction),
+      h('label', { class: 'field', for: 'split-seed' }, 'Seed', ui.seed),
+      h('label', { class: 'field', for: 'split-folds' }, 'Folds (k-fold instead of one split)', ui.folds)),
+    h('p', { class: 'hint' }, 'The split is stratified by label and the same as ',
+      h('code', {}, 'geneb eval --test-fraction --split-seed --group-column --folds'),
+      ' makes (scikit-learn’s train_test_split / StratifiedKFold without a group column). GENEB’s own tasks have fixed splits, so the result records this as a deviation.'));
+  ui.folds.addEventListener('input', () => { ui.fraction.disabled = ui.folds.value.trim() !== ''; });
+  root.append(ui.panel);
+}
+
+/** Ask the core which of `entries` ([{path, file}]) are tables without a split column. */
+export async function updateSplitTables(entries) {
+  const id = ++latest;
+  const candidates = entries.filter(({ path }) => TABLE.test(path));
+  if (!candidates.length) { show([], null); return; }
+  try {
+    const files = await Promise.all(candidates.map(async ({ path, file }) => (
+      { name: path, bytes: new Uint8Array(await file.arrayBuffer()) })));
+    const reply = await ask({ type: 'columns', id: `columns-${id}`, files });
+    if (id === latest) show(reply.tables ?? [], reply.defaults);
+  } catch (err) {
+    // The run reports the same problem with its file and line; here it only hides the panel.
+    if (id === latest) show([], null, messageOf(err));
+  }
+}
+
+function ask(message) {
+  const worker = ctx.getWorker();
+  if (!worker) return Promise.reject(new Error('the compute worker is not running'));
+  return new Promise((resolve, reject) => {
+    const onMessage = (e) => {
+      if (e.data?.id !== message.id) return;
+      worker.removeEventListener('message', onMessage);
+      if (e.data.error) reject(new Error(e.data.error)); else resolve(e.data);
+    };
+    worker.addEventListener('message', onMessage);
+    worker.postMessage(message);
+  });
+}
+
+function show(found, defaults, problem = '') {
+  tables = found;
+  ui.panel.hidden = !tables.length && !problem;
+  if (problem) { ui.summary.textContent = `The tables could not be read: ${problem}`; return; }
+  if (!tables.length) return;
+  if (defaults && ui.fraction.value === '') ui.fraction.value = String(defaults.testFraction);
+  if (defaults && ui.seed.value === '') ui.seed.value = String(defaults.seed);
+  const names = tables.map((t) => t.file).join(', ');
+  ui.summary.textContent = `${names} ${tables.length === 1 ? 'has' : 'have'} no split column: geneb splits ${tables.length === 1 ? 'it' : 'them'} into train and test.`;
+  const chosen = ui.group.value;
+  const columns = [...new Set(tables.flatMap((t) => t.columns))];
+  ui.group.replaceChildren(h('option', { value: '' }, 'row (no group column: rows are independent)'),
+    ...columns.map((c) => h('option', { value: c }, c)));
+  ui.group.value = columns.includes(chosen) ? chosen : '';
+}
+
+/** The request's `split` (src/split.rs SplitSettings), or undefined to use the core's defaults. */
+export function splitSettings() {
+  if (!tables.length) return undefined;
+  const settings = { groupColumn: ui.group.value || null, folds: null };
+  // Blank fields are left out, so the core's defaults apply.
+  if (ui.fraction.value.trim() !== '') settings.testFraction = Number(ui.fraction.value);
+  if (ui.seed.value.trim() !== '') settings.seed = Number(ui.seed.value);
+  if (ui.folds.value.trim() !== '') settings.folds = Number(ui.folds.value);
+  return settings;
+}
+
+/**
+ * Where a run's results deviate from GENEB, from each submission's protocol block, and each
+ * k-fold task's mean ± std over its folds; null when there is nothing to say.
+ */
+export function deviationList(submissions) {
+  const lines = new Set(submissions.flatMap((s) => s.protocol?.deviations ?? []));
+  const folds = submissions.flatMap((s) => Object.entries(s.folds?.full ?? {}).map(([task, f]) => (
+    `${s.model_id} on ${task}: full-data MCC ${fmt(f.mean?.MCC)} ± ${fmt(f.std?.MCC)} over ${f.per_fold?.length ?? 0} folds`)));
+  if (!lines.size && !folds.length) return null;
+  return h('div', { class: 'deviations', 'data-testid': 'deviations' },
+    h('h3', {}, 'Deviations from GENEB'),
+    h('ul', {}, ...[...lines].map((l) => h('li', {}, l))),
+    folds.length ? h('ul', { 'data-testid': 'fold-scores' }, ...folds.map((l) => h('li', {}, l))) : null);
+}
