@@ -90,6 +90,8 @@ pub async fn evaluate(
     let identity = encoder.cache_identity();
     let cache = store.zip(identity.as_deref());
     let mut out = Collected::default();
+    // Task id → the splits whose embeddings an earlier run had stored.
+    let mut from_cache: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     let (mut embed_seconds, mut probe_seconds) = (0.0, 0.0);
     let mut batch: Vec<Embedded> = Vec::new();
     let mut held = 0;
@@ -116,7 +118,7 @@ pub async fn evaluate(
             total,
         };
         meters.embed.resume();
-        let x_train = embed_all(
+        let (x_train, train_cached) = embed_all(
             encoder,
             &data.train.sequences,
             cache,
@@ -129,7 +131,7 @@ pub async fn evaluate(
             offset: data.train.len(),
             ..place
         };
-        let x_test = embed_all(
+        let (x_test, test_cached) = embed_all(
             encoder,
             &data.test.sequences,
             cache,
@@ -139,6 +141,13 @@ pub async fn evaluate(
         )
         .await?;
         meters.embed.pause();
+        let cached_splits: Vec<&str> = [("train", train_cached), ("test", test_cached)]
+            .into_iter()
+            .filter_map(|(split, cached)| cached.then_some(split))
+            .collect();
+        if !cached_splits.is_empty() {
+            from_cache.insert(id.to_string(), cached_splits);
+        }
         embed_seconds += started.elapsed().as_secs_f64();
         held += (x_train.len() + x_test.len()) * size_of::<f32>();
         batch.push(Embedded {
@@ -191,11 +200,9 @@ pub async fn evaluate(
         protocol: Some(protocol_block(
             encoder,
             regimes,
-            deviations(tasks)
-                .into_iter()
-                .chain(encoder.deviation())
-                .collect(),
+            tasks,
             not_converged,
+            from_cache,
             embed_seconds,
             probe_seconds,
         )),
@@ -465,7 +472,7 @@ async fn embed_all(
     place: Place<'_>,
     meter: &mut Meter,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Array2<f32>> {
+) -> Result<(Array2<f32>, bool)> {
     let report = |done: usize, from_cache: bool, meter: &Meter| {
         let run = meter.rate();
         Progress {
@@ -485,7 +492,7 @@ async fn embed_all(
     {
         meter.advance(sequences.len() as u64, true);
         progress(report(sequences.len(), true, meter));
-        return Ok(hit);
+        return Ok((hit, true));
     }
     let mut out = Array2::<f32>::zeros((sequences.len(), encoder.dim()));
     for (i, chunk) in sequences.chunks(EMBED_CHUNK).enumerate() {
@@ -499,7 +506,7 @@ async fn embed_all(
     if let (Some((store, _)), Some(key)) = (cache, &key) {
         store.put(key, &out).await?;
     }
-    Ok(out)
+    Ok((out, false))
 }
 
 fn mean_scores(scores: impl Iterator<Item = Scores>) -> Scores {
@@ -512,11 +519,12 @@ fn mean_scores(scores: impl Iterator<Item = Scores>) -> Scores {
     }
 }
 
-/// Where this run differs from a GENEB leaderboard run, stated in the result itself.
-fn deviations(tasks: &[TaskData]) -> Vec<String> {
+/// Where a run over these tasks (in run order) differs from a GENEB leaderboard run, stated
+/// in the result itself; `merge` recomputes it for the merged task list.
+pub fn task_deviations(tasks: &[&str]) -> Vec<String> {
     let own: Vec<&str> = tasks
         .iter()
-        .map(|t| t.task.id.as_str())
+        .copied()
         .filter(|id| crate::task::catalogue::category_of(id).is_none())
         .collect();
     if own.is_empty() {
@@ -531,14 +539,28 @@ fn deviations(tasks: &[TaskData]) -> Vec<String> {
     )]
 }
 
+/// The keys of the protocol block that describe how this run went rather than what it
+/// computed: timings differ between any two runs, cache hits between a first run and a rerun.
+pub const RUN_CIRCUMSTANCES: [&str; 2] = ["timings_s", "embeddings_from_cache"];
+
 fn protocol_block(
     encoder: &Encoder,
     regimes: &[Regime],
-    deviations: Vec<String>,
+    tasks: &[TaskData],
     not_converged: Vec<String>,
+    from_cache: BTreeMap<String, Vec<&str>>,
     embed_seconds: f64,
     probe_seconds: f64,
 ) -> serde_json::Value {
+    let ids: Vec<&str> = tasks.iter().map(|t| t.task.id.as_str()).collect();
+    let deviations: Vec<String> = task_deviations(&ids)
+        .into_iter()
+        .chain(encoder.deviation())
+        .collect();
+    let task_hashes: BTreeMap<&str, String> = tasks
+        .iter()
+        .map(|t| (t.task.id.as_str(), t.data.content_hash()))
+        .collect();
     json!({
         "probe": {
             "model": "LogisticRegression (multinomial; binary: one weight vector)",
@@ -559,6 +581,8 @@ fn protocol_block(
         "aggregation": "category = mean of its tasks; macro = mean of categories; micro = mean of tasks",
         "versions": { "geneb": crate::VERSION, "burn": if cfg!(feature = "burn") { "0.22.1" } else { "not built in" } },
         "timings_s": { "embed": embed_seconds, "probe": probe_seconds },
+        "embeddings_from_cache": from_cache,
+        "task_data_sha256": task_hashes,
         "deviations": deviations,
     })
 }

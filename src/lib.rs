@@ -2,6 +2,8 @@
 //! probe → per-category profile — as one core for the native CLI and the browser (wasm32).
 
 #[cfg(feature = "cli")]
+pub mod atomic_file;
+#[cfg(feature = "cli")]
 pub mod embedding_cache;
 pub mod encoder;
 pub mod error;
@@ -9,6 +11,8 @@ pub mod eval;
 pub mod hf;
 #[cfg(all(feature = "hub", not(target_arch = "wasm32")))]
 pub mod hub;
+#[cfg(feature = "cli")]
+pub mod merge;
 pub mod metrics;
 #[cfg(feature = "cli")]
 pub mod npz;
@@ -18,6 +22,8 @@ pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod seq;
+#[cfg(feature = "cli")]
+pub mod shard;
 pub mod task;
 pub mod tokenize;
 #[cfg(target_arch = "wasm32")]

@@ -2,11 +2,14 @@
 //! arguments, calls the library and prints; every error is one line on stderr and exit code 2.
 
 use clap::{Args, Parser, Subcommand};
+use geneb::atomic_file::write_whole;
 use geneb::encoder::{BackendKind, Encoder, Precision};
 use geneb::eval::{self, Progress};
 use geneb::hub::{Hub, Located};
 use geneb::protocol::Regime;
+use geneb::report::Submission;
 use geneb::seq::{self, InputFile};
+use geneb::shard::{Plan, Shard};
 use geneb::task::{TaskData, catalogue, official};
 use geneb::{Error, Result, metrics, probe, profile, task::fewshot};
 use std::io::{IsTerminal, Write};
@@ -34,7 +37,24 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Embed tasks with a frozen encoder, probe every regime, write a GENEB submission JSON.
+    ///
+    /// Several models, and runs split over many machines: `--shard I/N --out-dir DIR` computes
+    /// shard I (from 0) of N of the run's (model, task) pairs, every regime of a pair in the
+    /// same shard. Which pairs a shard gets depends on the pairs alone (sorted, dealt
+    /// round-robin). Each pair's result is written whole as DIR/<model>/<task>.json (names
+    /// escaped: `hf:org/m` is `hf%3Aorg%2Fm`); pairs already there are skipped, so a failed
+    /// shard reruns only what is missing. DIR/plan.json records the run: a shard started with
+    /// other arguments is refused. `geneb merge DIR` puts the results together.
+    #[command(verbatim_doc_comment)]
     Eval(EvalArgs),
+    /// Merge a sharded run's results (`geneb eval --shard I/N --out-dir DIR`) into one
+    /// submission per model, equal to an unsharded `geneb eval --out` except for timings.
+    ///
+    /// Writes OUT/<model>.json (the model's name escaped as in DIR). Refuses, naming the file:
+    /// missing pairs (how many, and the shards to rerun), a pair found in two folders with
+    /// different content, and results of other geneb versions, encoders or task data.
+    #[command(verbatim_doc_comment)]
+    Merge(MergeArgs),
     /// Fit GENEB's probe on your own embeddings (X_train, y_train, X_test, y_test in an .npz).
     Probe(ProbeArgs),
     /// Print the few-shot subset GENEB's reference sampler picks (0-based train indices).
@@ -97,9 +117,11 @@ impl PrecisionArg {
 
 #[derive(Args)]
 struct EvalArgs {
-    /// Encoder spec: kmer:K, kmer:K:canonical, random-cnn, random-cnn:SEED.
-    #[arg(long)]
-    model: String,
+    /// Encoder spec: kmer:K, kmer:K:canonical, random-cnn, random-cnn:SEED, hf:FOLDER or
+    /// hf:owner/name[@revision]. Repeat for more models (stdout or --out then holds
+    /// `{"submissions": [...]}`, one per model).
+    #[arg(long, required = true)]
+    model: Vec<String>,
     /// A task table (text,label,split), a folder with train.csv + test.csv, FASTA, a Genomic
     /// Benchmarks / GUE / NT / BED+FASTA folder, a folder of those, or `geneb:<task id>` for an
     /// official task (downloaded once from the hub, then cached). Repeat for more.
@@ -124,8 +146,16 @@ struct EvalArgs {
     #[command(flatten)]
     precision: PrecisionArg,
     /// Write the result here instead of stdout (written whole or not at all).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "out_dir")]
     out: Option<PathBuf>,
+    /// Write each (model, task) result as DIR/<model>/<task>.json instead, skipping those
+    /// already there (see above); for `geneb merge`.
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Compute only shard I of N of the (model, task) pairs (I from 0 to N-1), e.g.
+    /// `--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT`. Needs --out-dir.
+    #[arg(long, value_name = "I/N", requires = "out_dir")]
+    shard: Option<String>,
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -133,6 +163,16 @@ struct EvalArgs {
     /// ($GENEB_CACHE, else $XDG_CACHE_HOME/geneb or ~/.cache/geneb).
     #[arg(long)]
     no_cache: bool,
+}
+
+#[derive(Args)]
+struct MergeArgs {
+    /// The --out-dir of the run's shards (several if shards wrote to different folders).
+    #[arg(required = true, value_name = "DIR")]
+    dirs: Vec<PathBuf>,
+    /// Where the merged submissions go: one <model>.json per model.
+    #[arg(long, value_name = "OUT")]
+    out_dir: PathBuf,
 }
 
 #[derive(Args)]
@@ -203,6 +243,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Eval(args) => run_eval(args),
+        Command::Merge(args) => run_merge(args),
         Command::Probe(args) => run_probe(args),
         Command::Fewshot(args) => run_fewshot(args),
         Command::Profile(args) => run_profile(args),
@@ -232,19 +273,6 @@ fn read_file(path: &Path) -> Result<InputFile> {
     Ok(InputFile {
         name: path.display().to_string(),
         bytes,
-    })
-}
-
-/// Write all of `text` or nothing: to a temporary file beside `path`, then renamed over it.
-fn write_whole(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
-    let fail = |e: std::io::Error| {
-        Error::in_file(path.display().to_string(), format!("cannot write: {e}"))
-    };
-    let tmp = path.with_extension("geneb-partial");
-    std::fs::write(&tmp, text).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
     })
 }
 
@@ -295,40 +323,55 @@ fn run_eval(args: EvalArgs) -> Result<()> {
             add(official::load(&hub, task)?, given)?;
         }
     }
-    let encoder = load_encoder(&args.model, backend_kind, args.offline, show)?;
-    let mut on_progress = |p: Progress| {
-        if show {
-            // One line, redrawn: the stage's bar over the whole run, then this task's count.
-            let stage = match p.stage {
-                eval::Stage::Embed => "embedding",
-                eval::Stage::Probe => "probing",
-            };
-            eprint!(
-                "\r\x1b[2K{stage:<9} {} {} {} {}/{} · {}",
-                geneb::progress::bar(p.run.done, p.run.total, 20),
-                p.model,
-                p.task,
-                p.done,
-                p.total,
-                p.pace
-            );
-            let _ = std::io::stderr().flush();
-        }
-    };
     let store =
         geneb::embedding_cache::FolderStore::new(geneb::hub::cache_root()?.join("embeddings"));
     let store: Option<&dyn eval::EmbeddingStore> = (!args.no_cache).then_some(&store);
-    let submission = pollster::block_on(eval::evaluate(
-        &encoder,
-        &tasks,
-        &regimes,
-        store,
-        &mut on_progress,
-    ))?;
-    if show {
-        eprintln!();
+    let load = |model: &str| load_encoder(model, backend_kind, args.offline, show);
+    let evaluate = |encoder: &Encoder, tasks: &[TaskData]| -> Result<Submission> {
+        let submission =
+            pollster::block_on(eval::evaluate(encoder, tasks, &regimes, store, &mut |p| {
+                show_progress(show, p)
+            }))?;
+        if show {
+            eprintln!();
+        }
+        Ok(submission)
+    };
+    if let Some(dir) = &args.out_dir {
+        let shard = args
+            .shard
+            .as_deref()
+            .map_or(Ok(Shard::WHOLE), Shard::parse)?;
+        let plan = Plan::new(&args.model, &tasks, &regimes, shard.count);
+        plan.record(dir)?;
+        let pending = plan.pending(dir, shard, &tasks);
+        let todo: usize = pending.iter().map(|(_, tasks)| tasks.len()).sum();
+        for (model, tasks) in pending.iter().filter(|(_, tasks)| !tasks.is_empty()) {
+            let encoder = load(model)?;
+            for task in tasks {
+                // One pair per call: each result is complete (and kept) as soon as it is written.
+                let result = evaluate(&encoder, std::slice::from_ref(*task))?;
+                Plan::write_pair(dir, model, &task.task.id, &result)?;
+            }
+        }
+        eprintln!(
+            "geneb: shard {}/{}: {todo} (model, task) result(s) written, {} already in {}",
+            shard.index,
+            shard.count,
+            plan.pairs_in(shard.index) - todo,
+            dir.display()
+        );
+        return Ok(());
     }
-    let text = submission.to_json_pretty()?;
+    let mut submissions = Vec::new();
+    for model in &args.model {
+        submissions.push(evaluate(&load(model)?, &tasks)?);
+    }
+    let text = match submissions.as_slice() {
+        [one] => one.to_json_pretty()?,
+        _ => serde_json::to_string_pretty(&serde_json::json!({ "submissions": submissions }))
+            .map_err(|e| Error::new(format!("cannot write the results as JSON: {e}")))?,
+    };
     match &args.out {
         Some(path) => write_whole(path, &text),
         None => {
@@ -336,6 +379,50 @@ fn run_eval(args: EvalArgs) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// One line on stderr, redrawn: the stage's bar over the whole run, then this task's count.
+fn show_progress(show: bool, p: Progress) {
+    if show {
+        let stage = match p.stage {
+            eval::Stage::Embed => "embedding",
+            eval::Stage::Probe => "probing",
+        };
+        eprint!(
+            "\r\x1b[2K{stage:<9} {} {} {} {}/{} · {}",
+            geneb::progress::bar(p.run.done, p.run.total, 20),
+            p.model,
+            p.task,
+            p.done,
+            p.total,
+            p.pace
+        );
+        let _ = std::io::stderr().flush();
+    }
+}
+
+fn run_merge(args: MergeArgs) -> Result<()> {
+    let (plan, merged) = geneb::merge::merge(&args.dirs)?;
+    std::fs::create_dir_all(&args.out_dir).map_err(|e| {
+        Error::in_file(
+            args.out_dir.display().to_string(),
+            format!("cannot create: {e}"),
+        )
+    })?;
+    for model in &merged {
+        write_whole(
+            &args.out_dir.join(&model.file_name),
+            model.submission.to_json_pretty()?,
+        )?;
+    }
+    eprintln!(
+        "geneb: {} model(s) × {} task(s) from {} shard(s) merged into {}",
+        merged.len(),
+        plan.tasks.len(),
+        plan.shards,
+        args.out_dir.display()
+    );
+    Ok(())
 }
 
 fn run_embed(args: EmbedArgs) -> Result<()> {
