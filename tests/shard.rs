@@ -242,3 +242,43 @@ fn reruns_skip_finished_pairs_and_merge_refuses_mixed_runs() {
     );
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// Plain `geneb eval` with several models writes one submission per model in one file, which
+/// `geneb profile` reads.
+#[test]
+fn several_models_without_shards_give_one_file_of_submissions() {
+    let root = fresh_dir("shard-several");
+    let task = repo("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv");
+    let out = root.join("both.json");
+    let args = [
+        "eval",
+        "--model",
+        "kmer:2",
+        "--model",
+        "kmer:3",
+        "--regimes",
+        "full",
+    ];
+    let mut args = args.to_vec();
+    args.extend([
+        "--task",
+        task.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    succeeded(geneb(&args, &root));
+    let both = read_json(&out);
+    let ids: Vec<&str> = both["submissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["model_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["kmer:2", "kmer:3"]);
+    let profile = geneb(
+        &["profile", out.to_str().unwrap(), "--bootstrap", "10"],
+        &root,
+    );
+    succeeded(profile);
+    std::fs::remove_dir_all(&root).unwrap();
+}
