@@ -47,9 +47,9 @@ enum Command {
     /// other arguments is refused. `geneb merge DIR` puts the results together.
     #[command(verbatim_doc_comment)]
     Eval(EvalArgs),
-    /// Merge a sharded run's results (`geneb eval --shard I/N --out-dir DIR`) into one
-    /// submission per model, equal to an unsharded `geneb eval --out` except for timings.
+    /// Merge a sharded run (`eval --shard I/N --out-dir DIR`) into one submission per model.
     ///
+    /// The same submission an unsharded `geneb eval --out` writes, timings aside (summed).
     /// Writes OUT/<model>.json (the model's name escaped as in DIR). Refuses, naming the file:
     /// missing pairs (how many, and the shards to rerun), a pair found in two folders with
     /// different content, and results of other geneb versions, encoders or task data.
