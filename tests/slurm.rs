@@ -1,7 +1,8 @@
 //! The sharded run on a real Slurm: the test starts munged, slurmctld and slurmd as a one-node
 //! cluster on this machine (config in a temp folder: the node as `slurmd -C` reports it, no
-//! cgroups), submits the committed recipe (scripts/slurm/submit.sh → geneb-array.sbatch as a
-//! 3-task array, geneb-merge.sbatch after it), and compares the merge with unsharded runs.
+//! cgroups), submits the committed recipes (geneb-array.sbatch as a 3-task array and
+//! geneb-merge.sbatch after it, by hand and through scripts/slurm/submit.sh), and compares the
+//! merge with unsharded runs.
 //! Without Slurm installed the tests say so and skip, except in CI (`CI` or
 //! `GENEB_REQUIRE_SLURM=1`), where they fail. Debian: `apt-get install slurm-wlm munge`.
 
@@ -150,7 +151,38 @@ impl Cluster {
         command
     }
 
-    /// The committed recipe: `submit.sh --shards 3 [--only …] RESULTS MERGED -- eval args`;
+    /// A command of the committed recipes, with the binary and the cache its jobs use.
+    fn recipe(&self, program: &str, cache: &Path) -> Command {
+        let mut command = self.command(program);
+        command.env("GENEB", GENEB).env("GENEB_CACHE", cache);
+        command
+    }
+
+    /// By hand, as the sbatch files' comments say: the array (its size is N), then the merge
+    /// after it; returns the two job ids.
+    fn submit_by_hand(&self, results: &Path, merged: &Path, cache: &Path) -> (String, String) {
+        let logs = results.join("logs");
+        std::fs::create_dir_all(&logs).unwrap();
+        let mut array = self.recipe("sbatch", cache);
+        array
+            .args(["--parsable", "--array=0-2", "--output"])
+            .arg(logs.join("shard-%a.out"))
+            .arg(repo("scripts/slurm/geneb-array.sbatch"))
+            .arg(results);
+        eval_arguments(&mut array);
+        let array = job_id(run(&mut array));
+        let mut merge = self.recipe("sbatch", cache);
+        merge
+            .arg("--parsable")
+            .arg(format!("--dependency=afterok:{array}"))
+            .arg("--output")
+            .arg(logs.join("merge.out"))
+            .arg(repo("scripts/slurm/geneb-merge.sbatch"))
+            .args([results, merged]);
+        (array, job_id(run(&mut merge)))
+    }
+
+    /// With scripts/slurm/submit.sh: `--shards 3 [--only …] RESULTS MERGED -- eval args`;
     /// returns the array's and the merge's job ids.
     fn submit(
         &self,
@@ -159,21 +191,15 @@ impl Cluster {
         cache: &Path,
         only: Option<&str>,
     ) -> (String, String) {
-        let smoke = repo("tasks/smoke");
-        let mut command = self.command("bash");
+        let mut command = self.recipe("bash", cache);
         command
             .arg(repo("scripts/slurm/submit.sh"))
-            .args(["--shards", "3"])
-            .env("GENEB", GENEB)
-            .env("GENEB_CACHE", cache);
+            .args(["--shards", "3"]);
         if let Some(only) = only {
             command.args(["--only", only]);
         }
         command.arg(results).arg(merged).arg("--");
-        for model in MODELS {
-            command.args(["--model", model]);
-        }
-        command.arg("--task").arg(smoke);
+        eval_arguments(&mut command);
         let out = String::from_utf8(run(&mut command).stdout).unwrap();
         let ids: Vec<&str> = out.split_whitespace().collect();
         assert_eq!(ids.len(), 2, "submit.sh prints the two job ids: {out}");
@@ -251,6 +277,20 @@ fn run(command: &mut Command) -> std::process::Output {
     out
 }
 
+/// The run both tests submit: `MODELS` on the smoke suite, every regime.
+fn eval_arguments(command: &mut Command) {
+    for model in MODELS {
+        command.args(["--model", model]);
+    }
+    command.arg("--task").arg(repo("tasks/smoke"));
+}
+
+/// The job id `sbatch --parsable` prints (`ID` or `ID;cluster`).
+fn job_id(out: std::process::Output) -> String {
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.trim().split(';').next().unwrap().to_string()
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -309,6 +349,7 @@ fn pair_files(results: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
     files
 }
 
+/// The array submitted by hand (N from its size), the merge after it: equal to unsharded runs.
 #[test]
 fn a_slurm_array_run_merges_to_the_unsharded_result() {
     if !slurm_available("a_slurm_array_run_merges_to_the_unsharded_result") {
@@ -319,7 +360,7 @@ fn a_slurm_array_run_merges_to_the_unsharded_result() {
     let root = fresh_dir("slurm-array");
     let cluster = Cluster::start(&root.join("cluster"));
     let (results, merged) = (root.join("results"), root.join("merged"));
-    let (array, merge) = cluster.submit(&results, &merged, &root.join("cache"), None);
+    let (array, merge) = cluster.submit_by_hand(&results, &merged, &root.join("cache"));
     let states = cluster.wait(&array);
     assert_eq!(states, ["COMPLETED"; 3], "{}", shard_logs(&results));
     assert_eq!(
