@@ -102,7 +102,7 @@ impl Cluster {
             .unwrap()
             .to_string();
         let user = String::from_utf8(run(Command::new("id").arg("-un")).stdout).unwrap();
-        let (ctld_port, slurmd_port) = (free_port(), free_port());
+        let [ctld_port, slurmd_port] = free_ports();
         let conf = format!(
             "ClusterName=geneb{pid}\nSlurmctldHost={host}\nSlurmctldPort={ctld_port}\n\
              SlurmdPort={slurmd_port}\nSlurmUser={user}\nSlurmdUser={user}\n\
@@ -291,12 +291,11 @@ fn job_id(out: std::process::Output) -> String {
     text.trim().split(';').next().unwrap().to_string()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// Two ports no other program listens on (both held while choosing, so they differ).
+fn free_ports() -> [u16; 2] {
+    let listen = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let held = [listen(), listen()];
+    held.map(|l| l.local_addr().unwrap().port())
 }
 
 fn shard_logs(results: &Path) -> String {
