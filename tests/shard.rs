@@ -282,3 +282,76 @@ fn several_models_without_shards_give_one_file_of_submissions() {
     succeeded(profile);
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// Two shards embedding the same task with the same model at once, on one cache folder: both
+/// get the same result, the cache holds each entry once, whole, and no temporary file is left.
+#[test]
+fn concurrent_runs_share_one_embedding_cache() {
+    let root = fresh_dir("shard-concurrent");
+    let bert = format!("hf:{}", repo("tests/fixtures/models/bert").display());
+    let task = repo("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv");
+    let cache = root.join("cache");
+    let runs: Vec<_> = (0..2)
+        .map(|i| {
+            let out = root.join(format!("run-{i}.json"));
+            let child = std::process::Command::new(GENEB)
+                .args(["eval", "--model", &bert, "--regimes", "full", "--task"])
+                .arg(&task)
+                .arg("--out")
+                .arg(&out)
+                .env("GENEB_CACHE", &cache)
+                .spawn()
+                .unwrap();
+            (child, out)
+        })
+        .collect();
+    let results: Vec<Value> = runs
+        .into_iter()
+        .map(|(mut child, out)| {
+            assert!(child.wait().unwrap().success());
+            without_timings(read_json(&out))
+        })
+        .collect();
+    assert_eq!(results[0]["results"], results[1]["results"]);
+    let mut entries = Vec::new();
+    let mut folders = vec![cache.join("embeddings")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                entries.push(path);
+            }
+        }
+    }
+    assert_eq!(entries.len(), 2, "train and test, once each: {entries:?}");
+    assert!(
+        entries
+            .iter()
+            .all(|p| p.extension().is_some_and(|e| e == "npy"))
+    );
+    // A third run reads both entries whole.
+    let third = root.join("third.json");
+    succeeded(geneb(
+        &[
+            "eval",
+            "--model",
+            &bert,
+            "--regimes",
+            "full",
+            "--task",
+            task.to_str().unwrap(),
+            "--out",
+            third.to_str().unwrap(),
+        ],
+        &cache,
+    ));
+    let third = read_json(&third);
+    assert_eq!(third["results"], results[0]["results"]);
+    assert_eq!(
+        third["protocol"]["embeddings_from_cache"]["smoke_lambda_phage_vs_ecoli"],
+        serde_json::json!(["train", "test"])
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}
