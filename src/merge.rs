@@ -13,12 +13,11 @@ use std::path::{Path, PathBuf};
 
 /// One model's merged submission and the file name it belongs under.
 pub struct Merged {
-    pub model: String,
     pub file_name: String,
     pub submission: Submission,
 }
 
-/// Protocol keys that hold one entry per task: joined across pairs, not compared.
+/// Protocol keys made from the run's tasks: rebuilt for the merged task list, not compared.
 const PER_TASK_PROTOCOL: [&str; 2] = ["task_data_sha256", "deviations"];
 
 /// Merges the results folders of one run (usually one; several when shards wrote to
@@ -51,7 +50,6 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(Plan, Vec<Merged>)> {
         }
         if missing.is_empty() {
             merged.push(Merged {
-                model: model.clone(),
                 file_name: format!("{}.json", crate::shard::file_name(model)),
                 submission: join(&plan, pairs)?,
             });

@@ -238,10 +238,10 @@ pub fn pair_problem(
             "it lacks the predictions or split sizes of task {id}"
         ));
     }
-    let recorded = result
-        .protocol
-        .as_ref()
-        .and_then(|p| p["task_data_sha256"][id].as_str());
+    let Some(protocol) = result.protocol.as_ref().filter(|p| p["probe"].is_object()) else {
+        return Some("it has no protocol block with the probe's settings".into());
+    };
+    let recorded = protocol["task_data_sha256"][id].as_str();
     if recorded != Some(sha256) {
         return Some(format!(
             "it was computed on other data for task {id} (sha256 {}, the plan's {sha256})",

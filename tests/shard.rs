@@ -219,6 +219,12 @@ fn reruns_skip_finished_pairs_and_merge_refuses_mixed_runs() {
     });
     let error = refused(merge(&[&results], &merged));
     assert!(error.contains("computed on other data"), "{error}");
+    edit(pair, pair, &|v| v["protocol"]["probe"] = 5.into());
+    let error = refused(merge(&[&results], &merged));
+    assert!(error.contains("no protocol block"), "{error}");
+    std::fs::write(pair, "{\"schema_version\": ").unwrap();
+    let error = refused(merge(&[&results], &merged));
+    assert!(error.contains("not a geneb result"), "{error}");
 
     let error = refused(merge(&[&root.join("nowhere")], &merged));
     assert!(error.contains("cannot read the run's plan"), "{error}");
