@@ -8,7 +8,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 shards='' only='' options=()
-usage() { sed -n '2,8p' "$0" >&2; exit 2; }
+usage() { sed -n '2,7p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
         --shards) shards=$2; shift 2 ;;
