@@ -9,7 +9,9 @@ mod sharding;
 use serde_json::Value;
 use sharding::*;
 use std::path::Path;
+use std::process::Output;
 
+/// `geneb eval --shard I/N --out-dir DIR`, with the embedding cache beside DIR.
 fn shard(i: usize, n: usize, models: &[&str], tasks: &str, dir: &Path, extra: &[&str]) -> Output {
     let spec = format!("{i}/{n}");
     let mut args = vec!["eval", "--task", tasks, "--shard", &spec];
@@ -21,8 +23,7 @@ fn shard(i: usize, n: usize, models: &[&str], tasks: &str, dir: &Path, extra: &[
     geneb(&args, &dir.join("../cache"))
 }
 
-use std::process::Output;
-
+/// `geneb merge DIRS --out-dir OUT`.
 fn merge(dirs: &[&Path], out: &Path) -> Output {
     let mut args = vec!["merge"];
     args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
