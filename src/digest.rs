@@ -10,12 +10,26 @@ pub fn hex(bytes: &[u8]) -> String {
 /// The hex SHA-256 of `parts`, each prefixed by its length (u64, little-endian) so that where
 /// one part ends and the next begins changes the hash.
 pub fn sha256_of_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
-    let mut hasher = Sha256::new();
+    let mut hasher = PartsHasher::default();
     for part in parts {
-        hasher.update((part.len() as u64).to_le_bytes());
-        hasher.update(part);
+        hasher.part(part);
     }
-    hex(&hasher.finalize())
+    hasher.finish()
+}
+
+/// `sha256_of_parts` fed one part at a time, for parts that are made on the way.
+#[derive(Default)]
+pub struct PartsHasher(Sha256);
+
+impl PartsHasher {
+    pub fn part(&mut self, bytes: &[u8]) {
+        self.0.update((bytes.len() as u64).to_le_bytes());
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> String {
+        hex(&self.0.finalize())
+    }
 }
 
 #[cfg(test)]

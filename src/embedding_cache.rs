@@ -1,6 +1,7 @@
 //! The native embedding cache: one float32 `.npy` per (encoder identity, sequence list) under
-//! the cache folder, written atomically, so an interrupted run never leaves a half file that a
-//! later run would trust.
+//! the cache folder, written atomically by each writer under its own temporary name
+//! (`atomic_file`), so an interrupted run never leaves a half file that a later run would trust
+//! and concurrent shards on a shared file system never corrupt each other's entries.
 
 use crate::eval::{EmbeddingStore, StoreFuture};
 use crate::{Error, Result};
@@ -39,12 +40,10 @@ impl FolderStore {
         };
         let folder = path.parent().ok_or_else(|| fail("no folder".into()))?;
         std::fs::create_dir_all(folder).map_err(|e| fail(e.to_string()))?;
-        let tmp = path.with_extension("npy.partial");
-        let file = std::fs::File::create(&tmp).map_err(|e| fail(e.to_string()))?;
-        embeddings
-            .write_npy(std::io::BufWriter::new(file))
-            .map_err(|e| fail(e.to_string()))?;
-        std::fs::rename(&tmp, &path).map_err(|e| fail(e.to_string()))
+        crate::atomic_file::write_whole_with(&path, |out| {
+            embeddings.write_npy(out).map_err(std::io::Error::other)
+        })
+        .map_err(|e| fail(e.message))
     }
 }
 

@@ -80,6 +80,8 @@ pub async fn evaluate(
     let identity = encoder.cache_identity();
     let cache = store.zip(identity.as_deref());
     let mut out = Collected::default();
+    // Task id → the splits whose embeddings an earlier run had stored.
+    let mut from_cache: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     let (mut embed_seconds, mut probe_seconds) = (0.0, 0.0);
     let mut batch: Vec<Embedded> = Vec::new();
     let mut held = 0;
@@ -111,7 +113,7 @@ pub async fn evaluate(
             total,
         };
         meters.embed.resume();
-        let x_train = embed_all(
+        let (x_train, train_cached) = embed_all(
             encoder,
             &data.train.sequences,
             cache,
@@ -124,7 +126,7 @@ pub async fn evaluate(
             offset: data.train.len(),
             ..place
         };
-        let x_test = embed_all(
+        let (x_test, test_cached) = embed_all(
             encoder,
             &data.test.sequences,
             cache,
@@ -134,6 +136,13 @@ pub async fn evaluate(
         )
         .await?;
         meters.embed.pause();
+        let cached_splits: Vec<&str> = [("train", train_cached), ("test", test_cached)]
+            .into_iter()
+            .filter_map(|(split, cached)| cached.then_some(split))
+            .collect();
+        if !cached_splits.is_empty() {
+            from_cache.insert(id.to_string(), cached_splits);
+        }
         embed_seconds += started.elapsed().as_secs_f64();
         held += (x_train.len() + x_test.len()) * size_of::<f32>();
         batch.push(Embedded {
@@ -173,7 +182,17 @@ pub async fn evaluate(
         .chain(crate::split::deviations(&splits))
         .chain(encoder.deviation())
         .collect();
-    let encoder_block = json!({"encoder": encoder.describe(), "backend": encoder.backend_info()});
+    let task_hashes: BTreeMap<&str, String> = tasks
+        .iter()
+        .map(|t| (t.task.id.as_str(), t.data.content_hash()))
+        .collect();
+    // What depends on where the embeddings came from; `merge` reads the cache hits and hashes.
+    let encoder_block = json!({
+        "encoder": encoder.describe(),
+        "backend": encoder.backend_info(),
+        "embeddings_from_cache": from_cache,
+        "task_data_sha256": task_hashes,
+    });
     let timings = [embed_seconds, probe_seconds];
     let mut submission = assemble(
         &spec,
@@ -531,7 +550,9 @@ pub async fn embed_sequences(encoder: &Encoder, sequences: &[String]) -> Result<
         total: sequences.len(),
     };
     let mut meter = Meter::new(sequences.len() as u64);
-    embed_all(encoder, sequences, None, place, &mut meter, &mut |_| {}).await
+    let (embeddings, _) =
+        embed_all(encoder, sequences, None, place, &mut meter, &mut |_| {}).await?;
+    Ok(embeddings)
 }
 
 async fn embed_all(
@@ -541,7 +562,7 @@ async fn embed_all(
     place: Place<'_>,
     meter: &mut Meter,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Array2<f32>> {
+) -> Result<(Array2<f32>, bool)> {
     let report = |done: usize, from_cache: bool, meter: &Meter| {
         let run = meter.rate();
         Progress {
@@ -561,7 +582,7 @@ async fn embed_all(
     {
         meter.advance(sequences.len() as u64, true);
         progress(report(sequences.len(), true, meter));
-        return Ok(hit);
+        return Ok((hit, true));
     }
     let mut out = Array2::<f32>::zeros((sequences.len(), encoder.dim()));
     for (i, chunk) in sequences.chunks(EMBED_CHUNK).enumerate() {
@@ -575,7 +596,7 @@ async fn embed_all(
     if let (Some((store, _)), Some(key)) = (cache, &key) {
         store.put(key, &out).await?;
     }
-    Ok(out)
+    Ok((out, false))
 }
 
 fn mean_scores(scores: impl Iterator<Item = Scores>) -> Scores {
@@ -588,17 +609,13 @@ fn mean_scores(scores: impl Iterator<Item = Scores>) -> Scores {
     }
 }
 
-/// Where this run differs from a GENEB leaderboard run, stated in the result itself: the tasks
-/// that are not GENEB's.
-pub(crate) fn own_tasks(tasks: &[crate::split::SplitOf]) -> Vec<String> {
-    let mut ids: Vec<&str> = tasks
-        .iter()
-        .map(|&t| crate::split::reported_id(t))
-        .collect();
-    ids.dedup(); // the folds of a k-fold task
+/// Where a run over these tasks (in run order) differs from a GENEB leaderboard run, stated
+/// in the result itself; `merge` recomputes it for the merged task list.
+pub fn task_deviations(ids: &[&str]) -> Vec<String> {
     let n_tasks = ids.len();
     let own: Vec<&str> = ids
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|id| crate::task::catalogue::category_of(id).is_none())
         .collect();
     if own.is_empty() {
@@ -612,6 +629,20 @@ pub(crate) fn own_tasks(tasks: &[crate::split::SplitOf]) -> Vec<String> {
         own.join(", ")
     )]
 }
+
+/// `task_deviations` of the tasks as the result reports them (a k-fold task's folds are one).
+pub(crate) fn own_tasks(tasks: &[crate::split::SplitOf]) -> Vec<String> {
+    let mut ids: Vec<&str> = tasks
+        .iter()
+        .map(|&t| crate::split::reported_id(t))
+        .collect();
+    ids.dedup();
+    task_deviations(&ids)
+}
+
+/// The keys of the protocol block that describe how this run went rather than what it
+/// computed: timings differ between any two runs, cache hits between a first run and a rerun.
+pub const RUN_CIRCUMSTANCES: [&str; 2] = ["timings_s", "embeddings_from_cache"];
 
 fn protocol_block(
     encoder: serde_json::Value,

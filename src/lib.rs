@@ -1,6 +1,8 @@
 //! geneb: the GENEB probing protocol — frozen encoder → pooled embedding → logistic-regression
 //! probe → per-category profile — as one core for the native CLI and the browser (wasm32).
 
+#[cfg(feature = "cli")]
+pub mod atomic_file;
 pub mod digest;
 #[cfg(feature = "cli")]
 pub mod embedding_cache;
@@ -11,6 +13,8 @@ pub mod eval;
 pub mod hf;
 #[cfg(all(feature = "hub", not(target_arch = "wasm32")))]
 pub mod hub;
+#[cfg(feature = "cli")]
+pub mod merge;
 pub mod metrics;
 pub mod npz;
 pub mod predict;
@@ -20,6 +24,8 @@ pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod seq;
+#[cfg(feature = "cli")]
+pub mod shard;
 pub mod split;
 pub mod submission;
 pub mod task;

@@ -2,11 +2,14 @@
 //! arguments, calls the library and prints; every error is one line on stderr and exit code 2.
 
 use clap::{Args, Parser, Subcommand};
+use geneb::atomic_file::write_whole;
 use geneb::encoder::{BackendKind, Encoder, Precision};
 use geneb::eval::{self, Progress};
 use geneb::hub::{Hub, Located};
 use geneb::protocol::Regime;
 use geneb::seq::{self, InputFile};
+use geneb::shard::{Plan, Shard};
+use geneb::submission::Submission;
 use geneb::task::{TaskData, catalogue, official};
 use geneb::{Error, Result, metrics, probe, profile, task::fewshot};
 use std::io::{IsTerminal, Write};
@@ -34,10 +37,27 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Embed tasks with a frozen encoder, probe every regime, write a GENEB submission JSON.
+    ///
+    /// Several models, and runs split over many machines: `--shard I/N --out-dir DIR` computes
+    /// shard I (from 0) of N of the run's (model, task) pairs, every regime of a pair in the
+    /// same shard. Which pairs a shard gets depends on the pairs alone (sorted, dealt
+    /// round-robin). Each pair's result is written whole as DIR/<model>/<task>.json (names
+    /// escaped: `hf:org/m` is `hf%3Aorg%2Fm`); pairs already there are skipped, so a failed
+    /// shard reruns only what is missing. DIR/plan.json records the run: a shard started with
+    /// other arguments is refused. `geneb merge DIR` puts the results together.
+    #[command(verbatim_doc_comment)]
     Eval(EvalArgs),
     /// Apply a probe saved by `eval --save-probe` to new sequences: each one's predicted label
     /// and class probabilities as CSV.
     Predict(PredictArgs),
+    /// Merge a sharded run (`eval --shard I/N --out-dir DIR`) into one submission per model.
+    ///
+    /// The same submission an unsharded `geneb eval --out` writes, timings aside (summed).
+    /// Writes OUT/<model>.json (the model's name escaped as in DIR). Refuses, naming the file:
+    /// missing pairs (how many, and the shards to rerun), a pair found in two folders with
+    /// different content, and results of other geneb versions, encoders or task data.
+    #[command(verbatim_doc_comment)]
+    Merge(MergeArgs),
     /// Fit GENEB's probe on your own embeddings (X_train, y_train, X_test, y_test in an .npz).
     Probe(ProbeArgs),
     /// Print the few-shot subset GENEB's reference sampler picks (0-based train indices).
@@ -100,9 +120,11 @@ impl PrecisionArg {
 
 #[derive(Args)]
 struct EvalArgs {
-    /// Encoder spec: kmer:K, kmer:K:canonical, random-cnn, random-cnn:SEED.
+    /// Encoder spec: kmer:K, kmer:K:canonical, random-cnn, random-cnn:SEED, hf:FOLDER or
+    /// hf:owner/name[@revision]. Repeat for more models (stdout or --out then holds
+    /// `{"submissions": [...]}`, one per model).
     #[arg(long, required_unless_present = "embeddings")]
-    model: Option<String>,
+    model: Vec<String>,
     /// Your own embeddings instead of an encoder: a .npz (X_train, y_train, X_test, y_test,
     /// optional task and category strings), a folder with X.npy + labels.csv (label[, split]),
     /// or a folder of those. Repeat for more. Every regime and the profile run on them.
@@ -132,8 +154,16 @@ struct EvalArgs {
     #[command(flatten)]
     precision: PrecisionArg,
     /// Write the result here instead of stdout (written whole or not at all).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "out_dir")]
     out: Option<PathBuf>,
+    /// Write each (model, task) result as DIR/<model>/<task>.json instead, skipping those
+    /// already there (see above); for `geneb merge`.
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Compute only shard I of N of the (model, task) pairs (I from 0 to N-1), e.g.
+    /// `--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT`. Needs --out-dir.
+    #[arg(long, value_name = "I/N", requires = "out_dir")]
+    shard: Option<String>,
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -219,6 +249,16 @@ impl SplitArgs {
 }
 
 #[derive(Args)]
+struct MergeArgs {
+    /// The --out-dir of the run's shards (several if shards wrote to different folders).
+    #[arg(required = true, value_name = "DIR")]
+    dirs: Vec<PathBuf>,
+    /// Where the merged submissions go: one <model>.json per model.
+    #[arg(long, value_name = "OUT")]
+    out_dir: PathBuf,
+}
+
+#[derive(Args)]
 struct TasksArgs {
     /// Only this suite's tasks (geneb, geneb-lite, geneb:<category>).
     #[arg(long)]
@@ -287,6 +327,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Eval(args) => run_eval(args),
         Command::Predict(args) => run_predict(args),
+        Command::Merge(args) => run_merge(args),
         Command::Probe(args) => run_probe(args),
         Command::Fewshot(args) => run_fewshot(args),
         Command::Profile(args) => run_profile(args),
@@ -319,22 +360,8 @@ fn read_file(path: &Path) -> Result<InputFile> {
     })
 }
 
-/// Write all of `text` or nothing: to a temporary file beside `path`, then renamed over it.
-fn write_whole(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
-    let fail = |e: std::io::Error| {
-        Error::in_file(path.display().to_string(), format!("cannot write: {e}"))
-    };
-    let tmp = path.with_extension("geneb-partial");
-    std::fs::write(&tmp, text).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
-    })
-}
-
-/// The result to `--out` (whole or not at all), else to stdout.
-fn write_result(out: &Option<PathBuf>, submission: &geneb::submission::Submission) -> Result<()> {
-    let text = submission.to_json_pretty()?;
+/// A result file's text to `--out` (whole or not at all), else to stdout.
+fn write_result(out: &Option<PathBuf>, text: &str) -> Result<()> {
     match out {
         Some(path) => write_whole(path, &text),
         None => {
@@ -363,14 +390,14 @@ fn run_eval_embeddings(args: &EvalArgs, regimes: &[Regime]) -> Result<()> {
         .map(|s| s.to_string_lossy().into_owned());
     let model_id = format!("embeddings:{}", stem.unwrap_or_default());
     let submission = geneb::embeddings::evaluate(&model_id, tasks, regimes, &mut |_| {})?;
-    write_result(&args.out, &submission)
+    write_result(&args.out, &submission.to_json_pretty()?)
 }
 
 fn run_eval(args: EvalArgs) -> Result<()> {
     let regimes = Regime::parse_list(&args.regimes)?;
-    let Some(model) = args.model.as_deref() else {
+    if args.model.is_empty() {
         return run_eval_embeddings(&args, &regimes);
-    };
+    }
     let backend_kind = BackendKind::parse(&args.backend)?;
     args.precision.apply(backend_kind)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
@@ -421,44 +448,67 @@ fn run_eval(args: EvalArgs) -> Result<()> {
     args.split.check_used(&tasks)?;
     if args.save_probe.is_some() {
         one_task(&tasks)?; // before the run, not after it
-    }
-    let encoder = load_encoder(model, backend_kind, args.offline, show)?;
-    let mut on_progress = |p: Progress| {
-        if show {
-            // One line, redrawn: the stage's bar over the whole run, then this task's count.
-            let stage = match p.stage {
-                eval::Stage::Embed => "embedding",
-                eval::Stage::Probe => "probing",
-            };
-            eprint!(
-                "\r\x1b[2K{stage:<9} {} {} {} {}/{} · {}",
-                geneb::progress::bar(p.run.done, p.run.total, 20),
-                p.model,
-                p.task,
-                p.done,
-                p.total,
-                p.pace
-            );
-            let _ = std::io::stderr().flush();
+        if args.model.len() != 1 {
+            return Err(Error::new(format!(
+                "--save-probe saves one model's probe; {} models were given",
+                args.model.len()
+            )));
         }
-    };
+    }
     let store =
         geneb::embedding_cache::FolderStore::new(geneb::hub::cache_root()?.join("embeddings"));
     let store: Option<&dyn eval::EmbeddingStore> = (!args.no_cache).then_some(&store);
-    let submission = pollster::block_on(eval::evaluate(
-        &encoder,
-        &tasks,
-        &regimes,
-        store,
-        &mut on_progress,
-    ))?;
-    if show {
-        eprintln!();
+    let load = |model: &str| load_encoder(model, backend_kind, args.offline, show);
+    let evaluate = |encoder: &Encoder, tasks: &[TaskData]| -> Result<Submission> {
+        let submission =
+            pollster::block_on(eval::evaluate(encoder, tasks, &regimes, store, &mut |p| {
+                show_progress(show, p)
+            }))?;
+        if show {
+            eprintln!();
+        }
+        Ok(submission)
+    };
+    if let Some(dir) = &args.out_dir {
+        let shard = args
+            .shard
+            .as_deref()
+            .map_or(Ok(Shard::WHOLE), Shard::parse)?;
+        let plan = Plan::new(&args.model, &tasks, &regimes, shard.count);
+        plan.record(dir)?;
+        let pending = plan.pending(dir, shard, &tasks);
+        let todo: usize = pending.iter().map(|(_, tasks)| tasks.len()).sum();
+        for (model, tasks) in pending.iter().filter(|(_, tasks)| !tasks.is_empty()) {
+            let encoder = load(model)?;
+            for task in tasks {
+                // One pair per call: each result is complete (and kept) as soon as it is written.
+                let result = evaluate(&encoder, std::slice::from_ref(*task))?;
+                Plan::write_pair(dir, model, &task.task.id, &result)?;
+            }
+        }
+        eprintln!(
+            "geneb: shard {}/{}: {todo} (model, task) result(s) written, {} already in {}",
+            shard.index,
+            shard.count,
+            plan.pairs_in(shard.index) - todo,
+            dir.display()
+        );
+        return Ok(());
     }
-    if let Some(path) = &args.save_probe {
-        save_probe(path, &encoder, &tasks)?;
+    let mut submissions = Vec::new();
+    for model in &args.model {
+        let encoder = load(model)?;
+        submissions.push(evaluate(&encoder, &tasks)?);
+        if let Some(path) = &args.save_probe {
+            save_probe(path, &encoder, &tasks)?;
+        }
     }
-    write_result(&args.out, &submission)
+    let text = match submissions.as_slice() {
+        [one] => one.to_json_pretty()?,
+        _ => serde_json::to_string_pretty(&serde_json::json!({ "submissions": submissions }))
+            .map_err(|e| Error::new(format!("cannot write the results as JSON: {e}")))?,
+    };
+    write_result(&args.out, &text)
 }
 
 /// The full-data probe of the one task, refitted on the same embeddings (the fit is
@@ -514,6 +564,50 @@ fn run_predict(args: PredictArgs) -> Result<()> {
         ids.len(),
         saved.task,
         args.out.display()
+    );
+    Ok(())
+}
+
+/// One line on stderr, redrawn: the stage's bar over the whole run, then this task's count.
+fn show_progress(show: bool, p: Progress) {
+    if show {
+        let stage = match p.stage {
+            eval::Stage::Embed => "embedding",
+            eval::Stage::Probe => "probing",
+        };
+        eprint!(
+            "\r\x1b[2K{stage:<9} {} {} {} {}/{} · {}",
+            geneb::progress::bar(p.run.done, p.run.total, 20),
+            p.model,
+            p.task,
+            p.done,
+            p.total,
+            p.pace
+        );
+        let _ = std::io::stderr().flush();
+    }
+}
+
+fn run_merge(args: MergeArgs) -> Result<()> {
+    let (plan, merged) = geneb::merge::merge(&args.dirs)?;
+    std::fs::create_dir_all(&args.out_dir).map_err(|e| {
+        Error::in_file(
+            args.out_dir.display().to_string(),
+            format!("cannot create: {e}"),
+        )
+    })?;
+    for model in &merged {
+        write_whole(
+            &args.out_dir.join(&model.file_name),
+            model.submission.to_json_pretty()?,
+        )?;
+    }
+    eprintln!(
+        "geneb: {} model(s) × {} task(s) from {} shard(s) merged into {}",
+        merged.len(),
+        plan.tasks.len(),
+        plan.shards,
+        args.out_dir.display()
     );
     Ok(())
 }

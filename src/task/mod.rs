@@ -47,6 +47,27 @@ pub struct Dataset {
     pub made_split: Option<MadeSplit>,
 }
 
+impl Dataset {
+    /// The hex SHA-256 of the label names and both splits (every count and field
+    /// length-prefixed): results computed on different data never pass for each other.
+    pub fn content_hash(&self) -> String {
+        let mut hasher = crate::digest::PartsHasher::default();
+        let mut field = |bytes: &[u8]| hasher.part(bytes);
+        field(&(self.labels.len() as u64).to_le_bytes());
+        for label in &self.labels {
+            field(label.as_bytes());
+        }
+        for split in [&self.train, &self.test] {
+            field(&(split.len() as u64).to_le_bytes());
+            for (sequence, &y) in split.sequences.iter().zip(&split.y) {
+                field(sequence.as_bytes());
+                field(&(y as u64).to_le_bytes());
+            }
+        }
+        hasher.finish()
+    }
+}
+
 /// A task with its data, as the readers produce it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskData {
