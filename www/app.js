@@ -940,11 +940,12 @@ function init() {
     if (!el.keepFiles.checked) syncKeptFiles(); // forget them; renderFiles keeps them when checked
     renderFiles();
   });
+  // Before the first renderFiles: it tells the split panel which tables lack a split column.
+  initSplit($('#split-panel'), { getWorker: () => state.worker });
   renderFiles();
   restoreKeptFiles();
   initModels($('#models-panel'), { getWorker: () => state.worker, onChange: updateControls });
   initTasks($('#tasks-panel'), { addTaskFiles: addFiles });
-  initSplit($('#split-panel'), { getWorker: () => state.worker });
   startWorker();
   initLibrary({ requestReport, modelName });
   setUpOffline();
