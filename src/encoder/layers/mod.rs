@@ -11,6 +11,7 @@ use crate::Result;
 use crate::hf::Checkpoint;
 use burn::tensor::activation::{gelu, relu, sigmoid, silu, softmax};
 use burn::tensor::module::{layer_norm, linear};
+use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Device, Tensor, TensorData};
 
 pub fn upload<const D: usize>(data: Vec<f32>, shape: [usize; D], device: &Device) -> Tensor<D> {
@@ -292,7 +293,23 @@ pub fn attention(
     scale: f64,
     bias: Tensor<4>,
 ) -> Tensor<3> {
-    let [batch, heads, tokens, _] = q.dims();
+    let [batch, heads, tokens, head_dim] = q.dims();
+    if q.device() == Device::flex() {
+        // burn-flex's fused attention: per (sequence, head) on the thread pool, the scores of
+        // one head at a time in cache (tiled with an online softmax past 512 tokens), instead
+        // of [batch, heads, tokens, tokens] tensors written and reread by five separate ops.
+        // Its bias must span whole [tokens, tokens] tiles (a broadcast over the query rows is
+        // expanded to all heads), so a per-key padding bias is spread over the rows here, once.
+        let [bias_batch, bias_heads, ..] = bias.dims();
+        let bias = bias.expand([bias_batch, bias_heads, tokens, tokens]);
+        let options = AttentionModuleOptions {
+            scale: Some(scale),
+            ..Default::default()
+        };
+        return burn::tensor::module::attention(q, k, v, None, Some(bias), options)
+            .swap_dims(1, 2)
+            .reshape([batch, tokens, heads * head_dim]);
+    }
     let group = (MAX_BUFFER_FLOATS / (batch * tokens * tokens).max(1)).clamp(1, heads);
     attention_in_groups(q, k, v, scale, bias, group)
 }
