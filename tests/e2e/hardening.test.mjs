@@ -382,34 +382,40 @@ describe('the page holds up against hostile input and failures', { timeout: 15 *
 
   it('the worker dying mid-write leaves the embedding cache and the results library whole', { timeout: LOAD_TIMEOUT * 4 }, async () => {
     const original = await readFile(join(REPO, 'www', 'worker.js'), 'utf8');
-    // Once armed, the worker stops dead right after it has issued both writes of an embedding
-    // cache entry (www/embedding-cache.js), before the transaction can commit; the test then
-    // ends it as Cancel does, or a crash would.
-    const prelude = `{ const put = IDBObjectStore.prototype.put;
+    // Once armed (a message from the test), the worker stops dead right after it has issued both
+    // writes of an embedding cache entry (www/embedding-cache.js), before the transaction can
+    // commit; the test then ends it as Cancel does, or a crash would. Arming by message, not by
+    // restarting the worker with other code, keeps the test independent of how fast a run is.
+    const prelude = `{ let armed = false;
+      self.addEventListener('message', (e) => {
+        if (e.data?.type === 'test:arm') { armed = true; e.stopImmediatePropagation(); }
+      });
+      const put = IDBObjectStore.prototype.put;
       IDBObjectStore.prototype.put = function (...args) {
         const request = put.apply(this, args);
-        if (this.name === 'entries') {
+        if (armed && this.name === 'entries') {
           self.postMessage({ type: 'test:cache-write-open' });
           const end = Date.now() + 60_000; while (Date.now() < end) { /* the worker hangs mid-write */ }
         }
         return request;
       }; }\n`;
-    let armed = false;
     const app = await openApp(browser, server, {
       serviceWorkers: 'block',
       async beforeGoto(context, origin) {
         await context.addInitScript(() => {
           window.__cacheWriteOpen = false;
+          window.__workers = [];
           const Real = window.Worker;
           window.Worker = class extends Real {
             constructor(...args) {
               super(...args);
+              window.__workers.push(this);
               this.addEventListener('message', (e) => { if (e.data?.type === 'test:cache-write-open') window.__cacheWriteOpen = true; });
             }
           };
         });
         await context.route(`${origin}worker.js`, async (route) => route.fulfill({
-          response: await route.fetch(), body: (armed ? prelude : '') + original,
+          response: await route.fetch(), body: prelude + original,
         }));
       },
     });
@@ -443,14 +449,11 @@ describe('the page holds up against hostile input and failures', { timeout: 15 *
       await waitLoaded(page, 'hf:dropped-model');
       await byTestId(page, 'model-kmer').uncheck();
 
-      // Arm, and bring up a worker that has the hang (a cancelled run restarts the worker).
-      armed = true;
-      await byTestId(page, 'run').click();
-      await byTestId(page, 'cancel').click();
-      await waitReady(page);
+      // Arm the page's current worker (the last one started; the core's own pool threads are
+      // started by the core, not by the page, so they are not in the list).
+      await page.evaluate(() => window.__workers.at(-1).postMessage({ type: 'test:arm' }));
       await byTestId(page, 'run').click();
       await page.waitForFunction(() => window.__cacheWriteOpen, null, { timeout: LOAD_TIMEOUT });
-      armed = false;
       await byTestId(page, 'cancel').click(); // terminates the hung worker mid-transaction
       await waitReady(page);
       const afterCrash = await cacheState();
