@@ -11,13 +11,12 @@ use super::{
 };
 use crate::encoder::layers::positions::{Rotary, rotate};
 use crate::encoder::layers::{
-    LayerNorm, Linear, attention, checkpoint_prefix, head_dim, load_qkv, padding_bias, split_heads,
-    upload,
+    LayerNorm, Linear, attention, checkpoint_prefix, head_dim, load_qkv, padding_bias, silu,
+    split_heads, upload,
 };
 use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
-use burn::tensor::activation::silu;
 use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;

@@ -8,10 +8,10 @@
 //! `exp(ΔA)` and `ΔBx` are formed in bulk for chunks of positions. On a GPU each chunk is
 //! scanned by doubling instead (`scan_by_doubling`).
 
-use super::{Linear, config_error, param, upload};
+use super::{Linear, config_error, param, silu, upload};
 use crate::Result;
 use crate::hf::Checkpoint;
-use burn::tensor::activation::{silu, softplus_with_threshold};
+use burn::tensor::activation::softplus_with_threshold;
 use burn::tensor::module::conv1d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Tensor};
