@@ -200,16 +200,21 @@ fn model_folders_embed_like_the_reference_extractors() {
         "caduceus/ph",
         "caduceus/ps",
         "plantcaduceus",
+        "gena/base",
+        "gena/t2t-multi",
+        "gena/lastln",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
     pipeline("nt_v2", BackendKind::Wgpu);
     pipeline("plantcaduceus", BackendKind::Wgpu);
+    pipeline("gena/lastln", BackendKind::Wgpu);
 }
 
-/// Random checkpoints of the real models' shapes (SpliceBERT-1024nt, PlantCaduceus_l32), too
-/// large to commit: `python3 tests/oracle/make_transformer_fixtures.py --same-shape DIR` and
-/// `make_plantcaduceus_fixtures.py --same-shape DIR/plantcaduceus` write them, then
+/// Random checkpoints of the real models' shapes (SpliceBERT-1024nt, PlantCaduceus_l32,
+/// GENA-LM bert-base-t2t-multi), too large to commit: `python3
+/// tests/oracle/make_transformer_fixtures.py --same-shape DIR`, `make_plantcaduceus_fixtures.py
+/// --same-shape DIR/plantcaduceus` and `make_gena_fixtures.py --same-shape DIR` write them, then
 /// `GENEB_SAME_SHAPE=DIR cargo test --test hf_models -- --ignored`.
 #[test]
 #[ignore = "needs the same-shape checkpoints the oracle scripts write (hundreds of MB)"]
@@ -217,7 +222,7 @@ fn same_shape_checkpoints_embed_like_the_published_code() {
     let root = PathBuf::from(
         std::env::var_os("GENEB_SAME_SHAPE").expect("GENEB_SAME_SHAPE names the folder"),
     );
-    for name in ["splicebert", "plantcaduceus"] {
+    for name in ["splicebert", "plantcaduceus", "gena"] {
         pipeline_in(&root.join(name), BackendKind::Cpu);
     }
 }
@@ -359,5 +364,5 @@ fn the_registry_chooses_each_models_tokenizer() {
         }
         checked.push(name);
     }
-    assert_eq!(checked.len(), 10, "{checked:?}");
+    assert_eq!(checked.len(), 13, "{checked:?}");
 }

@@ -253,8 +253,8 @@ static KNOWN: [KnownModel; 18] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: GENA,
-        supported: false,
-        checked: Check::NotChecked,
+        supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "AIRI-Institute/gena-lm-bert-base-t2t-multi",
@@ -265,8 +265,8 @@ static KNOWN: [KnownModel; 18] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: GENA,
-        supported: false,
-        checked: Check::NotChecked,
+        supported: true,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: "AIRI-Institute/gena-lm-bert-large-t2t",
@@ -277,8 +277,8 @@ static KNOWN: [KnownModel; 18] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: GENA,
-        supported: false,
-        checked: Check::NotChecked,
+        supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "InstaDeepAI/agro-nucleotide-transformer-1b",
