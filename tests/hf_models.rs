@@ -203,12 +203,14 @@ fn model_folders_embed_like_the_reference_extractors() {
         "gena/base",
         "gena/t2t-multi",
         "gena/lastln",
+        "mutbert",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
     pipeline("nt_v2", BackendKind::Wgpu);
     pipeline("plantcaduceus", BackendKind::Wgpu);
     pipeline("gena/lastln", BackendKind::Wgpu);
+    pipeline("mutbert", BackendKind::Wgpu);
 }
 
 /// Random checkpoints of the real models' shapes (SpliceBERT-1024nt, PlantCaduceus_l32,

@@ -69,7 +69,7 @@ const DNABERT2: &str = "DNABERT-2 (BERT, ALiBi, GLU)";
 const HYENA: &str = "HyenaDNA";
 const GENA: &str = "GENA-LM (BERT, pre-layer-norm)";
 
-static KNOWN: [KnownModel; 18] = [
+static KNOWN: [KnownModel; 19] = [
     KnownModel {
         hub_id: "InstaDeepAI/nucleotide-transformer-v2-50m-multi-species",
         display: "NT-v2 50M multi-species",
@@ -243,6 +243,20 @@ static KNOWN: [KnownModel; 18] = [
         architecture: "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
         supported: true,
         checked: Check::RandomWeightsSameShape,
+    },
+    KnownModel {
+        hub_id: "JadenLong/MutBERT",
+        display: "MutBERT",
+        leaderboard: Some("MutBERT"),
+        parameters: Some(86_000_000),
+        // The rotary positions have no table: the reference truncates nothing (its tokenizer
+        // sets no model_max_length); 512 is the configured max_position_embeddings.
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "single nucleotide (tokenizer.json)",
+        architecture: "MutBERT (BERT, rotary positions)",
+        supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "AIRI-Institute/gena-lm-bert-base",

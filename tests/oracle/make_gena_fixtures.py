@@ -4,8 +4,9 @@ GENA-LM (AIRI-Institute/gena-lm-bert-base, -bert-base-t2t-multi, …) is BERT wi
 normalisation: `src/gena_lm/modeling_bert.py` of https://github.com/AIRI-Institute/GENA_LM
 (the hub repos ship the same file as remote code). It is imported unchanged from a checkout
 named by $GENA_SRC (its `src/` folder; these fixtures were made at commit 4a88463), never
-committed. transformers 5 dropped two head-pruning helpers that file imports and never calls
-at inference; stand-ins that raise are installed for them.
+committed. transformers 5 dropped helpers that file uses: the head-pruning imports get stand-ins
+that raise (never called at inference), the attention-mask and head-mask helpers transformers
+4's code.
 
 The reference extractor (GENEB `embedding_pipeline/extractors/genalm.py`): AutoTokenizer,
 `tokenizer(batch, padding=True, truncation=True, max_length=512)`, `model.bert(input_ids,
@@ -40,9 +41,9 @@ SOURCE = Path(os.environ.get("GENA_SRC", ROOT / "target/gena-src/src"))
 SMOKE = ROOT / "tasks/smoke"
 
 
-def gena_code():
-    if not (SOURCE / "gena_lm/modeling_bert.py").exists():
-        sys.exit(f"{SOURCE}: no gena_lm/modeling_bert.py; set GENA_SRC to the src/ folder of a GENA_LM checkout")
+def install_pruning_stand_ins():
+    """transformers 5 dropped two head-pruning helpers that BERT-derived model files import
+    (GENA-LM's, MutBERT's) and never call at inference."""
     import transformers.pytorch_utils as pytorch_utils
 
     def pruning(*_args, **_kwargs):
@@ -51,10 +52,10 @@ def gena_code():
     for name in ("find_pruneable_heads_and_indices", "prune_linear_layer"):
         if not hasattr(pytorch_utils, name):
             setattr(pytorch_utils, name, pruning)
-    sys.path.insert(0, str(SOURCE))
-    from gena_lm import modeling_bert
 
-    # transformers 4's PreTrainedModel helpers that the file calls and 5 dropped, as 4 had them.
+
+def install_transformers4_helpers(model_class):
+    """transformers 4's PreTrainedModel helpers that those files call and 5 dropped, as 4 had them."""
     def get_extended_attention_mask(self, attention_mask, input_shape, device=None, dtype=torch.float32):
         extended = attention_mask[:, None, None, :].to(dtype)
         return (1.0 - extended) * torch.finfo(dtype).min
@@ -65,8 +66,18 @@ def gena_code():
 
     for name, helper in [("get_extended_attention_mask", get_extended_attention_mask),
                          ("get_head_mask", get_head_mask)]:
-        if not hasattr(modeling_bert.BertPreTrainedModel, name):
-            setattr(modeling_bert.BertPreTrainedModel, name, helper)
+        if not hasattr(model_class, name):
+            setattr(model_class, name, helper)
+
+
+def gena_code():
+    if not (SOURCE / "gena_lm/modeling_bert.py").exists():
+        sys.exit(f"{SOURCE}: no gena_lm/modeling_bert.py; set GENA_SRC to the src/ folder of a GENA_LM checkout")
+    install_pruning_stand_ins()
+    sys.path.insert(0, str(SOURCE))
+    from gena_lm import modeling_bert
+
+    install_transformers4_helpers(modeling_bert.BertPreTrainedModel)
     return modeling_bert
 
 

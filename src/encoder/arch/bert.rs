@@ -2,7 +2,9 @@
 //! as the standard HF `BertModel` (learned absolute positions, post-LayerNorm, GELU FFN);
 //! GENA-LM, the same with `pre_layer_norm` (AIRI's modeling_bert.py: each sublayer reads a
 //! LayerNorm of its input and adds its output to it, and with `last_layer_norm` — by default
-//! whenever `pre_layer_norm` — one more LayerNorm after the last layer); and DNABERT-2,
+//! whenever `pre_layer_norm` — one more LayerNorm after the last layer); MutBERT, the standard
+//! one with rotary positions on queries and keys instead of a position table (its
+//! modeling_mutbert.py `RoPEBertModel`, recognised by `rope_theta`); and DNABERT-2,
 //! MosaicBERT-style: no position embeddings but ALiBi attention biases, a fused `Wqkv`
 //! projection and a gated-linear-unit FFN. The variant is read from config.json
 //! (`pre_layer_norm`) and the checkpoint (a fused `Wqkv` tensor), so one loader serves every
@@ -12,11 +14,11 @@
 //! (special tokens included); the pooling itself lives in `hf.rs`.
 
 use super::{
-    Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, parse_config, size,
-    transformers_layer_norm_eps,
+    Arch, ArchSpec, MAX_CONFIG_SIZE, Pooling, check_layers, epsilon, optional_size, parse_config,
+    size, transformers_layer_norm_eps,
 };
 use crate::Result;
-use crate::encoder::layers::positions::Alibi;
+use crate::encoder::layers::positions::{Alibi, Rotary, rotate};
 use crate::encoder::layers::{
     Activation, LayerNorm, Linear, attention, checkpoint_prefix, config_error, head_dim, load_qkv,
     padding_bias, split_heads, upload,
@@ -35,6 +37,8 @@ enum Positions {
     Learned(Tensor<2>),
     /// DNABERT-2: attention biases instead of a table.
     Alibi(Alibi),
+    /// MutBERT: queries and keys rotated (`rotate_half` over each head).
+    Rotary(Rotary),
 }
 
 enum SelfAttention {
@@ -90,7 +94,7 @@ pub struct Bert {
 pub const SPEC: ArchSpec = ArchSpec {
     name: "bert",
     family: "BERT",
-    serves: "DNABERT, DNABERT-2, GROVER, SpliceBERT, GENA-LM",
+    serves: "DNABERT, DNABERT-2, GROVER, SpliceBERT, GENA-LM, MutBERT",
     matches,
     tokenizer: TokenizerChoice::Files,
     pooling: Pooling::MaskedMean,
@@ -127,6 +131,12 @@ struct Config {
     last_layer_norm: Option<bool>,
     #[serde(default = "absolute")]
     position_embedding_type: String,
+    /// MutBERT's rotary base; its presence selects rotary positions.
+    #[serde(default)]
+    rope_theta: Option<f64>,
+    /// MutBERT's context extension (linear or dynamic NTK), not implemented.
+    #[serde(default)]
+    rope_scaling: Option<serde_json::Value>,
 }
 
 fn absolute() -> String {
@@ -197,6 +207,27 @@ impl Bert {
         let (positions, max_tokens) = if fused {
             // ALiBi extrapolates; the tokenizer's model_max_length bounds the input instead.
             (Positions::Alibi(Alibi::new(heads)), usize::MAX)
+        } else if let Some(theta) = c.rope_theta {
+            if c.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
+                return Err(config_error(
+                    "'rope_scaling' is set: geneb runs MutBERT's rotary positions unscaled only",
+                ));
+            }
+            if !(theta.is_finite() && theta > 1.0) {
+                return Err(config_error(&format!(
+                    "'rope_theta' is {theta}, not a rotary base (a number above 1)"
+                )));
+            }
+            let head_dim = hidden / heads;
+            // As modeling_mutbert.py computes them, in f32.
+            let inv_freq = (0..head_dim / 2)
+                .map(|i| 1.0 / (theta as f32).powf((2 * i) as f32 / head_dim as f32))
+                .collect();
+            // Rotary positions have no table, and MutBERT's tokenizer sets no model_max_length:
+            // the reference extractor truncates nothing, so neither does geneb (the bound is
+            // only the largest size geneb takes anywhere).
+            let unbounded = MAX_CONFIG_SIZE as usize;
+            (Positions::Rotary(Rotary::new(inv_freq)), unbounded)
         } else {
             let max_positions = c.max_position_embeddings.ok_or_else(|| {
                 config_error("'max_position_embeddings' is missing (learned positions need it)")
@@ -362,6 +393,7 @@ impl Arch for Bert {
         let mut x = embedding(self.word_embeddings.clone(), input_ids)
             + self.token_type.clone().reshape([1, 1, self.hidden]);
         let mut bias = padding_bias(attention_mask);
+        let mut rotary = None;
         match &self.positions {
             Positions::Learned(table) => {
                 x = x + table
@@ -372,6 +404,7 @@ impl Arch for Bert {
             Positions::Alibi(alibi) => {
                 bias = bias + alibi.bias(tokens, &self.device);
             }
+            Positions::Rotary(table) => rotary = Some(table.tables(tokens, &self.device)),
         }
         let mut x = self.embedding_norm.forward(x);
         let head_dim = self.hidden / self.heads;
@@ -394,13 +427,12 @@ impl Arch for Bert {
                     (next(), next(), next())
                 }
             };
-            let context = attention(
-                split_heads(q, self.heads),
-                split_heads(k, self.heads),
-                split_heads(v, self.heads),
-                scale,
-                bias.clone(),
-            );
+            let (q, k) = (split_heads(q, self.heads), split_heads(k, self.heads));
+            let (q, k) = match &rotary {
+                Some((cos, sin)) => (rotate(q, cos, sin), rotate(k, cos, sin)),
+                None => (q, k),
+            };
+            let context = attention(q, k, split_heads(v, self.heads), scale, bias.clone());
             let attended = layer.attention_out.forward(context) + x;
             let attended = if self.pre_norm {
                 attended
@@ -444,6 +476,7 @@ impl Arch for Bert {
         match self.positions {
             Positions::Alibi(_) => "DNABERT-2 (BERT with ALiBi and GLU)",
             Positions::Learned(_) if self.pre_norm => "GENA-LM (BERT, pre-layer-norm)",
+            Positions::Rotary(_) => "MutBERT (BERT with rotary positions)",
             Positions::Learned(_) => SPEC.family,
         }
     }
