@@ -37,9 +37,9 @@ pub struct KnownModel {
 }
 
 /// The evidence behind a model's row, weakest last: no real weights are downloaded in CI, so
-/// most rows rest on the model's published code run on random weights.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// most rows rest on the model's published code run on random weights. Listed as
+/// `{"kind": "random-weights-same-shape", "description": "published code, …"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {
     /// The model's real weights, run here through its published code.
     RealWeights,
@@ -53,6 +53,15 @@ pub enum Check {
 }
 
 impl Check {
+    pub fn kind(self) -> &'static str {
+        match self {
+            Check::RealWeights => "real-weights",
+            Check::RandomWeightsSameShape => "random-weights-same-shape",
+            Check::RandomWeightsTiny => "random-weights-tiny",
+            Check::NotChecked => "not-checked",
+        }
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             Check::RealWeights => "real weights, published code",
@@ -60,6 +69,16 @@ impl Check {
             Check::RandomWeightsTiny => "published code, tiny random weights of the architecture",
             Check::NotChecked => "not checked (not runnable yet)",
         }
+    }
+}
+
+impl Serialize for Check {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = s.serialize_struct("Check", 2)?;
+        out.serialize_field("kind", self.kind())?;
+        out.serialize_field("description", self.describe())?;
+        out.end()
     }
 }
 
@@ -407,7 +426,11 @@ mod tests {
             );
         }
         let listed = serde_json::to_value(find("Taykhoom/SpliceBERT-1024nt").unwrap()).unwrap();
-        assert_eq!(listed["checked"], "random-weights-same-shape");
+        assert_eq!(listed["checked"]["kind"], "random-weights-same-shape");
+        assert_eq!(
+            listed["checked"]["description"],
+            "published code, random weights of the same shape"
+        );
     }
 
     #[test]
