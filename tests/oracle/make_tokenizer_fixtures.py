@@ -219,25 +219,36 @@ def nt_fixtures(seqs):
         write_json(os.path.join(path, "expected.json"), expected(tokenizer, seqs, max_length))
 
 
+def trained_bpe(real, specials, vocab_size, template, normalizer=None, pre_tokenizer=None):
+    """A BPE trained on every third real sequence, with these components and [CLS] $A [SEP]
+    as a TemplateProcessing (`template`) or a BertProcessing."""
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    if normalizer is not None:
+        tok.normalizer = normalizer
+    if pre_tokenizer is not None:
+        tok.pre_tokenizer = pre_tokenizer
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
+                                  initial_alphabet=list("ACGTN"), show_progress=False)
+    tok.train_from_iterator(real[::3], trainer=trainer)
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    if template:
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    else:
+        tok.post_processor = processors.BertProcessing(("[SEP]", sep), ("[CLS]", cls))
+    return tok
+
+
 def bpe_fixtures(seqs, real):
     specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
     for name, vocab_size, max_length in [("dnabert2", 1024, 24), ("grover", 600, 24)]:
-        tok = Tokenizer(models.BPE(unk_token="[UNK]"))
         if name == "dnabert2":
-            tok.pre_tokenizer = pre_tokenizers.Whitespace()
+            tok = trained_bpe(real, specials, vocab_size, template=True, pre_tokenizer=pre_tokenizers.Whitespace())
         else:
-            tok.normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False)
-            tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
-                                      initial_alphabet=list("ACGTN"), show_progress=False)
-        tok.train_from_iterator(real[::3], trainer=trainer)
-        cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-        if name == "dnabert2":
-            tok.post_processor = processors.TemplateProcessing(
-                single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-                special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-        else:
-            tok.post_processor = processors.BertProcessing(("[SEP]", sep), ("[CLS]", cls))
+            tok = trained_bpe(real, specials, vocab_size, template=False,
+                              normalizer=normalizers.BertNormalizer(lowercase=False, strip_accents=False),
+                              pre_tokenizer=pre_tokenizers.BertPreTokenizer())
         data = json.loads(tok.to_str())
         if name == "dnabert2":
             data["model"]["merges"] = [" ".join(pair) for pair in data["model"]["merges"]]
@@ -255,22 +266,14 @@ def gena_fixtures(seqs, real):
     """GENA-LM's two tokenizer.json layouts with a BPE trained here (the real ones have 32k)."""
     for name, specials, max_length in [("gena", ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"], 24),
                                        ("gena-t2t", ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]", "-"], 24)]:
-        tok = Tokenizer(models.BPE(unk_token="[UNK]"))
-        if name == "gena-t2t":
-            tok.normalizer = normalizers.Sequence([
-                normalizers.Strip(left=True, right=True),
-                normalizers.Replace(tokenizers.Regex("N{10,}"), "-")])
-            tok.pre_tokenizer = pre_tokenizers.Split("-", behavior="isolated")
-        trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=specials,
-                                      initial_alphabet=list("ACGTN"), show_progress=False)
-        tok.train_from_iterator(real[::3], trainer=trainer)
-        cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
         if name == "gena":
-            tok.post_processor = processors.TemplateProcessing(
-                single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-                special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+            tok = trained_bpe(real, specials, 500, template=True)
         else:
-            tok.post_processor = processors.BertProcessing(("[SEP]", sep), ("[CLS]", cls))
+            tok = trained_bpe(real, specials, 500, template=False,
+                              normalizer=normalizers.Sequence([
+                                  normalizers.Strip(left=True, right=True),
+                                  normalizers.Replace(tokenizers.Regex("N{10,}"), "-")]),
+                              pre_tokenizer=pre_tokenizers.Split("-", behavior="isolated"))
         path = folder(name, {"model_type": "bert"}, {"tokenizer_class": "PreTrainedTokenizerFast",
                                                      "model_max_length": max_length})
         write_json(os.path.join(path, "special_tokens_map.json"),
