@@ -657,7 +657,7 @@ fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profile
     assert_eq!(mutbert["supported"], true);
     assert_eq!(
         mutbert["checked"]["description"],
-        "published code, tiny random weights of the architecture"
+        "published code, random weights of the same shape"
     );
     let categories = nt["published"]["categoryMcc"].as_object().expect("profile");
     assert_eq!(categories.len(), 13);

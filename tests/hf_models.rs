@@ -214,9 +214,10 @@ fn model_folders_embed_like_the_reference_extractors() {
 }
 
 /// Random checkpoints of the real models' shapes (SpliceBERT-1024nt, PlantCaduceus_l32,
-/// GENA-LM bert-base-t2t-multi), too large to commit: `python3
+/// GENA-LM bert-base-t2t-multi, MutBERT), too large to commit: `python3
 /// tests/oracle/make_transformer_fixtures.py --same-shape DIR`, `make_plantcaduceus_fixtures.py
-/// --same-shape DIR/plantcaduceus` and `make_gena_fixtures.py --same-shape DIR` write them, then
+/// --same-shape DIR/plantcaduceus`, `make_gena_fixtures.py --same-shape DIR` and
+/// `make_mutbert_fixtures.py --same-shape DIR` write them, then
 /// `GENEB_SAME_SHAPE=DIR cargo test --test hf_models -- --ignored`.
 #[test]
 #[ignore = "needs the same-shape checkpoints the oracle scripts write (hundreds of MB)"]
@@ -224,7 +225,7 @@ fn same_shape_checkpoints_embed_like_the_published_code() {
     let root = PathBuf::from(
         std::env::var_os("GENEB_SAME_SHAPE").expect("GENEB_SAME_SHAPE names the folder"),
     );
-    for name in ["splicebert", "plantcaduceus", "gena"] {
+    for name in ["splicebert", "plantcaduceus", "gena", "mutbert"] {
         pipeline_in(&root.join(name), BackendKind::Cpu);
     }
 }

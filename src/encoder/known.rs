@@ -275,7 +275,7 @@ static KNOWN: [KnownModel; 19] = [
         tokenizer: "single nucleotide (tokenizer.json)",
         architecture: "MutBERT (BERT, rotary positions)",
         supported: true,
-        checked: Check::RandomWeightsTiny,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: "AIRI-Institute/gena-lm-bert-base",

@@ -15,10 +15,13 @@ padding=True, truncation=True)` (no model_max_length in the tokenizer files: not
 `F.one_hot(input_ids, len(tokenizer)) * attention_mask`, `model(one_hot, attention_mask)`,
 `last_hidden_state` averaged over the attention mask. Each sequence runs alone here.
 
-Writes tests/fixtures/models/mutbert/. Run:
-    MUTBERT_SRC=.../mutBERT/2-pretrain-code python3 tests/oracle/make_mutbert_fixtures.py
+Writes tests/fixtures/models/mutbert/ and, with `--same-shape DIR`, DIR/mutbert: random weights
+of MutBERT's shape (its published config.json: 12 layers, hidden 768, 12 heads, FFN 3072,
+vocabulary 9; not committed). Run:
+    MUTBERT_SRC=.../mutBERT/2-pretrain-code python3 tests/oracle/make_mutbert_fixtures.py [--same-shape DIR]
 """
 
+import argparse
 import importlib.util
 import json
 import os
@@ -72,12 +75,11 @@ def write_tokenizer(out):
     return tokenizer
 
 
-def main():
-    modeling, gena = mutbert_code()
-    torch.manual_seed(5)
+def write(out, modeling, gena, hidden, layers, heads, inter, seed, texts):
+    torch.manual_seed(seed)
     config = modeling.RoPEBertConfig(
-        vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=48, max_position_embeddings=512, hidden_act="gelu", layer_norm_eps=1e-12,
+        vocab_size=len(VOCAB), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+        intermediate_size=inter, max_position_embeddings=512, hidden_act="gelu", layer_norm_eps=1e-12,
         pad_token_id=3, type_vocab_size=2, pooler_type="mean", rope_theta=10000.0, rope_scaling=None,
     )
     # transformers 4's PretrainedConfig defaults the code reads and 5 no longer sets.
@@ -94,17 +96,16 @@ def main():
         for n, p in model.named_parameters():
             if n.endswith("bias") or "LayerNorm" in n:
                 p.add_(torch.randn_like(p) * 0.1)
-    OUT.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     config_json = config.to_dict()
     config_json["model_type"] = "bert"  # as the hub's config.json declares it
     for key in ("is_decoder", "add_cross_attention", "chunk_size_feed_forward", "attn_implementation", "rope_parameters"):
         config_json.pop(key, None)  # not in the published config.json
-    (OUT / "config.json").write_text(json.dumps(config_json, indent=2, sort_keys=True) + "\n")
+    (out / "config.json").write_text(json.dumps(config_json, indent=2, sort_keys=True) + "\n")
     tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
     state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items() if k not in tied}
-    save_file(state, str(OUT / "model.safetensors"), metadata={"format": "pt"})
-    tokenizer = write_tokenizer(OUT)
-    texts = gena.sequences() + [gena.sequences()[5] * 3]
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    tokenizer = write_tokenizer(out)
     pooled = []
     with torch.no_grad():
         for text in texts:
@@ -114,8 +115,20 @@ def main():
             hidden = model.bert(one_hot, attention_mask=mask, return_dict=True).last_hidden_state
             m = mask.unsqueeze(-1).to(hidden.dtype)
             pooled += ((hidden * m).sum(1) / m.sum(1).clamp(min=1)).tolist()
-    (OUT / "pipeline.json").write_text(json.dumps({"sequences": texts, "pooled": pooled}) + "\n")
-    print(f"{OUT}: {sum(p.numel() for p in model.parameters()):,} parameters, lengths {[len(t) for t in texts]}")
+    (out / "pipeline.json").write_text(json.dumps({"sequences": texts, "pooled": pooled}) + "\n")
+    print(f"{out}: {sum(p.numel() for p in model.parameters()):,} parameters, lengths {[len(t) for t in texts]}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--same-shape", type=Path, help="also write a MutBERT-shaped checkpoint into DIR/mutbert")
+    args = parser.parse_args()
+    modeling, gena = mutbert_code()
+    texts = gena.sequences() + [gena.sequences()[5] * 3]
+    write(OUT, modeling, gena, hidden=32, layers=2, heads=4, inter=48, seed=5, texts=texts)
+    if args.same_shape:
+        write(args.same_shape.resolve() / "mutbert", modeling, gena, hidden=768, layers=12, heads=12, inter=3072,
+              seed=6, texts=[t * 3 for t in texts[8:12]])
 
 
 if __name__ == "__main__":
