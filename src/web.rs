@@ -92,7 +92,8 @@ pub fn version() -> String {
 }
 
 /// `{builtin: [{spec, name, description, needsBackend}], known: [{hubId, display, leaderboard,
-/// parameters, context, contextUnit, tokenizer, architecture, supported, published}]}`.
+/// parameters, context, contextUnit, tokenizer, architecture, supported, checked: {kind,
+/// description}, published}]}`.
 #[wasm_bindgen]
 pub fn models() -> std::result::Result<JsValue, JsError> {
     to_js(&crate::encoder::catalogue().map_err(|e| JsError::new(&e.to_string()))?)

@@ -649,6 +649,16 @@ fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profile
         .expect("NT-v2 50M is known");
     assert_eq!(nt["supported"], true);
     assert_eq!(nt["contextUnit"], "tokens");
+    assert_eq!(nt["checked"]["kind"], "random-weights-same-shape");
+    let mutbert = known
+        .iter()
+        .find(|m| m["hubId"] == "JadenLong/MutBERT")
+        .expect("MutBERT is known");
+    assert_eq!(mutbert["supported"], true);
+    assert_eq!(
+        mutbert["checked"]["description"],
+        "published code, random weights of the same shape"
+    );
     let categories = nt["published"]["categoryMcc"].as_object().expect("profile");
     assert_eq!(categories.len(), 13);
     let hyena_tiny = known

@@ -159,6 +159,11 @@ fn pipeline(name: &str, kind: BackendKind) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/models")
         .join(name);
+    pipeline_in(&dir, kind);
+}
+
+fn pipeline_in(dir: &std::path::Path, kind: BackendKind) {
+    let name = dir.display();
     let expected: Pipeline =
         serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
     let spec = format!("hf:{}", dir.display());
@@ -194,10 +199,35 @@ fn model_folders_embed_like_the_reference_extractors() {
         "hyena/tiny",
         "caduceus/ph",
         "caduceus/ps",
+        "plantcaduceus",
+        "gena/base",
+        "gena/t2t-multi",
+        "gena/lastln",
+        "mutbert",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
     pipeline("nt_v2", BackendKind::Wgpu);
+    pipeline("plantcaduceus", BackendKind::Wgpu);
+    pipeline("gena/lastln", BackendKind::Wgpu);
+    pipeline("mutbert", BackendKind::Wgpu);
+}
+
+/// Random checkpoints of the real models' shapes (SpliceBERT-1024nt, PlantCaduceus_l32,
+/// GENA-LM bert-base-t2t-multi, MutBERT), too large to commit: `python3
+/// tests/oracle/make_transformer_fixtures.py --same-shape DIR`, `make_plantcaduceus_fixtures.py
+/// --same-shape DIR/plantcaduceus`, `make_gena_fixtures.py --same-shape DIR` and
+/// `make_mutbert_fixtures.py --same-shape DIR` write them, then
+/// `GENEB_SAME_SHAPE=DIR cargo test --test hf_models -- --ignored`.
+#[test]
+#[ignore = "needs the same-shape checkpoints the oracle scripts write (hundreds of MB)"]
+fn same_shape_checkpoints_embed_like_the_published_code() {
+    let root = PathBuf::from(
+        std::env::var_os("GENEB_SAME_SHAPE").expect("GENEB_SAME_SHAPE names the folder"),
+    );
+    for name in ["splicebert", "plantcaduceus", "gena", "mutbert"] {
+        pipeline_in(&root.join(name), BackendKind::Cpu);
+    }
 }
 
 #[test]
@@ -337,5 +367,5 @@ fn the_registry_chooses_each_models_tokenizer() {
         }
         checked.push(name);
     }
-    assert_eq!(checked.len(), 10, "{checked:?}");
+    assert_eq!(checked.len(), 13, "{checked:?}");
 }

@@ -29,7 +29,8 @@ fn json_file(path: &str) -> Value {
 fn choice(name: &str) -> TokenizerChoice {
     match name {
         "hyenadna" => TokenizerChoice::Characters { upper_case: false },
-        "caduceus" => TokenizerChoice::Characters { upper_case: true },
+        // Without a tokenizer.json, CaduceusTokenizer; PlantCaduceus ships one.
+        "caduceus" | "plantcaduceus" => TokenizerChoice::CaduceusOrFiles,
         "nt3" | "nt6" => TokenizerChoice::Esm,
         _ => TokenizerChoice::Files,
     }
@@ -109,7 +110,27 @@ fn bert_wordpiece_matches_hf() {
 
 #[test]
 fn bpe_tokenizer_json_matches_hf() {
-    check_against_oracle(&["dnabert2", "grover"]);
+    check_against_oracle(&["dnabert2", "grover", "gena", "plantcaduceus"]);
+}
+
+/// GENA-LM t2t-multi: Strip and Replace(/N{10,}/ → "-") normalizers, a Split("-") pre-tokenizer.
+#[test]
+fn gena_t2t_normalizers_and_split_match_hf() {
+    check_against_oracle(&["gena-t2t"]);
+    let tokenizer = tokenizer("gena-t2t");
+    let dash = 5;
+    // Ten or more N are one "-" token between the BPE pieces of what surrounds them.
+    let ids = tokenizer.encode(&format!("ACGT{}ACGT", "N".repeat(12)), None);
+    assert_eq!(ids.iter().filter(|&&id| id == dash).count(), 1, "{ids:?}");
+    let nine = tokenizer.encode(&format!("ACGT{}ACGT", "N".repeat(9)), None);
+    assert!(!nine.contains(&dash), "{nine:?}");
+}
+
+#[test]
+fn plantcaduceus_lower_cases_and_adds_no_special_tokens() {
+    let tokenizer = tokenizer("plantcaduceus");
+    assert_eq!(tokenizer.encode("ACgtN", None), vec![3, 4, 5, 6, 2]);
+    assert_eq!(tokenizer.encode("ACGT", Some(2)), vec![3, 4]);
 }
 
 #[test]
@@ -178,8 +199,27 @@ fn unsupported_components_are_refused_by_name() {
         err.starts_with("dnabert2/tokenizer.json: pre-tokenizer ByteLevel is not supported"),
         "{err}"
     );
-    let err = tokenizer_json_error("normalizer", json!({"type": "Replace"}));
-    assert!(err.contains("normalizer Replace is not supported"), "{err}");
+    let err = tokenizer_json_error("normalizer", json!({"type": "Precompiled"}));
+    assert!(
+        err.contains("normalizer Precompiled is not supported"),
+        "{err}"
+    );
+    // Replace and Split, supported for GENA-LM: a malformed pattern or behaviour is named.
+    let err = tokenizer_json_error("normalizer", json!({"type": "Replace", "content": "-"}));
+    assert!(
+        err.contains("pattern null is neither a String nor a Regex"),
+        "{err}"
+    );
+    let err = tokenizer_json_error(
+        "normalizer",
+        json!({"type": "Replace", "pattern": {"Regex": "N{10,"}, "content": "-"}),
+    );
+    assert!(err.contains("pattern /N{10,/ is not a regex"), "{err}");
+    let err = tokenizer_json_error(
+        "pre_tokenizer",
+        json!({"type": "Split", "pattern": {"String": "-"}, "behavior": "Contiguous"}),
+    );
+    assert!(err.contains("Split with behavior Contiguous"), "{err}");
     let err = tokenizer_json_error("post_processor", json!({"type": "ByteLevel"}));
     assert!(
         err.contains("post-processor ByteLevel is not supported"),
@@ -286,6 +326,9 @@ fn any_text_gives_ids_in_the_vocabulary() {
         "dnabert3-json",
         "dnabert2",
         "grover",
+        "gena",
+        "gena-t2t",
+        "plantcaduceus",
     ] {
         let tokenizer = tokenizer(name);
         let bare = tokenizer.encode("", None);

@@ -130,7 +130,8 @@ function knownTable() {
   const head = h('tr', {},
     h('th', { scope: 'col' }, 'Model (hub id)'), h('th', { scope: 'col' }, 'Parameters'),
     h('th', { scope: 'col' }, 'Context'), h('th', { scope: 'col' }, 'Tokenizer'),
-    h('th', { scope: 'col' }, 'Runs in geneb'), h('th', { scope: 'col' }, 'GENEB macro MCC'),
+    h('th', { scope: 'col' }, 'Runs in geneb'), h('th', { scope: 'col' }, 'Checked against'),
+    h('th', { scope: 'col' }, 'GENEB macro MCC'),
     categories.map((c) => h('th', { scope: 'col', class: 'cat' }, c)));
   const rows = known.map((m) => {
     const useButton = m.supported
@@ -142,6 +143,7 @@ function knownTable() {
       h('td', { class: 'num' }, `${Number(m.context).toLocaleString('en')} ${m.contextUnit === 'tokens' ? 'tokens' : 'nt'}`),
       h('td', {}, m.tokenizer),
       h('td', {}, m.supported ? 'yes ' : `not yet (${m.architecture})`, useButton),
+      h('td', { 'data-testid': 'known-model-checked' }, m.supported ? m.checked.description : '—'),
       h('td', { class: 'num' }, m.published ? m.published.macroMcc.toFixed(3) : '—'),
       categories.map((c) => {
         const v = m.published?.categoryMcc?.[c];

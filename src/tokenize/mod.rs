@@ -5,7 +5,8 @@
 //!
 //! Four kinds, chosen by the architecture (`TokenizerChoice`) and the tokenizer files:
 //! - characters (HyenaDNA's `CharacterTokenizer`, Caduceus's `CaduceusTokenizer`, which
-//!   upper-cases first): one token per character, `[SEP]` appended;
+//!   upper-cases first): one token per character, `[SEP]` appended (PlantCaduceus, a Caduceus
+//!   that ships a `tokenizer.json` instead, takes the pipeline below);
 //! - longest match over `vocab.txt` (Nucleotide Transformer's `EsmTokenizer`): 6-mers (or
 //!   3-mers) left to right, single nucleotides where no k-mer fits, `<cls>` prepended;
 //! - WordPiece over `vocab.txt` (BERT: SpliceBERT, DNABERT), fed as these models are fed:
@@ -54,6 +55,11 @@ pub enum TokenizerChoice {
     Characters { upper_case: bool },
     /// `EsmTokenizer` over `vocab.txt` where the folder has one, else the tokenizer files.
     Esm,
+    /// `CaduceusTokenizer` (upper-cased characters, `[SEP]` appended), unless the folder has a
+    /// `tokenizer.json` that `tokenizer_config.json` does not override with `CaduceusTokenizer`,
+    /// as `AutoTokenizer` decides: PlantCaduceus ships GPN's lower-casing single-nucleotide
+    /// `tokenizer.json`, with no special tokens.
+    CaduceusOrFiles,
     /// Whatever the tokenizer files say: `tokenizer.json`, else a BERT `vocab.txt`.
     Files,
 }
@@ -64,6 +70,9 @@ impl TokenizerChoice {
             TokenizerChoice::Characters { upper_case: false } => "characters",
             TokenizerChoice::Characters { upper_case: true } => "characters (upper-cased)",
             TokenizerChoice::Esm => "k-mers, longest match over vocab.txt (EsmTokenizer)",
+            TokenizerChoice::CaduceusOrFiles => {
+                "characters (upper-cased), or the folder's tokenizer.json (PlantCaduceus)"
+            }
             TokenizerChoice::Files => "tokenizer.json (BPE or WordPiece), or vocab.txt (WordPiece)",
         }
     }
@@ -75,14 +84,19 @@ impl Tokenizer {
     pub fn from_files(files: &ModelFiles, choice: TokenizerChoice) -> Result<Tokenizer> {
         let settings = Settings::read(files)?;
         let model_max_length = settings.model_max_length();
+        let caduceus_tokenizer = !files.contains("tokenizer.json")
+            || settings.tokenizer_config["tokenizer_class"] == "CaduceusTokenizer";
         let mut tokenizer = match choice {
             TokenizerChoice::Characters { upper_case } => {
                 chars::character_tokenizer(&settings, upper_case)
             }
+            TokenizerChoice::CaduceusOrFiles if caduceus_tokenizer => {
+                chars::character_tokenizer(&settings, true)
+            }
             TokenizerChoice::Esm if files.contains("vocab.txt") => {
                 kmer::esm_tokenizer(files, &settings)?
             }
-            TokenizerChoice::Esm | TokenizerChoice::Files => {
+            TokenizerChoice::Esm | TokenizerChoice::Files | TokenizerChoice::CaduceusOrFiles => {
                 if files.contains("tokenizer.json") {
                     pipeline::from_tokenizer_json(files, &settings)?
                 } else if files.contains("vocab.txt") {

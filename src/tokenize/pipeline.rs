@@ -1,5 +1,5 @@
 //! The `tokenizers` pipeline — normalizer, pre-tokenizer, model (BPE or WordPiece), post-processor
-//! — read from a `tokenizer.json` (DNABERT-2, GROVER), or built for a BERT `vocab.txt` the way
+//! — read from a `tokenizer.json` (DNABERT-2, GROVER, GENA-LM, PlantCaduceus), or built for a BERT `vocab.txt` the way
 //! transformers' `BertTokenizer` builds it (SpliceBERT, DNABERT). Only the components DNA
 //! tokenizers use are implemented; any other is refused by name.
 
@@ -34,6 +34,16 @@ enum Normalizer {
         lowercase: bool,
     },
     Lowercase,
+    /// Whitespace removed from either end.
+    Strip {
+        left: bool,
+        right: bool,
+    },
+    /// Every match replaced by `content` (GENA-LM: runs of ten or more N become one `-`).
+    Replace {
+        pattern: Pattern,
+        content: String,
+    },
 }
 
 enum PreTokenizer {
@@ -42,6 +52,52 @@ enum PreTokenizer {
     WhitespaceSplit,
     /// Splits on whitespace and makes each punctuation character a word.
     Bert,
+    /// Splits at every match; `isolated` keeps each match as a word of its own, else drops it.
+    Split {
+        pattern: Pattern,
+        isolated: bool,
+    },
+}
+
+/// A `tokenizer.json` pattern: `{"String": …}` matches literally, `{"Regex": …}` as a regex.
+enum Pattern {
+    Literal(String),
+    Regex(regex::Regex),
+}
+
+impl Pattern {
+    fn parse(json: &Value, bad: Bad) -> Result<Pattern> {
+        if let Some(literal) = json["String"].as_str() {
+            return Ok(Pattern::Literal(literal.to_string()));
+        }
+        let Some(source) = json["Regex"].as_str() else {
+            return Err(bad(format!(
+                "pattern {json} is neither a String nor a Regex"
+            )));
+        };
+        regex::Regex::new(source).map(Pattern::Regex).map_err(|e| {
+            bad(format!(
+                "pattern /{source}/ is not a regex geneb can read ({e})"
+            ))
+        })
+    }
+
+    /// The byte ranges of the non-overlapping matches, left to right.
+    fn matches(&self, text: &str) -> Vec<(usize, usize)> {
+        match self {
+            // An empty literal would match everywhere; tokenizers splits nothing on it either.
+            Pattern::Literal(literal) if literal.is_empty() => Vec::new(),
+            Pattern::Literal(literal) => text
+                .match_indices(literal.as_str())
+                .map(|(start, m)| (start, start + m.len()))
+                .collect(),
+            Pattern::Regex(regex) => regex
+                .find_iter(text)
+                .filter(|m| !m.is_empty())
+                .map(|m| (m.start(), m.end()))
+                .collect(),
+        }
+    }
 }
 
 enum Model {
@@ -101,6 +157,22 @@ impl Normalizer {
     fn apply(&self, text: &str) -> String {
         match self {
             Normalizer::Lowercase => text.to_lowercase(),
+            Normalizer::Strip { left, right } => {
+                let text = if *left { text.trim_start() } else { text };
+                let text = if *right { text.trim_end() } else { text };
+                text.to_string()
+            }
+            Normalizer::Replace { pattern, content } => {
+                let mut out = String::with_capacity(text.len());
+                let mut end = 0;
+                for (start, stop) in pattern.matches(text) {
+                    out.push_str(&text[end..start]);
+                    out.push_str(content);
+                    end = stop;
+                }
+                out.push_str(&text[end..]);
+                out
+            }
             Normalizer::Bert {
                 clean_text,
                 chinese_chars,
@@ -152,6 +224,23 @@ impl PreTokenizer {
                     current_is_word = Some(word_char);
                 }
                 words
+            }
+            PreTokenizer::Split { pattern, isolated } => {
+                let mut words = Vec::new();
+                let mut end = 0;
+                for (start, stop) in pattern.matches(text) {
+                    words.push(&text[end..start]);
+                    if *isolated {
+                        words.push(&text[start..stop]);
+                    }
+                    end = stop;
+                }
+                words.push(&text[end..]);
+                words
+                    .into_iter()
+                    .filter(|w| !w.is_empty())
+                    .map(String::from)
+                    .collect()
             }
             PreTokenizer::Bert => {
                 let mut words = Vec::new();
@@ -433,12 +522,23 @@ fn parse_normalizer(json: &Value, bad: Bad) -> Result<Vec<Normalizer>> {
             lowercase: flag("lowercase", true),
         }],
         Some("Lowercase") => vec![Normalizer::Lowercase],
+        Some("Strip") => vec![Normalizer::Strip {
+            left: flag("strip_left", true),
+            right: flag("strip_right", true),
+        }],
+        Some("Replace") => vec![Normalizer::Replace {
+            pattern: Pattern::parse(&json["pattern"], bad)?,
+            content: json["content"]
+                .as_str()
+                .ok_or_else(|| bad("normalizer Replace has no content".into()))?
+                .to_string(),
+        }],
         // Unicode normal forms leave ASCII text unchanged.
         Some("NFC" | "NFD" | "NFKC" | "NFKD") => Vec::new(),
         other => {
             return Err(bad(format!(
-                "normalizer {} is not supported (geneb reads BertNormalizer, Lowercase, the \
-                 Unicode normal forms and Sequence)",
+                "normalizer {} is not supported (geneb reads BertNormalizer, Lowercase, Strip, \
+                 Replace, the Unicode normal forms and Sequence)",
                 other.unwrap_or("without a type")
             )));
         }
@@ -452,10 +552,32 @@ fn parse_pre_tokenizer(json: &Value, bad: Bad) -> Result<Vec<PreTokenizer>> {
         Some("Whitespace") => vec![PreTokenizer::Whitespace],
         Some("WhitespaceSplit") => vec![PreTokenizer::WhitespaceSplit],
         Some("BertPreTokenizer") => vec![PreTokenizer::Bert],
+        Some("Split") => {
+            if json["invert"] == Value::Bool(true) {
+                return Err(bad(
+                    "pre-tokenizer Split with invert: true is not supported".into(),
+                ));
+            }
+            let isolated = match json["behavior"].as_str() {
+                Some("Isolated") => true,
+                Some("Removed") => false,
+                other => {
+                    return Err(bad(format!(
+                        "pre-tokenizer Split with behavior {} is not supported (geneb reads \
+                         Isolated and Removed)",
+                        other.unwrap_or("(none)")
+                    )));
+                }
+            };
+            vec![PreTokenizer::Split {
+                pattern: Pattern::parse(&json["pattern"], bad)?,
+                isolated,
+            }]
+        }
         other => {
             return Err(bad(format!(
                 "pre-tokenizer {} is not supported (geneb reads Whitespace, WhitespaceSplit, \
-                 BertPreTokenizer and Sequence)",
+                 BertPreTokenizer, Split and Sequence)",
                 other.unwrap_or("without a type")
             )));
         }

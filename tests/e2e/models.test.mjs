@@ -54,6 +54,9 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       await waitReady(app.page);
       // The known-models table is there, with a published profile.
       assert.ok(await byTestId(app.page, 'known-model').count() >= 10);
+      // Each runnable row says what its numbers were checked against.
+      const checked = await byTestId(app.page, 'known-model-checked').allTextContents();
+      assert.ok(checked.includes('published code, random weights of the same shape'), checked.join(' | '));
       await dropModel(app.page, files); // pipeline.json and expected.json ride along: ignored
       await waitLoaded(app.page, 'hf:dropped-model');
       assert.match(await byTestId(app.page, 'loaded-model').textContent(), /ignored .*pipeline\.json/);
@@ -142,10 +145,10 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     }
   });
 
-  it('every architecture (BERT, DNABERT-2, HyenaDNA, Caduceus PH and PS) embeds PyTorch\'s pooled values on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 12 }, async () => {
+  it('every architecture (BERT, DNABERT-2, GENA-LM, MutBERT, HyenaDNA, Caduceus PH and PS, PlantCaduceus) embeds PyTorch\'s pooled values on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 20 }, async () => {
     const server = await startServer({ port: 0, mounts: pkgMounts() });
     try {
-      for (const name of ['bert', 'dnabert2', 'hyena/tiny', 'caduceus/ph', 'caduceus/ps']) {
+      for (const name of ['bert', 'dnabert2', 'gena/t2t-multi', 'gena/lastln', 'mutbert', 'hyena/tiny', 'caduceus/ph', 'caduceus/ps', 'plantcaduceus']) {
         const folder = await folderFiles(join(REPO, 'tests', 'fixtures', 'models', ...name.split('/')));
         const expected = JSON.parse(folder['pipeline.json']);
         const app = await openApp(browser, server);

@@ -28,6 +28,14 @@ tokenizer.json components), small enough to commit:
                 DNABERT-2's file, written by an older tokenizers, has them).
   grover/       tokenizer.json: BPE with a BertNormalizer, the BertPreTokenizer and
                 BertProcessing, merges as pairs (newer tokenizers).
+  gena/         GENA-LM bert-base's tokenizer.json (AIRI-Institute/GENA_LM,
+                data/tokenizers/human/BPE_32k): BPE over the whole sequence (no normalizer, no
+                pre-tokenizer), TemplateProcessing [CLS] $A [SEP].
+  gena-t2t/     GENA-LM t2t-multi's (data/tokenizers/t2t_1000h_multi_32k): a Sequence of Strip
+                and Replace(/N{10,}/ -> "-") normalizers, a Split("-", Isolated) pre-tokenizer,
+                "-" a special added token, BertProcessing.
+  plantcaduceus/ PlantCaduceus's (GPN's) tokenizer.json: BPE over [PAD] [MASK] [UNK] a c g t with
+                no merges, a Lowercase normalizer, a Whitespace pre-tokenizer, no post-processor.
 Each folder gets expected.json: per corpus sequence, the ids untruncated and truncated to the
 folder's model_max_length and to a short length. corpus.json holds the sequences: random and
 real DNA (tasks/smoke), with N runs, lowercase and IUPAC codes, lengths 1 to past the maximum.
@@ -211,25 +219,36 @@ def nt_fixtures(seqs):
         write_json(os.path.join(path, "expected.json"), expected(tokenizer, seqs, max_length))
 
 
+def trained_bpe(real, specials, vocab_size, template, normalizer=None, pre_tokenizer=None):
+    """A BPE trained on every third real sequence, with these components and [CLS] $A [SEP]
+    as a TemplateProcessing (`template`) or a BertProcessing."""
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    if normalizer is not None:
+        tok.normalizer = normalizer
+    if pre_tokenizer is not None:
+        tok.pre_tokenizer = pre_tokenizer
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
+                                  initial_alphabet=list("ACGTN"), show_progress=False)
+    tok.train_from_iterator(real[::3], trainer=trainer)
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    if template:
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    else:
+        tok.post_processor = processors.BertProcessing(("[SEP]", sep), ("[CLS]", cls))
+    return tok
+
+
 def bpe_fixtures(seqs, real):
     specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
     for name, vocab_size, max_length in [("dnabert2", 1024, 24), ("grover", 600, 24)]:
-        tok = Tokenizer(models.BPE(unk_token="[UNK]"))
         if name == "dnabert2":
-            tok.pre_tokenizer = pre_tokenizers.Whitespace()
+            tok = trained_bpe(real, specials, vocab_size, template=True, pre_tokenizer=pre_tokenizers.Whitespace())
         else:
-            tok.normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False)
-            tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
-                                      initial_alphabet=list("ACGTN"), show_progress=False)
-        tok.train_from_iterator(real[::3], trainer=trainer)
-        cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-        if name == "dnabert2":
-            tok.post_processor = processors.TemplateProcessing(
-                single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-                special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-        else:
-            tok.post_processor = processors.BertProcessing(("[SEP]", sep), ("[CLS]", cls))
+            tok = trained_bpe(real, specials, vocab_size, template=False,
+                              normalizer=normalizers.BertNormalizer(lowercase=False, strip_accents=False),
+                              pre_tokenizer=pre_tokenizers.BertPreTokenizer())
         data = json.loads(tok.to_str())
         if name == "dnabert2":
             data["model"]["merges"] = [" ".join(pair) for pair in data["model"]["merges"]]
@@ -243,6 +262,42 @@ def bpe_fixtures(seqs, real):
         write_json(os.path.join(path, "expected.json"), expected(tokenizer, seqs, max_length))
 
 
+def gena_fixtures(seqs, real):
+    """GENA-LM's two tokenizer.json layouts with a BPE trained here (the real ones have 32k)."""
+    for name, specials, max_length in [("gena", ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"], 24),
+                                       ("gena-t2t", ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]", "-"], 24)]:
+        if name == "gena":
+            tok = trained_bpe(real, specials, 500, template=True)
+        else:
+            tok = trained_bpe(real, specials, 500, template=False,
+                              normalizer=normalizers.Sequence([
+                                  normalizers.Strip(left=True, right=True),
+                                  normalizers.Replace(tokenizers.Regex("N{10,}"), "-")]),
+                              pre_tokenizer=pre_tokenizers.Split("-", behavior="isolated"))
+        path = folder(name, {"model_type": "bert"}, {"tokenizer_class": "PreTrainedTokenizerFast",
+                                                     "model_max_length": max_length})
+        write_json(os.path.join(path, "special_tokens_map.json"),
+                   {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                    "cls_token": "[CLS]", "mask_token": "[MASK]"})
+        write_json(os.path.join(path, "tokenizer.json"), json.loads(tok.to_str()))
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        write_json(os.path.join(path, "expected.json"), expected(tokenizer, seqs, max_length))
+
+
+def plantcaduceus_fixture(seqs):
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[MASK]", "[UNK]", "a", "c", "g", "t"])}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="[UNK]"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.add_special_tokens(["[PAD]", "[MASK]", "[UNK]"])
+    path = folder("plantcaduceus", {"model_type": "caduceus", "rcps": True, "vocab_size": 8},
+                  {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 24,
+                   "pad_token": "[PAD]", "mask_token": "[MASK]", "unk_token": "[UNK]"})
+    write_json(os.path.join(path, "tokenizer.json"), json.loads(tok.to_str()))
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    write_json(os.path.join(path, "expected.json"), expected(tokenizer, seqs, 24))
+
+
 def main():
     anticapt = sys.argv[1] if len(sys.argv) > 1 else None
     real = smoke_sequences()
@@ -253,6 +308,8 @@ def main():
     bert_fixtures(seqs)
     nt_fixtures(seqs)
     bpe_fixtures(seqs, real)
+    gena_fixtures(seqs, real)
+    plantcaduceus_fixture(seqs)
 
 
 if __name__ == "__main__":

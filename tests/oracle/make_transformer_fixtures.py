@@ -55,10 +55,12 @@ def pipeline_sequences():
     return [r[: 3 + 17 * i] for i, r in enumerate(rows)] + ["acgtnnACGT", "A"]
 
 
-def write_pipeline(name, tokenizer_fixture, feed, run_model):
+def write_pipeline(name, tokenizer_fixture, feed, run_model, max_length=None, sequences=None):
     """The whole chain as GENEB's extractors run it: the real HF tokenizer of the fixture
     (truncation=True, max_length=model_max_length, one sequence at a time), the model, the
-    masked mean. geneb must reproduce it from the folder alone."""
+    masked mean. geneb must reproduce it from the folder alone. `name` may be an absolute path
+    (a same-shape checkpoint outside the repo); `max_length` replaces the fixture's
+    model_max_length."""
     import transformers
 
     out = ROOT / name
@@ -66,10 +68,13 @@ def write_pipeline(name, tokenizer_fixture, feed, run_model):
         src = TOKENIZERS / tokenizer_fixture / f
         if src.exists():
             (out / f).write_bytes(src.read_bytes())
+    if max_length is not None:
+        config = json.loads((out / "tokenizer_config.json").read_text())
+        (out / "tokenizer_config.json").write_text(json.dumps({**config, "model_max_length": max_length}) + "\n")
     # The class the tokenizer_config names (AutoTokenizer would consult config.json's auto_map).
     tokenizer_class = json.loads((out / "tokenizer_config.json").read_text())["tokenizer_class"]
     tokenizer = getattr(transformers, tokenizer_class).from_pretrained(str(out))
-    sequences = pipeline_sequences()
+    sequences = sequences or pipeline_sequences()
     pooled = []
     for seq in sequences:
         enc = tokenizer(feed(seq.upper()), truncation=True, max_length=tokenizer.model_max_length, return_tensors="pt")
@@ -99,13 +104,15 @@ def char_ids(vocab_offset):
     return lambda s: [2] + [table.get(c, table["N"]) for c in s] + [3]
 
 
-def bert():
+def bert_model(hidden, layers, heads, inter, positions, seed):
+    """transformers' BertForMaskedLM with SpliceBERT's vocabulary (10 tokens), biases and
+    LayerNorms perturbed. Returns (model, config)."""
     from transformers import BertConfig, BertForMaskedLM
 
-    torch.manual_seed(1)
+    torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=10, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=80, type_vocab_size=2,
+        vocab_size=10, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+        intermediate_size=inter, max_position_embeddings=positions, type_vocab_size=2,
         hidden_act="gelu", layer_norm_eps=1e-12, pad_token_id=0,
     )
     model = BertForMaskedLM(config).eval()
@@ -114,20 +121,50 @@ def bert():
         for n, p in model.named_parameters():
             if n.endswith("bias") or "LayerNorm" in n:
                 p.add_(torch.randn_like(p) * 0.1)
+    return model, config
+
+
+def bert_state(model):
+    # Tied to the word embeddings / the prediction bias: save_pretrained stores them once, too.
+    tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
+    return {k: v for k, v in model.state_dict().items() if k not in tied}
+
+
+def bert():
+    model, config = bert_model(hidden=32, layers=2, heads=4, inter=64, positions=80, seed=1)
     ids, mask = batch_ids(real_sequences(), char_ids(5), 0)
     with torch.no_grad():
         hidden = model.bert(input_ids=ids, attention_mask=mask).last_hidden_state
     cfg = config.to_dict()
     cfg["architectures"] = ["BertForMaskedLM"]
-    # Tied to the word embeddings / the prediction bias: save_pretrained stores them once, too.
-    tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
-    state = {k: v for k, v in model.state_dict().items() if k not in tied}
-    write("bert", cfg, state, ids, mask, hidden)
+    write("bert", cfg, bert_state(model), ids, mask, hidden)
     # SpliceBERT's usage: one token per nucleotide, fed space-separated.
     write_pipeline(
         "bert", "splicebert", lambda s: " ".join(s),
         lambda i, m: model.bert(input_ids=i, attention_mask=m).last_hidden_state,
     )
+
+
+def splicebert_same_shape(out):
+    """SpliceBERT-1024nt's shape (6 layers, hidden 512, 16 heads, FFN 2048, 1026 positions:
+    19,710,474 parameters with the MLM head, the leaderboard's count) on random weights, with
+    its tokenizer files and the whole chain's pooled outputs, in `out` (not committed)."""
+    model, config = bert_model(hidden=512, layers=6, heads=16, inter=2048, positions=1026, seed=11)
+    params = sum(p.numel() for p in model.parameters())
+    assert params == 19_710_474, params
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = config.to_dict()
+    cfg["architectures"] = ["BertForMaskedLM"]
+    (out / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    save_file({k: v.detach().clone().contiguous() for k, v in bert_state(model).items()}, str(out / "model.safetensors"))
+    rows = [line.split(",")[0] for line in sorted(SMOKE.glob("*.csv"))[1].read_text().splitlines()[1:4]]
+    sequences = [rows[0][:300], rows[1][:1000], (rows[1] + rows[2])[:1100]]
+    write_pipeline(
+        out, "splicebert", lambda s: " ".join(s),
+        lambda i, m: model.bert(input_ids=i, attention_mask=m).last_hidden_state,
+        max_length=1026, sequences=sequences,
+    )
+    print(f"{out}: SpliceBERT-1024nt-shaped, {params:,} parameters")
 
 
 class Dnabert2Layer(nn.Module):
@@ -317,7 +354,16 @@ def nt_v2():
 
 
 if __name__ == "__main__":
-    bert()
-    dnabert2()
-    nt_v2()
-    print("fixtures written to", ROOT)
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--same-shape", type=pathlib.Path,
+                        help="only write a SpliceBERT-1024nt-shaped checkpoint into DIR/splicebert")
+    args = parser.parse_args()
+    if args.same_shape:
+        splicebert_same_shape(args.same_shape.resolve() / "splicebert")
+    else:
+        bert()
+        dnabert2()
+        nt_v2()
+        print("fixtures written to", ROOT)

@@ -134,6 +134,7 @@ pub fn tokenizer(data: &[u8]) {
     for choice in [
         TokenizerChoice::Characters { upper_case: false },
         TokenizerChoice::Characters { upper_case: true },
+        TokenizerChoice::CaduceusOrFiles,
         TokenizerChoice::Esm,
         TokenizerChoice::Files,
     ] {

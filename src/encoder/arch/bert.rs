@@ -1,18 +1,24 @@
 //! The BERT family: DNABERT (overlapping k-mers), GROVER (BPE), SpliceBERT (single nucleotides)
-//! as the standard HF `BertModel` (learned absolute positions, post-LayerNorm, GELU FFN), and
-//! DNABERT-2, MosaicBERT-style: no position embeddings but ALiBi attention biases, a fused
-//! `Wqkv` projection and a gated-linear-unit FFN. The variant is read from the checkpoint (a
-//! fused `Wqkv` tensor), so one loader serves every repo of the family.
+//! as the standard HF `BertModel` (learned absolute positions, post-LayerNorm, GELU FFN);
+//! GENA-LM, the same with `pre_layer_norm` (AIRI's modeling_bert.py: each sublayer reads a
+//! LayerNorm of its input and adds its output to it, and with `last_layer_norm` — by default
+//! whenever `pre_layer_norm` — one more LayerNorm after the last layer); MutBERT, the standard
+//! one with rotary positions on queries and keys instead of a position table (its
+//! modeling_mutbert.py `RoPEBertModel`, recognised by `rope_theta`); and DNABERT-2,
+//! MosaicBERT-style: no position embeddings but ALiBi attention biases, a fused `Wqkv`
+//! projection and a gated-linear-unit FFN. The variant is read from config.json
+//! (`pre_layer_norm`) and the checkpoint (a fused `Wqkv` tensor), so one loader serves every
+//! repo of the family.
 //!
 //! GENEB's reference extractors pool the final hidden layer with a mean over the attention mask
 //! (special tokens included); the pooling itself lives in `hf.rs`.
 
 use super::{
-    Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, parse_config, size,
-    transformers_layer_norm_eps,
+    Arch, ArchSpec, MAX_CONFIG_SIZE, Pooling, check_layers, epsilon, optional_size, parse_config,
+    size, transformers_layer_norm_eps,
 };
 use crate::Result;
-use crate::encoder::layers::positions::Alibi;
+use crate::encoder::layers::positions::{Alibi, Rotary, rotate};
 use crate::encoder::layers::{
     Activation, LayerNorm, Linear, attention, checkpoint_prefix, config_error, head_dim, load_qkv,
     padding_bias, split_heads, upload,
@@ -31,6 +37,8 @@ enum Positions {
     Learned(Tensor<2>),
     /// DNABERT-2: attention biases instead of a table.
     Alibi(Alibi),
+    /// MutBERT: queries and keys rotated (`rotate_half` over each head).
+    Rotary(Rotary),
 }
 
 enum SelfAttention {
@@ -58,8 +66,10 @@ enum FeedForward {
 struct Layer {
     attention: SelfAttention,
     attention_out: Linear,
+    /// Post-LN: after the attention's residual sum. Pre-LN (`pre_attention_ln`): on its input.
     attention_norm: LayerNorm,
     ffn: FeedForward,
+    /// Post-LN: after the FFN's residual sum. Pre-LN (`post_attention_ln`): on its input.
     ffn_norm: LayerNorm,
 }
 
@@ -71,6 +81,9 @@ pub struct Bert {
     positions: Positions,
     embedding_norm: LayerNorm,
     layers: Vec<Layer>,
+    pre_norm: bool,
+    /// GENA-LM's `last_layer_ln`, after the last pre-LN layer.
+    final_norm: Option<LayerNorm>,
     heads: usize,
     hidden: usize,
     activation: Activation,
@@ -81,7 +94,7 @@ pub struct Bert {
 pub const SPEC: ArchSpec = ArchSpec {
     name: "bert",
     family: "BERT",
-    serves: "DNABERT, DNABERT-2, GROVER, SpliceBERT",
+    serves: "DNABERT, DNABERT-2, GROVER, SpliceBERT, GENA-LM, MutBERT",
     matches,
     tokenizer: TokenizerChoice::Files,
     pooling: Pooling::MaskedMean,
@@ -110,6 +123,24 @@ struct Config {
     hidden_act: String,
     #[serde(default = "two", deserialize_with = "size")]
     type_vocab_size: usize,
+    /// GENA-LM's modeling_bert.py.
+    #[serde(default)]
+    pre_layer_norm: bool,
+    /// Defaults to `pre_layer_norm` (GENA-LM's code).
+    #[serde(default)]
+    last_layer_norm: Option<bool>,
+    #[serde(default = "absolute")]
+    position_embedding_type: String,
+    /// MutBERT's rotary base; its presence selects rotary positions.
+    #[serde(default)]
+    rope_theta: Option<f64>,
+    /// MutBERT's context extension (linear or dynamic NTK), not implemented.
+    #[serde(default)]
+    rope_scaling: Option<serde_json::Value>,
+}
+
+fn absolute() -> String {
+    "absolute".into()
 }
 
 fn default_activation() -> String {
@@ -121,7 +152,7 @@ fn two() -> usize {
 }
 
 /// Whether config.json describes a BERT-family model (`model_type` "bert", as the DNABERT,
-/// DNABERT-2, GROVER and SpliceBERT repos all declare).
+/// DNABERT-2, GROVER, SpliceBERT and GENA-LM repos all declare).
 pub fn matches(config: &serde_json::Value) -> bool {
     config.get("model_type").and_then(|v| v.as_str()) == Some("bert")
 }
@@ -142,6 +173,23 @@ impl Bert {
         let prefix = checkpoint_prefix(ckpt, &PREFIXES, probe, "BERT")?;
         let p = |name: &str| format!("{prefix}{name}");
         let fused = ckpt.contains(&p("encoder.layer.0.attention.self.Wqkv.weight"));
+        let pre_norm = c.pre_layer_norm;
+        if c.position_embedding_type != "absolute" {
+            return Err(config_error(&format!(
+                "position_embedding_type '{}' is not supported (geneb reads absolute)",
+                c.position_embedding_type
+            )));
+        }
+        if pre_norm && fused {
+            return Err(config_error(
+                "'pre_layer_norm' is true for a fused-Wqkv (DNABERT-2) checkpoint, which has none",
+            ));
+        }
+        if c.last_layer_norm == Some(true) && !pre_norm {
+            return Err(config_error(
+                "'last_layer_norm' needs 'pre_layer_norm' (as GENA-LM's code requires)",
+            ));
+        }
 
         let word = ckpt.take(&p("embeddings.word_embeddings.weight"), &[vocab, hidden])?;
         let type_vocab = c.type_vocab_size;
@@ -159,6 +207,27 @@ impl Bert {
         let (positions, max_tokens) = if fused {
             // ALiBi extrapolates; the tokenizer's model_max_length bounds the input instead.
             (Positions::Alibi(Alibi::new(heads)), usize::MAX)
+        } else if let Some(theta) = c.rope_theta {
+            if c.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
+                return Err(config_error(
+                    "'rope_scaling' is set: geneb runs MutBERT's rotary positions unscaled only",
+                ));
+            }
+            if !(theta.is_finite() && theta > 1.0) {
+                return Err(config_error(&format!(
+                    "'rope_theta' is {theta}, not a rotary base (a number above 1)"
+                )));
+            }
+            let head_dim = hidden / heads;
+            // As modeling_mutbert.py computes them, in f32.
+            let inv_freq = (0..head_dim / 2)
+                .map(|i| 1.0 / (theta as f32).powf((2 * i) as f32 / head_dim as f32))
+                .collect();
+            // Rotary positions have no table, and MutBERT's tokenizer sets no model_max_length:
+            // the reference extractor truncates nothing, so neither does geneb (the bound is
+            // only the largest size geneb takes anywhere).
+            let unbounded = MAX_CONFIG_SIZE as usize;
+            (Positions::Rotary(Rotary::new(inv_freq)), unbounded)
         } else {
             let max_positions = c.max_position_embeddings.ok_or_else(|| {
                 config_error("'max_position_embeddings' is missing (learned positions need it)")
@@ -205,8 +274,13 @@ impl Bert {
                 true,
                 device,
             )?;
+            let (attention_norm_name, ffn_norm_name) = if pre_norm {
+                ("pre_attention_ln", "post_attention_ln")
+            } else {
+                ("attention.output.LayerNorm", "output.LayerNorm")
+            };
             let attention_norm =
-                LayerNorm::load(ckpt, &l("attention.output.LayerNorm"), hidden, eps, device)?;
+                LayerNorm::load(ckpt, &l(attention_norm_name), hidden, eps, device)?;
             let (ffn, ffn_norm) = if fused {
                 let gated = Linear::load(
                     ckpt,
@@ -244,7 +318,7 @@ impl Bert {
                     true,
                     device,
                 )?;
-                let norm = LayerNorm::load(ckpt, &l("output.LayerNorm"), hidden, eps, device)?;
+                let norm = LayerNorm::load(ckpt, &l(ffn_norm_name), hidden, eps, device)?;
                 (
                     FeedForward::Standard {
                         intermediate,
@@ -261,6 +335,17 @@ impl Bert {
                 ffn_norm,
             });
         }
+        let final_norm = if c.last_layer_norm.unwrap_or(pre_norm) {
+            Some(LayerNorm::load(
+                ckpt,
+                &p("encoder.last_layer_ln"),
+                hidden,
+                eps,
+                device,
+            )?)
+        } else {
+            None
+        };
         // Heads for pre-training and classification: GENEB probes the encoder's hidden states.
         ckpt.skip_prefix(&p("pooler."));
         ckpt.skip_prefix("cls.");
@@ -277,6 +362,8 @@ impl Bert {
             positions,
             embedding_norm,
             layers,
+            pre_norm,
+            final_norm,
             heads,
             hidden,
             activation,
@@ -306,6 +393,7 @@ impl Arch for Bert {
         let mut x = embedding(self.word_embeddings.clone(), input_ids)
             + self.token_type.clone().reshape([1, 1, self.hidden]);
         let mut bias = padding_bias(attention_mask);
+        let mut rotary = None;
         match &self.positions {
             Positions::Learned(table) => {
                 x = x + table
@@ -316,60 +404,79 @@ impl Arch for Bert {
             Positions::Alibi(alibi) => {
                 bias = bias + alibi.bias(tokens, &self.device);
             }
+            Positions::Rotary(table) => rotary = Some(table.tables(tokens, &self.device)),
         }
         let mut x = self.embedding_norm.forward(x);
         let head_dim = self.hidden / self.heads;
         let scale = 1.0 / (head_dim as f64).sqrt();
         for layer in &self.layers {
+            let attention_in = if self.pre_norm {
+                layer.attention_norm.forward(x.clone())
+            } else {
+                x.clone()
+            };
             let (q, k, v) = match &layer.attention {
                 SelfAttention::Separate { query, key, value } => (
-                    query.forward(x.clone()),
-                    key.forward(x.clone()),
-                    value.forward(x.clone()),
+                    query.forward(attention_in.clone()),
+                    key.forward(attention_in.clone()),
+                    value.forward(attention_in),
                 ),
                 SelfAttention::Fused(wqkv) => {
-                    let mut parts = wqkv.forward(x.clone()).chunk(3, 2).into_iter();
+                    let mut parts = wqkv.forward(attention_in).chunk(3, 2).into_iter();
                     let mut next = || parts.next().expect("chunk(3) yields three parts");
                     (next(), next(), next())
                 }
             };
-            let context = attention(
-                split_heads(q, self.heads),
-                split_heads(k, self.heads),
-                split_heads(v, self.heads),
-                scale,
-                bias.clone(),
-            );
-            let attended = layer
-                .attention_norm
-                .forward(layer.attention_out.forward(context) + x);
+            let (q, k) = (split_heads(q, self.heads), split_heads(k, self.heads));
+            let (q, k) = match &rotary {
+                Some((cos, sin)) => (rotate(q, cos, sin), rotate(k, cos, sin)),
+                None => (q, k),
+            };
+            let context = attention(q, k, split_heads(v, self.heads), scale, bias.clone());
+            let attended = layer.attention_out.forward(context) + x;
+            let attended = if self.pre_norm {
+                attended
+            } else {
+                layer.attention_norm.forward(attended)
+            };
+            let ffn_in = if self.pre_norm {
+                layer.ffn_norm.forward(attended.clone())
+            } else {
+                attended.clone()
+            };
             let ffn_out = match &layer.ffn {
                 FeedForward::Standard {
                     intermediate,
                     output,
-                } => output.forward(
-                    self.activation
-                        .apply(intermediate.forward(attended.clone())),
-                ),
+                } => output.forward(self.activation.apply(intermediate.forward(ffn_in))),
                 FeedForward::Gated {
                     gated,
                     output,
                     intermediate_size,
                 } => {
-                    let both = gated.forward(attended.clone());
+                    let both = gated.forward(ffn_in);
                     let gate = both.clone().narrow(2, 0, *intermediate_size);
                     let value = both.narrow(2, *intermediate_size, *intermediate_size);
                     output.forward(self.activation.apply(gate) * value)
                 }
             };
-            x = layer.ffn_norm.forward(ffn_out + attended);
+            x = if self.pre_norm {
+                ffn_out + attended
+            } else {
+                layer.ffn_norm.forward(ffn_out + attended)
+            };
         }
-        x
+        match &self.final_norm {
+            Some(norm) => norm.forward(x),
+            None => x,
+        }
     }
 
     fn family(&self) -> &'static str {
         match self.positions {
             Positions::Alibi(_) => "DNABERT-2 (BERT with ALiBi and GLU)",
+            Positions::Learned(_) if self.pre_norm => "GENA-LM (BERT, pre-layer-norm)",
+            Positions::Rotary(_) => "MutBERT (BERT with rotary positions)",
             Positions::Learned(_) => SPEC.family,
         }
     }

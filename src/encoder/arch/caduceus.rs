@@ -58,9 +58,9 @@ const MAX_TOKENS: usize = 131_072;
 pub const SPEC: ArchSpec = ArchSpec {
     name: "caduceus",
     family: "Caduceus (bidirectional Mamba, RC-equivariant)",
-    serves: "kuleshov-group/caduceus-ph_*, caduceus-ps_*",
+    serves: "kuleshov-group/caduceus-ph_*, caduceus-ps_*, PlantCaduceus_*",
     matches,
-    tokenizer: TokenizerChoice::Characters { upper_case: true },
+    tokenizer: TokenizerChoice::CaduceusOrFiles,
     pooling: Pooling::MaskedMean,
     load: |config, ckpt, compute| Ok(Box::new(Caduceus::load(config, ckpt, &compute.device)?)),
 };
