@@ -25,9 +25,9 @@ const CHUNK_BYTES: usize = 256 * 1024;
 /// Below this many multiply-adds per evaluation, handing shards to the pool costs more
 /// than it saves.
 pub(super) const PARALLEL_MIN_WORK: usize = 1 << 17;
-/// Weight vectors (classes) the products take at once: 4 rows × 4 classes is 16
-/// accumulators, of AVX-512's 32 registers.
-const CLASSES: usize = 4;
+/// Most classes the products take in one pass over a chunk: the blocks below keep their
+/// sums, rows and weights in AVX-512's 32 registers (AVX2 spills some).
+const CLASSES: usize = 12;
 
 pub(crate) struct Objective<'a, T> {
     /// n × d, row-major.
@@ -199,10 +199,19 @@ fn pieces<T, const N: usize>(v: &[T], len: usize) -> [&[T]; N] {
     out
 }
 
+/// The classes of one block of the products: k ≤ `CLASSES` in one, more split evenly (so
+/// each row is read once per block, not once per few classes).
+#[inline(always)]
+fn class_blocks(k: usize) -> impl Iterator<Item = (usize, usize)> {
+    let blocks = k.div_ceil(CLASSES);
+    (0..blocks).map(move |i| (i * k / blocks, (i + 1) * k / blocks))
+}
+
 /// `raw[i·k + c] = x_i · wt_c + b_c` for the chunk's rows (`wt` holds k vectors of d).
 #[inline(always)]
 fn scores<S: Simd, T: Element>(s: S, x: &[T], d: usize, wt: &[f64], b: &[f64], raw: &mut [f64]) {
-    /// Classes c0..c0 + K, R rows at a time.
+    /// Classes c0..c0 + K, R rows at a time: R·K sums, R rows and K weight vectors in
+    /// registers.
     #[inline(always)]
     fn block<S: Simd, T: Element, const R: usize, const K: usize>(
         s: S,
@@ -234,12 +243,20 @@ fn scores<S: Simd, T: Element>(s: S, x: &[T], d: usize, wt: &[f64], b: &[f64], r
             put(&mut raw[i * k + c0..], &out[0], b);
         }
     }
-    for c0 in (0..b.len()).step_by(CLASSES) {
-        match (b.len() - c0).min(CLASSES) {
+    for (c0, c1) in class_blocks(b.len()) {
+        match c1 - c0 {
             1 => block::<S, T, 8, 1>(s, x, d, wt, b, c0, raw),
-            2 => block::<S, T, 2, 2>(s, x, d, wt, b, c0, raw),
-            3 => block::<S, T, 2, 3>(s, x, d, wt, b, c0, raw),
-            _ => block::<S, T, 2, CLASSES>(s, x, d, wt, b, c0, raw),
+            2 => block::<S, T, 4, 2>(s, x, d, wt, b, c0, raw),
+            3 => block::<S, T, 4, 3>(s, x, d, wt, b, c0, raw),
+            4 => block::<S, T, 4, 4>(s, x, d, wt, b, c0, raw),
+            5 => block::<S, T, 3, 5>(s, x, d, wt, b, c0, raw),
+            6 => block::<S, T, 3, 6>(s, x, d, wt, b, c0, raw),
+            7 => block::<S, T, 2, 7>(s, x, d, wt, b, c0, raw),
+            8 => block::<S, T, 2, 8>(s, x, d, wt, b, c0, raw),
+            9 => block::<S, T, 2, 9>(s, x, d, wt, b, c0, raw),
+            10 => block::<S, T, 2, 10>(s, x, d, wt, b, c0, raw),
+            11 => block::<S, T, 1, 11>(s, x, d, wt, b, c0, raw),
+            _ => block::<S, T, 1, CLASSES>(s, x, d, wt, b, c0, raw),
         }
     }
 }
@@ -247,9 +264,9 @@ fn scores<S: Simd, T: Element>(s: S, x: &[T], d: usize, wt: &[f64], b: &[f64], r
 /// `g_c += Σ_i raw[i·k + c] · x_i` for the chunk's rows in order (`g` holds k vectors of d).
 #[inline(always)]
 fn gradient<S: Simd, T: Element>(s: S, x: &[T], d: usize, raw: &[f64], g: &mut [f64]) {
-    /// Classes c0..c0 + K, R rows at a time.
+    /// Classes c0..c0 + K, P vectors of d at a time (the last few one at a time).
     #[inline(always)]
-    fn block<S: Simd, T: Element, const R: usize, const K: usize>(
+    fn block<S: Simd, T: Element, const P: usize, const K: usize>(
         s: S,
         x: &[T],
         d: usize,
@@ -257,37 +274,36 @@ fn gradient<S: Simd, T: Element>(s: S, x: &[T], d: usize, raw: &[f64], g: &mut [
         g: &mut [f64],
         c0: usize,
     ) {
-        #[inline(always)]
-        fn coef<const K: usize>(raw: &[f64]) -> [f64; K] {
-            let mut c = [0.0; K];
-            c.copy_from_slice(&raw[..K]);
-            c
-        }
         let k = g.len() / d;
-        // Once per block, so a closure is harmless here.
-        let mut it = g[c0 * d..(c0 + K) * d].chunks_exact_mut(d);
-        let mut gs: [&mut [f64]; K] = std::array::from_fn(|_| it.next().unwrap_or_default());
-        let rows = x.len() / d;
-        let full = rows / R * R;
-        for i in (0..full).step_by(R) {
-            let mut cs = [[0.0; K]; R];
-            for (r, c) in cs.iter_mut().enumerate() {
-                *c = coef(&raw[(i + r) * k + c0..]);
-            }
-            simd::axpys(s, &mut gs, &cs, &pieces::<_, R>(&x[i * d..], d));
+        let gb = &mut g[c0 * d..(c0 + K) * d];
+        let body = d / LANES;
+        let full = body / P * P;
+        for j in (0..full).step_by(P) {
+            simd::add_rows::<S, T, P, K>(s, x, d, raw, k, c0, gb, j);
         }
-        for i in full..rows {
-            let cs = [coef(&raw[i * k + c0..])];
-            simd::axpys(s, &mut gs, &cs, &[&x[i * d..(i + 1) * d]]);
+        for j in full..body {
+            simd::add_rows::<S, T, 1, K>(s, x, d, raw, k, c0, gb, j);
         }
     }
-    for c0 in (0..g.len() / d).step_by(CLASSES) {
-        match (g.len() / d - c0).min(CLASSES) {
+    let k = g.len() / d;
+    for (c0, c1) in class_blocks(k) {
+        match c1 - c0 {
             1 => block::<S, T, 8, 1>(s, x, d, raw, g, c0),
-            2 => block::<S, T, 4, 2>(s, x, d, raw, g, c0),
+            2 => block::<S, T, 8, 2>(s, x, d, raw, g, c0),
             3 => block::<S, T, 4, 3>(s, x, d, raw, g, c0),
-            _ => block::<S, T, 4, CLASSES>(s, x, d, raw, g, c0),
+            4 => block::<S, T, 4, 4>(s, x, d, raw, g, c0),
+            5 => block::<S, T, 4, 5>(s, x, d, raw, g, c0),
+            6 => block::<S, T, 4, 6>(s, x, d, raw, g, c0),
+            7 => block::<S, T, 2, 7>(s, x, d, raw, g, c0),
+            8 => block::<S, T, 2, 8>(s, x, d, raw, g, c0),
+            9 => block::<S, T, 2, 9>(s, x, d, raw, g, c0),
+            10 => block::<S, T, 2, 10>(s, x, d, raw, g, c0),
+            11 => block::<S, T, 2, 11>(s, x, d, raw, g, c0),
+            _ => block::<S, T, 2, CLASSES>(s, x, d, raw, g, c0),
         }
+    }
+    if d % LANES != 0 {
+        simd::add_row_tails(s, x, d, raw, k, g);
     }
 }
 

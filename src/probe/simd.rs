@@ -212,18 +212,18 @@ fn padded<T: Element>(x: &[T]) -> [T; LANES] {
     p
 }
 
-/// `acc[r][c] += xv[r] · wv[c]`.
+/// `acc[r][c] += xv[r] · w`, with w class c's vector: loaded as it is used, so that only
+/// R·K sums, R rows and one weight vector are live (holding all K spilled the sums at K = 9).
 #[inline(always)]
-fn fma_block<S: Simd, const R: usize, const K: usize>(
+fn fma_class<S: Simd, const R: usize, const K: usize>(
     s: S,
     acc: &mut [[S::V; K]; R],
     xv: &[S::V; R],
-    wv: &[S::V; K],
+    w: S::V,
+    c: usize,
 ) {
     for r in 0..R {
-        for c in 0..K {
-            acc[r][c] = s.mul_add(xv[r], wv[c], acc[r][c]);
-        }
+        acc[r][c] = s.mul_add(xv[r], w, acc[r][c]);
     }
 }
 
@@ -240,25 +240,22 @@ pub(super) fn dots<S: Simd, T: Element, const R: usize, const K: usize>(
     let wb = whole(ws, body);
     let mut acc = [[s.zero(); K]; R];
     let mut xv = [s.zero(); R];
-    let mut wv = [s.zero(); K];
     for j in 0..body {
-        for c in 0..K {
-            wv[c] = s.load(&wb[c][j]);
-        }
         for r in 0..R {
             xv[r] = T::load(s, &xb[r][j]);
         }
-        fma_block(s, &mut acc, &xv, &wv);
+        for c in 0..K {
+            fma_class(s, &mut acc, &xv, s.load(&wb[c][j]), c);
+        }
     }
     if d % LANES != 0 {
         let tail = body * LANES;
-        for c in 0..K {
-            wv[c] = s.load(&padded(&ws[c][tail..]));
-        }
         for r in 0..R {
             xv[r] = T::load(s, &padded(&xs[r][tail..d]));
         }
-        fma_block(s, &mut acc, &xv, &wv);
+        for c in 0..K {
+            fma_class(s, &mut acc, &xv, s.load(&padded(&ws[c][tail..])), c);
+        }
     }
     let mut out = [[0.0; K]; R];
     for r in 0..R {
@@ -269,66 +266,72 @@ pub(super) fn dots<S: Simd, T: Element, const R: usize, const K: usize>(
     out
 }
 
-/// `g = g + Σ_r cv[r][c] · xv[r]`, rows in order.
+/// `g[c·d + 8j ..][..8·P] += Σ_i coef[i·k + c0 + c] · x[i·d + 8j ..][..8·P]` for c < K and
+/// the P whole vectors from `j`, adding the rows of `x` (rows of d) in order. The P·K sums stay
+/// in registers across the rows: one load and store of `g` per call, none per row. `coef`
+/// holds k values per row, `g` the K vectors of d of classes c0..c0 + K.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn add_rows<S: Simd, const R: usize, const K: usize>(
+pub(super) fn add_rows<S: Simd, T: Element, const P: usize, const K: usize>(
     s: S,
-    g: &mut [f64; LANES],
-    xv: &[S::V; R],
-    cv: &[[S::V; K]; R],
-    c: usize,
+    x: &[T],
+    d: usize,
+    coef: &[f64],
+    k: usize,
+    c0: usize,
+    g: &mut [f64],
+    j: usize,
 ) {
-    let mut v = s.load(g);
-    for r in 0..R {
-        v = s.mul_add(cv[r][c], xv[r], v);
+    let mut acc = [[s.zero(); P]; K];
+    for c in 0..K {
+        let gc = &g[c * d..(c + 1) * d].as_chunks::<LANES>().0[j..j + P];
+        for p in 0..P {
+            acc[c][p] = s.load(&gc[p]);
+        }
     }
-    s.store(v, g);
+    let mut xv = [s.zero(); P];
+    for (row, cs) in x.chunks_exact(d).zip(coef.chunks_exact(k)) {
+        let xr = &row.as_chunks::<LANES>().0[j..j + P];
+        let cs = &cs[c0..c0 + K];
+        for p in 0..P {
+            xv[p] = T::load(s, &xr[p]);
+        }
+        for c in 0..K {
+            let cv = s.splat(cs[c]);
+            for p in 0..P {
+                acc[c][p] = s.mul_add(cv, xv[p], acc[c][p]);
+            }
+        }
+    }
+    for c in 0..K {
+        let gc = &mut g[c * d..(c + 1) * d].as_chunks_mut::<LANES>().0[j..j + P];
+        for p in 0..P {
+            s.store(acc[c][p], &mut gc[p]);
+        }
+    }
 }
 
-/// `gs[c] += Σ_r cs[r][c] · xs[r]`, rows added in order; every slice is d long.
+/// `add_rows` for the last `d % LANES` values of each row (zero-padded to a vector), every
+/// class of `g` (k vectors of d).
 #[inline(always)]
-pub(super) fn axpys<S: Simd, T: Element, const R: usize, const K: usize>(
+pub(super) fn add_row_tails<S: Simd, T: Element>(
     s: S,
-    gs: &mut [&mut [f64]; K],
-    cs: &[[f64; K]; R],
-    xs: &[&[T]; R],
+    x: &[T],
+    d: usize,
+    coef: &[f64],
+    k: usize,
+    g: &mut [f64],
 ) {
-    let mut cv = [[s.zero(); K]; R];
-    for r in 0..R {
-        for c in 0..K {
-            cv[r][c] = s.splat(cs[r][c]);
+    let tail = d / LANES * LANES;
+    for (c, gc) in g.chunks_exact_mut(d).enumerate() {
+        let gt = &mut gc[tail..];
+        let mut acc = s.load(&padded(gt));
+        for (row, cs) in x.chunks_exact(d).zip(coef.chunks_exact(k)) {
+            acc = s.mul_add(s.splat(cs[c]), T::load(s, &padded(&row[tail..])), acc);
         }
-    }
-    let d = gs[0].len();
-    let body = d / LANES;
-    let xb = whole(xs, body);
-    // A closure, but outside the loop and without intrinsics.
-    let mut it = gs.iter_mut();
-    let gb: [&mut [[f64; LANES]]; K] = std::array::from_fn(|_| {
-        it.next()
-            .map(|g| &mut g.as_chunks_mut::<LANES>().0[..body])
-            .unwrap_or_default()
-    });
-    let mut xv = [s.zero(); R];
-    for j in 0..body {
-        for r in 0..R {
-            xv[r] = T::load(s, &xb[r][j]);
-        }
-        for c in 0..K {
-            add_rows(s, &mut gb[c][j], &xv, &cv, c);
-        }
-    }
-    if d % LANES != 0 {
-        let tail = body * LANES;
-        for r in 0..R {
-            xv[r] = T::load(s, &padded(&xs[r][tail..d]));
-        }
-        for c in 0..K {
-            let t = &mut gs[c][tail..];
-            let mut g = padded(t);
-            add_rows(s, &mut g, &xv, &cv, c);
-            t.copy_from_slice(&g[..t.len()]);
-        }
+        let mut out = [0.0; LANES];
+        s.store(acc, &mut out);
+        gt.copy_from_slice(&out[..gt.len()]);
     }
 }
 
@@ -379,22 +382,41 @@ mod tests {
             let r64: [&[f64]; 3] = std::array::from_fn(|r| &x64[r * d..(r + 1) * d]);
             assert_eq!(dots(s, &r32, &ws), dots(s, &r64, &ws));
 
-            let cs = [[0.5, -2.0], [1.25, 3.0], [-0.75, 0.125]];
-            let mut g = w.clone();
-            {
-                let (g0, g1) = g.split_at_mut(d);
-                axpys(s, &mut [g0, g1], &cs, &rows);
+            // 3 rows × 2 classes of coefficients.
+            let cs = [0.5, -2.0, 1.25, 3.0, -0.75, 0.125];
+            let body = d / LANES;
+            // Both classes and two vectors at a time where d has them, the tails padded.
+            fn blocked<S: Simd, T: Element>(s: S, x: &[T], d: usize, cs: &[f64], g: &mut [f64]) {
+                let body = d / LANES;
+                for j in (0..body / 2 * 2).step_by(2) {
+                    add_rows::<_, _, 2, 2>(s, x, d, cs, 2, 0, g, j);
+                }
+                for j in body / 2 * 2..body {
+                    add_rows::<_, _, 1, 2>(s, x, d, cs, 2, 0, g, j);
+                }
+                add_row_tails(s, x, d, cs, 2, g);
             }
-            // One row at a time, in order: the same bits as the block.
+            let mut g = w.clone();
+            blocked(s, &x, d, &cs, &mut g);
+            // One row, class and vector at a time, in order: the same bits as the blocks.
             let mut one = w.clone();
-            for (r, row) in rows.iter().enumerate() {
-                let (g0, g1) = one.split_at_mut(d);
-                axpys(s, &mut [g0, g1], &[cs[r]], &[*row]);
+            for r in 0..3 {
+                let (xr, cr) = (&x[r * d..(r + 1) * d], &cs[r * 2..r * 2 + 2]);
+                for c in 0..2 {
+                    for j in 0..body {
+                        add_rows::<_, _, 1, 1>(s, xr, d, cr, 2, c, &mut one[c * d..(c + 1) * d], j);
+                    }
+                }
+                add_row_tails(s, xr, d, cr, 2, &mut one);
             }
             assert_eq!(g, one, "d {d}");
+            let (mut g32, mut g64) = (w.clone(), w.clone());
+            blocked(s, &x32, d, &cs, &mut g32);
+            blocked(s, &x64, d, &cs, &mut g64);
+            assert_eq!(g32, g64, "d {d}");
             for j in 0..2 * d {
                 let (c, jj) = (j / d, j % d);
-                let want = w[j] + (0..3).map(|r| cs[r][c] * x[r * d + jj]).sum::<f64>();
+                let want = w[j] + (0..3).map(|r| cs[r * 2 + c] * x[r * d + jj]).sum::<f64>();
                 assert!((g[j] - want).abs() <= 1e-9 * (1.0 + want.abs()), "d {d}");
             }
             bits.extend(g.iter().map(|v| v.to_bits()));
