@@ -112,6 +112,9 @@ struct Request {
     /// --group-column, --folds).
     #[serde(default)]
     split: crate::split::SplitSettings,
+    /// The user's corrections to what each submission's `meta` says (www/meta.js).
+    #[serde(default)]
+    meta: crate::encoder::card::MetaOverrides,
 }
 
 #[derive(Deserialize)]
@@ -308,6 +311,7 @@ async fn run(
             precision: crate::encoder::Precision::F32,
         });
     }
+    request.meta.apply_all(&mut submissions)?;
     let profile = profile::build(&submissions)?;
     // The page reports the GPU when any model used it; k-mer models alone run on the CPU.
     let used = backends

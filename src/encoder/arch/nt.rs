@@ -149,7 +149,7 @@ impl NucleotideTransformer {
         let prefix = checkpoint_prefix(ckpt, &PREFIXES, probe, "ESM")?;
         let p = |name: &str| format!("{prefix}{name}");
         let word = ckpt.take(&p(probe), &[vocab, hidden])?;
-        ckpt.skip(&p("embeddings.position_ids"));
+        ckpt.skip_buffer(&p("embeddings.position_ids"));
 
         let n_layers = check_layers("num_hidden_layers", n_layers, ckpt, |i| {
             p(&format!("encoder.layer.{i}.attention.output.dense.weight"))
@@ -159,8 +159,8 @@ impl NucleotideTransformer {
         for i in 0..n_layers {
             let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));
             let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, device)?;
-            // Every layer stores the same rotary frequencies; the first copy is used.
-            let freq = ckpt.take(
+            // Every layer stores the same rotary frequencies (a buffer); the first copy is used.
+            let freq = ckpt.take_buffer(
                 &l("attention.self.rotary_embeddings.inv_freq"),
                 &[head_dim / 2],
             )?;
@@ -211,8 +211,8 @@ impl NucleotideTransformer {
             device,
         )?;
         // The masked-LM and contact heads are not part of the encoder GENEB probes.
-        ckpt.skip_prefix("lm_head.");
-        ckpt.skip_prefix(&p("contact_head."));
+        ckpt.skip_head("lm_head.");
+        ckpt.skip_head(&p("contact_head."));
         Ok(NucleotideTransformer {
             word_embeddings: upload(word, [vocab, hidden], device),
             layers,
