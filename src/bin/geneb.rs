@@ -560,17 +560,7 @@ fn run_eval(args: EvalArgs) -> Result<()> {
 /// The full-data probe of the one task, refitted on the same embeddings (the fit is
 /// deterministic, so it is the evaluation's), with the encoder's identity.
 fn save_probe(path: &Path, encoder: &Encoder, tasks: &[TaskData]) -> Result<()> {
-    let task = one_task(tasks)?;
-    let data = &task.data;
-    let x = pollster::block_on(eval::embed_sequences(encoder, &data.train.sequences))?;
-    let fit = probe::fit(x.view(), &data.train.y)?;
-    let saved = geneb::predict::SavedProbe::new(
-        &task.task.id,
-        encoder,
-        &data.labels,
-        &fit,
-        data.train.len(),
-    );
+    let saved = pollster::block_on(geneb::predict::fit_saved(encoder, one_task(tasks)?))?;
     let text = serde_json::to_string_pretty(&saved)
         .map_err(|e| Error::new(format!("cannot write the probe: {e}")))?;
     write_whole(path, text)
@@ -596,18 +586,13 @@ fn run_predict(args: PredictArgs) -> Result<()> {
         false,
         false,
     )?;
-    saved.check_encoder(&file.name, &encoder)?;
-    let (ids, texts): (Vec<String>, Vec<String>) =
-        sequences.into_iter().map(|s| (s.id, s.sequence)).unzip();
-    let x = pollster::block_on(eval::embed_sequences(&encoder, &texts))?;
-    let (predicted, proba) = saved.predict(x.view());
-    write_whole(
-        &args.out,
-        geneb::predict::scores_csv(&saved, &ids, &predicted, &proba),
-    )?;
+    let rows = sequences.len();
+    let csv = pollster::block_on(geneb::predict::predict_sequences(
+        &saved, &file.name, &encoder, sequences,
+    ))?;
+    write_whole(&args.out, csv)?;
     eprintln!(
-        "geneb: {} predictions of task {} written to {}",
-        ids.len(),
+        "geneb: {rows} predictions of task {} written to {}",
         saved.task,
         args.out.display()
     );
