@@ -43,9 +43,9 @@ fn why_unreadable(e: &ParquetError) -> String {
     let text = e.to_string();
     match text.split_once("Disabled feature at compile time: ") {
         Some((_, codec)) => format!(
-            "the Parquet data is {codec}-compressed, which geneb cannot decompress here (the page \
-             reads snappy, gzip and lz4; the CLI zstd too): use the CLI, or write the file again \
-             with pyarrow's default (snappy)"
+            "the Parquet data is {codec}-compressed, which geneb cannot decompress here (it reads \
+             snappy, gzip and lz4, and zstd natively): use the CLI for zstd, or write the file \
+             again with pyarrow's default (snappy)"
         ),
         None => format!("not a readable Parquet file ({text})"),
     }
