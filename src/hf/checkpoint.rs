@@ -415,3 +415,46 @@ fn to_f32(buffer: &[u8], entry: &TensorEntry) -> Vec<f32> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32_bytes(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// A 2 × 2 embedding, its tied copy in a head (shared storage, as a `.bin` keeps it, or the
+    /// same bytes stored twice), a head bias equal by chance to an encoder bias, and a buffer.
+    #[test]
+    fn heads_count_once_per_tied_weight_and_buffers_not_at_all() {
+        let embedding = f32_bytes(&[1.0, 2.0, 3.0, 4.0]);
+        let ones = f32_bytes(&[1.0, 1.0]);
+        let buffers = vec![
+            embedding.clone(),
+            embedding,
+            [ones.clone(), ones].concat(),
+            f32_bytes(&[0.5, 0.25]),
+        ];
+        let entry = |buffer, byte_offset, shape: Vec<usize>| {
+            TensorEntry::contiguous(DType::F32, shape, buffer, byte_offset)
+        };
+        let entries = BTreeMap::from([
+            ("embed.weight".to_string(), entry(0, 0, vec![2, 2])),
+            ("head.decoder.weight".to_string(), entry(0, 0, vec![2, 2])),
+            ("head.copy.weight".to_string(), entry(1, 0, vec![2, 2])),
+            ("norm.weight".to_string(), entry(2, 0, vec![2])),
+            ("head.norm.weight".to_string(), entry(2, 8, vec![2])),
+            ("rotary.inv_freq".to_string(), entry(3, 0, vec![2])),
+        ]);
+        let mut ckpt = Checkpoint::new("test", buffers, entries).unwrap();
+        ckpt.take("embed.weight", &[2, 2]).unwrap();
+        ckpt.take("norm.weight", &[2]).unwrap();
+        ckpt.take_buffer("rotary.inv_freq", &[2]).unwrap();
+        ckpt.skip_head("head.");
+        assert_eq!(ckpt.encoder_parameters(), 4 + 2);
+        // The decoder and the copy are the embedding; the head's norm is a parameter of its own.
+        assert_eq!(ckpt.model_parameters(), 4 + 2 + 2);
+        ckpt.finish().unwrap();
+    }
+}
