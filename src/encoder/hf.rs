@@ -134,7 +134,7 @@ impl HfModel {
         self.parameters
     }
 
-    /// Every parameter of the checkpoint, heads included (see `Checkpoint::skip_head`).
+    /// Every parameter of the checkpoint, heads included (see `Checkpoint::skip_prefix`).
     pub fn model_parameters(&self) -> u64 {
         self.model_parameters
     }

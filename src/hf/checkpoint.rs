@@ -119,7 +119,7 @@ pub struct Checkpoint {
     consumed: BTreeSet<String>,
     /// The parameters taken (buffers excluded), in order.
     taken: Vec<String>,
-    /// The tensors of skipped heads (`skip_head`).
+    /// The tensors of skipped heads (`skip_prefix`).
     heads: Vec<String>,
 }
 
@@ -271,7 +271,7 @@ impl Checkpoint {
     }
 
     /// Parameters of the whole checkpoint as `num_parameters()` counts them for its model
-    /// class, which is what GENEB reports: the encoder's and the skipped heads' (`skip_head`),
+    /// class, which is what GENEB reports: the encoder's and the skipped heads' (`skip_prefix`),
     /// each tied weight once, buffers not at all.
     pub fn model_parameters(&self) -> u64 {
         let all: Vec<String> = self.taken.iter().chain(&self.heads).cloned().collect();
@@ -295,7 +295,7 @@ impl Checkpoint {
 
     /// Marks a buffer that holds no weights (position or token-type id ranges, a complement
     /// map) as consumed; it is no parameter.
-    pub fn skip_buffer(&mut self, name: &str) {
+    pub fn skip(&mut self, name: &str) {
         if self.entries.contains_key(name) {
             self.consumed.insert(name.to_string());
         }
@@ -305,7 +305,7 @@ impl Checkpoint {
     /// before (masked-LM, pooler, classifier). Its float tensors still count as the model's
     /// parameters, as `num_parameters()` counts them for the checkpoint's class
     /// (`model_parameters`).
-    pub fn skip_head(&mut self, prefix: &str) {
+    pub fn skip_prefix(&mut self, prefix: &str) {
         let names: Vec<String> = self
             .entries
             .keys()
@@ -451,7 +451,7 @@ mod tests {
         ckpt.take("embed.weight", &[2, 2]).unwrap();
         ckpt.take("norm.weight", &[2]).unwrap();
         ckpt.take_buffer("rotary.inv_freq", &[2]).unwrap();
-        ckpt.skip_head("head.");
+        ckpt.skip_prefix("head.");
         assert_eq!(ckpt.encoder_parameters(), 4 + 2);
         // The decoder and the copy are the embedding; the head's norm is a parameter of its own.
         assert_eq!(ckpt.model_parameters(), 4 + 2 + 2);

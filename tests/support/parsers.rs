@@ -93,7 +93,7 @@ fn take_all(mut ckpt: geneb::hf::Checkpoint) {
     let names: Vec<String> = ckpt.names().map(str::to_string).collect();
     for name in names {
         if ckpt.take_any(&name).is_err() {
-            ckpt.skip_buffer(&name);
+            ckpt.skip(&name);
         }
     }
     let _ = ckpt.finish();

@@ -173,8 +173,8 @@ impl Bert {
             )
         };
         // Buffers that hold no weights: position/token-type id ranges.
-        ckpt.skip_buffer(&p("embeddings.position_ids"));
-        ckpt.skip_buffer(&p("embeddings.token_type_ids"));
+        ckpt.skip(&p("embeddings.position_ids"));
+        ckpt.skip(&p("embeddings.token_type_ids"));
         let embedding_norm =
             LayerNorm::load(ckpt, &p("embeddings.LayerNorm"), hidden, eps, device)?;
 
@@ -262,9 +262,9 @@ impl Bert {
             });
         }
         // Heads for pre-training and classification: GENEB probes the encoder's hidden states.
-        ckpt.skip_head(&p("pooler."));
-        ckpt.skip_head("cls.");
-        ckpt.skip_head("classifier.");
+        ckpt.skip_prefix(&p("pooler."));
+        ckpt.skip_prefix("cls.");
+        ckpt.skip_prefix("classifier.");
         let ffn_width = if fused {
             2 * intermediate_size
         } else {

@@ -166,8 +166,8 @@ impl Caduceus {
         let p = format!("{prefix}backbone.");
         // The LM head (tied to the embedding, with its own copy of the complement map) is not
         // part of the embedding; the embedding's complement map is read from config.json.
-        ckpt.skip_head("lm_head.");
-        ckpt.skip_buffer(&format!("{p}embeddings.word_embeddings.complement_map"));
+        ckpt.skip_prefix("lm_head.");
+        ckpt.skip(&format!("{p}embeddings.word_embeddings.complement_map"));
         let embedding_name = if rcps {
             format!("{p}embeddings.word_embeddings.embedding.weight")
         } else {

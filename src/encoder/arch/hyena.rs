@@ -189,8 +189,8 @@ impl Hyena {
             )
             .unwrap_or("");
         // Heads on top of the backbone: the embedding is taken before them.
-        ckpt.skip_head("lm_head.weight");
-        ckpt.skip_head("score.weight");
+        ckpt.skip_prefix("lm_head.weight");
+        ckpt.skip_prefix("score.weight");
         let p = format!("{prefix}backbone.");
         let word_embeddings = param(
             ckpt,

@@ -149,7 +149,7 @@ impl NucleotideTransformer {
         let prefix = checkpoint_prefix(ckpt, &PREFIXES, probe, "ESM")?;
         let p = |name: &str| format!("{prefix}{name}");
         let word = ckpt.take(&p(probe), &[vocab, hidden])?;
-        ckpt.skip_buffer(&p("embeddings.position_ids"));
+        ckpt.skip(&p("embeddings.position_ids"));
 
         let n_layers = check_layers("num_hidden_layers", n_layers, ckpt, |i| {
             p(&format!("encoder.layer.{i}.attention.output.dense.weight"))
@@ -211,8 +211,8 @@ impl NucleotideTransformer {
             device,
         )?;
         // The masked-LM and contact heads are not part of the encoder GENEB probes.
-        ckpt.skip_head("lm_head.");
-        ckpt.skip_head(&p("contact_head."));
+        ckpt.skip_prefix("lm_head.");
+        ckpt.skip_prefix(&p("contact_head."));
         Ok(NucleotideTransformer {
             word_embeddings: upload(word, [vocab, hidden], device),
             layers,
