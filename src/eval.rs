@@ -167,15 +167,7 @@ pub async fn evaluate(
             held = 0;
         }
     }
-    let meta = Meta {
-        display: spec.clone(),
-        params: 0,
-        url: String::new(),
-        zero_shot: false,
-        training_data: "none (baseline encoder)".to_string(),
-        provenance: "self-reported".to_string(),
-        submitted_by: String::new(),
-    };
+    let meta = encoder.meta();
     let splits = crate::split::splits_of(tasks);
     let deviations = own_tasks(&splits)
         .into_iter()

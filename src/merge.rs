@@ -175,7 +175,12 @@ fn join(plan: &Plan, pairs: Vec<Pair>) -> Result<Submission> {
         probe_s += p;
     }
     let encoder_deviations = reference["protocol"]["encoder_deviations"].clone();
-    let mut deviations: Vec<Value> = task_deviations(&ids).into_iter().map(Value::from).collect();
+    // In the order `evaluate` states them: the tasks', the splits geneb made, the encoder's.
+    let mut deviations: Vec<Value> = task_deviations(&ids)
+        .into_iter()
+        .chain(crate::split::deviations(&made_splits(&out)))
+        .map(Value::from)
+        .collect();
     deviations.extend(encoder_deviations.as_array().cloned().unwrap_or_default());
     protocol["probe"]["not_converged"] = not_converged;
     protocol["embeddings_from_cache"] = from_cache;
@@ -184,6 +189,15 @@ fn join(plan: &Plan, pairs: Vec<Pair>) -> Result<Submission> {
     protocol["deviations"] = Value::Array(deviations);
     out.protocol = Some(protocol);
     Ok(out)
+}
+
+/// Each task of a result with the split geneb made for it, if any.
+fn made_splits(result: &Submission) -> Vec<crate::split::SplitOf<'_>> {
+    result
+        .tasks
+        .iter()
+        .map(|(id, info)| (id.as_str(), info.split.as_ref()))
+        .collect()
 }
 
 /// What every pair of one model must share: the submission without its per-task parts, and
@@ -197,8 +211,13 @@ fn shared_part(result: &Submission) -> Result<Value> {
         object.remove(key);
     }
     if let Some(protocol) = object.get_mut("protocol").and_then(Value::as_object_mut) {
+        // The deviations of this pair's task (not one of GENEB's, split by geneb) differ from
+        // pair to pair; the rest are the encoder's and must agree.
         let own: Vec<String> =
-            task_deviations(&result.tasks.keys().map(String::as_str).collect::<Vec<_>>());
+            task_deviations(&result.tasks.keys().map(String::as_str).collect::<Vec<_>>())
+                .into_iter()
+                .chain(crate::split::deviations(&made_splits(result)))
+                .collect();
         let encoder: Vec<Value> = protocol
             .get("deviations")
             .and_then(Value::as_array)

@@ -181,6 +181,39 @@ impl SavedProbe {
     }
 }
 
+/// The full-data probe of one task, fitted on its training split's embeddings as the evaluation
+/// embedded them (the fit is deterministic, so it is the evaluation's probe), with the
+/// encoder's identity: what `geneb eval --save-probe` and the page's probe download save.
+pub async fn fit_saved(encoder: &Encoder, task: &crate::task::TaskData) -> Result<SavedProbe> {
+    let data = &task.data;
+    let x = crate::eval::embed_sequences(encoder, &data.train.sequences).await?;
+    let fit = crate::probe::fit(x.view(), &data.train.y)?;
+    Ok(SavedProbe::new(
+        &task.task.id,
+        encoder,
+        &data.labels,
+        &fit,
+        data.train.len(),
+    ))
+}
+
+/// The probe's predictions for `sequences` (`crate::seq::read_sequences` of the user's file) as
+/// the scores CSV, after checking that `encoder` is the one it was fitted on (`probe_name`
+/// labels that error): what `geneb predict` writes and the page's predict panel downloads.
+pub async fn predict_sequences(
+    probe: &SavedProbe,
+    probe_name: &str,
+    encoder: &Encoder,
+    sequences: Vec<crate::seq::NamedSequence>,
+) -> Result<String> {
+    probe.check_encoder(probe_name, encoder)?;
+    let (ids, texts): (Vec<String>, Vec<String>) =
+        sequences.into_iter().map(|s| (s.id, s.sequence)).unzip();
+    let x = crate::eval::embed_sequences(encoder, &texts).await?;
+    let (predicted, proba) = probe.predict(x.view());
+    Ok(scores_csv(probe, &ids, &predicted, &proba))
+}
+
 /// The scores table `geneb predict` writes: `id,predicted,p_<label>…` (RFC 4180 quoting).
 pub fn scores_csv(
     probe: &SavedProbe,

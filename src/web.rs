@@ -125,6 +125,13 @@ struct Request {
     /// --group-column, --folds).
     #[serde(default)]
     split: crate::split::SplitSettings,
+    /// The user's corrections to what each submission's `meta` says (www/meta.js).
+    #[serde(default)]
+    meta: crate::encoder::card::MetaOverrides,
+    /// Also fit the full-data probe of the run's one model on its one task, for download
+    /// (what `geneb eval --save-probe` writes).
+    #[serde(default, rename = "saveProbe")]
+    save_probe: bool,
 }
 
 #[derive(Deserialize)]
@@ -152,6 +159,9 @@ struct Outcome {
     backend: crate::encoder::BackendInfo,
     submissions: Vec<crate::submission::Submission>,
     profile: profile::Profile,
+    /// The saved probe's JSON, when the request asked for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe: Option<String>,
 }
 
 /// Run the protocol on the dropped files for each model. `on_progress` receives
@@ -288,6 +298,20 @@ async fn run(
     } else {
         &request.models[..]
     };
+    if request.save_probe && (models.len() != 1 || tasks.len() != 1 || !own.is_empty()) {
+        return Err(Error::new(format!(
+            "the probe download saves one encoder's probe of one task; this run has {} encoder(s) \
+             and {} task(s){}",
+            models.len(),
+            tasks.len(),
+            if own.is_empty() {
+                ""
+            } else {
+                " and dropped embeddings"
+            }
+        )));
+    }
+    let mut probe = None;
 
     let mut report = |p: Progress| {
         if let Ok(value) = serde_wasm_bindgen::to_value(&p) {
@@ -310,6 +334,13 @@ async fn run(
         submissions[i] =
             Some(eval::evaluate(&encoder, &tasks, &regimes, store, &mut report).await?);
         backends.push(encoder.backend_info());
+        if request.save_probe {
+            let saved = crate::predict::fit_saved(&encoder, &tasks[0]).await?;
+            probe = Some(
+                serde_json::to_string_pretty(&saved)
+                    .map_err(|e| Error::new(format!("cannot write the probe: {e}")))?,
+            );
+        }
     }
     let mut submissions: Vec<_> = submissions.into_iter().flatten().collect();
     if !own.is_empty() {
@@ -321,6 +352,7 @@ async fn run(
             precision: crate::encoder::Precision::F32,
         });
     }
+    request.meta.apply_all(&mut submissions)?;
     let profile = profile::build(&submissions)?;
     // The page reports the GPU when any model used it; k-mer models alone run on the CPU.
     let used = backends
@@ -333,7 +365,60 @@ async fn run(
         backend,
         submissions,
         profile,
+        probe,
     })
+}
+
+#[derive(Deserialize)]
+struct PredictRequest {
+    /// The probe file (`geneb eval --save-probe`, or the page's download).
+    probe: DroppedFile,
+    /// The encoder's spec; its files (`hf:`) as for `evaluate`.
+    model: String,
+    #[serde(default, rename = "modelFiles")]
+    model_files: Option<Vec<DroppedFile>>,
+    #[serde(default, rename = "modelKey")]
+    model_key: Option<String>,
+    /// FASTA, a table with a text or sequence column, or one sequence per line.
+    input: DroppedFile,
+    backend: String,
+}
+
+#[derive(Serialize)]
+struct Predicted {
+    /// `id,predicted,p_<label>…`, as `geneb predict` writes it.
+    csv: String,
+    rows: usize,
+    task: String,
+}
+
+/// Apply a saved probe to new sequences: `{probe, model, modelFiles?, modelKey?, input,
+/// backend}` → `{csv, rows, task}`. A probe fitted on another encoder is refused.
+#[wasm_bindgen]
+pub async fn predict(request: JsValue) -> std::result::Result<JsValue, JsError> {
+    let request: PredictRequest = serde_wasm_bindgen::from_value(request)
+        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
+    let run = async move {
+        let saved = crate::predict::SavedProbe::read(&request.probe.name, &request.probe.bytes)?;
+        let sequences = seq::read_sequences(&InputFile::from(request.input))?;
+        let rows = sequences.len();
+        let (encoder, _) = load_encoder(
+            &request.model,
+            request.model_files,
+            request.model_key.as_deref(),
+            BackendKind::parse(&request.backend)?,
+        )
+        .await?;
+        let csv =
+            crate::predict::predict_sequences(&saved, &request.probe.name, &encoder, sequences)
+                .await?;
+        Ok::<_, Error>(Predicted {
+            csv,
+            rows,
+            task: saved.task,
+        })
+    };
+    to_js(&run.await.map_err(|e| JsError::new(&e.to_string()))?)
 }
 
 /// The last `hf:` model the page used, kept loaded between calls: parsing the checkpoint and

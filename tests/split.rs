@@ -348,3 +348,81 @@ fn the_cli_splits_records_the_deviation_and_merges_folds() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("every task given has its own split"));
 }
+
+/// A sharded run over two tables geneb split itself merges into the unsharded run's result:
+/// each pair's split deviation is its task's, not an encoder difference between the pairs.
+#[test]
+fn a_sharded_run_over_split_less_tables_merges_with_each_tasks_split_deviation() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("split-merge");
+    let _ = std::fs::remove_dir_all(&dir);
+    let tables = dir.join("tables");
+    std::fs::create_dir_all(&tables).unwrap();
+    std::fs::write(tables.join("cohort_a.csv"), cohort(30)).unwrap();
+    std::fs::write(tables.join("cohort_b.csv"), cohort(24)).unwrap();
+    let (tables, shards, merged) = (
+        tables.to_str().unwrap(),
+        dir.join("shards"),
+        dir.join("merged"),
+    );
+    let common = [
+        "--model",
+        "kmer:2",
+        "--task",
+        tables,
+        "--regimes",
+        "full",
+        "--no-cache",
+        "--quiet",
+        "--group-column",
+        "patient",
+    ];
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    for shard in ["0/2", "1/2"] {
+        let mut args = vec![
+            "eval",
+            "--out-dir",
+            shards.to_str().unwrap(),
+            "--shard",
+            shard,
+        ];
+        args.extend_from_slice(&common);
+        ok(geneb(&args));
+    }
+    ok(geneb(&[
+        "merge",
+        shards.to_str().unwrap(),
+        "--out-dir",
+        merged.to_str().unwrap(),
+    ]));
+    // One model: one merged submission.
+    let file = std::fs::read_dir(&merged)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let merged: serde_json::Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let mut args = vec!["eval"];
+    args.extend_from_slice(&common);
+    let whole: serde_json::Value = serde_json::from_slice(&ok(geneb(&args)).stdout).unwrap();
+    assert_eq!(
+        merged["protocol"]["deviations"],
+        whole["protocol"]["deviations"]
+    );
+    assert_eq!(merged["tasks"], whole["tasks"]);
+    assert_eq!(merged["results"], whole["results"]);
+    let deviations = merged["protocol"]["deviations"].to_string();
+    for task in ["cohort_a", "cohort_b"] {
+        assert!(
+            deviations.contains(&format!("task {task} has no split column")),
+            "{deviations}"
+        );
+    }
+}

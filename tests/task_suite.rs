@@ -194,14 +194,6 @@ fn unrecognised_layouts_get_a_clear_error() {
     let header = "#chrom\tstart\tend\tlabel\tsplit\n";
     let cases = [
         (
-            "import-parquet",
-            vec![
-                ("t/train.parquet", "PAR1"),
-                ("t/test.csv", "sequence,label\nACGT,0\n"),
-            ],
-            "parquet is not read",
-        ),
-        (
             "import-bed-no-reference",
             vec![("t/t.bed", header)],
             "no reference FASTA beside this BED file",

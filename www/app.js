@@ -13,6 +13,9 @@ import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './
 import { OFFLINE_MANIFEST, initTasks } from './tasks.js';
 import { coreFailed, coreReady, coreStarting } from './queue.js';
 import { deviationList, initSplit, splitSettings, updateSplitTables } from './split.js';
+import { initMeta, metaList, metaOverrides } from './meta.js';
+import { askToKeep, initStorage } from './storage.js';
+import { initPredict, savingProbe, showProbe } from './predict.js';
 
 /** The baselines the demo runs. */
 const DEMO_MODELS = ['kmer:4', 'random-cnn'];
@@ -25,7 +28,7 @@ const DEMO_MANIFEST = 'tasks/smoke/tasks.json';
  * own embeddings (.npz, X.npy). Keep in step with `is_data_extension` and `MANIFEST` in
  * src/seq/layout.rs and `is_embeddings_file` in src/embeddings.rs.
  */
-const DATA_EXTENSIONS = ['csv', 'tsv', 'fa', 'fasta', 'fna', 'npz', 'npy'];
+const DATA_EXTENSIONS = ['csv', 'tsv', 'parquet', 'fa', 'fasta', 'fna', 'npz', 'npy'];
 /** Embeddings the core probes as they are, with no encoder (src/embeddings.rs). */
 const OWN_EMBEDDINGS = /\.npz$|(^|\/)x\.npy$/i;
 const hasOwnEmbeddings = () => state.files.some((f) => OWN_EMBEDDINGS.test(f.path));
@@ -297,6 +300,7 @@ function renderFiles() {
 /** Mirror the file list into the browser's storage while "keep" is on. */
 function syncKeptFiles() {
   keepTaskFiles(el.keepFiles.checked ? state.files : [])
+    .then(() => (el.keepFiles.checked && state.files.length ? askToKeep() : undefined))
     .catch((err) => showError(`The task files could not be kept in this browser: ${messageOf(err)}`));
 }
 
@@ -552,6 +556,15 @@ function dispatchRun(run) {
 function startRun({ files, models, regimes, category, label, source = 'run' }) {
   clearError();
   showNotice('');
+  let meta;
+  try {
+    meta = metaOverrides();
+  } catch (err) {
+    setPhase('ready');
+    resetProgress('idle');
+    showError(messageOf(err));
+    return;
+  }
   dispatchRun({
     id: state.nextRunId++,
     label,
@@ -562,7 +575,7 @@ function startRun({ files, models, regimes, category, label, source = 'run' }) {
     gpuNote: '',
     request: {
       files, models, regimes, category: category || null, ...modelFilesFor(models),
-      reuseEmbeddings: el.reuseEmbeddings.checked, split: splitSettings(),
+      reuseEmbeddings: el.reuseEmbeddings.checked, split: splitSettings(), meta, saveProbe: savingProbe(),
     },
   });
 }
@@ -741,6 +754,7 @@ function onResult(msg) {
   const run = state.run;
   state.run = null;
   state.result = { submissions: msg.submissions ?? [], profile: msg.profile ?? null, backend: msg.backend };
+  showProbe(msg.probe);
   const seconds = (performance.now() - run.startedAt) / 1000;
   const fallback = Boolean(run.gpuNote);
   // The browser's own adapter description reads better than the core's wgpu summary.
@@ -886,7 +900,7 @@ function renderResult(result, { label, seconds, fallback }) {
   el.resultSummary.textContent = `${label} · ${plural(submissions.length, 'encoder')}`
     + ` · ran on ${where}${fallback ? ' after WebGPU failed' : ''} in ${seconds.toFixed(1)} s.`;
   renderProfile(el.profile, profile, submissions, { prefix: 'profile', modelName });
-  el.profile.append(deviationList(submissions) ?? '');
+  el.profile.append(deviationList(submissions) ?? '', metaList(submissions) ?? '');
 }
 
 function onDownloadClick() {
@@ -942,6 +956,9 @@ function init() {
   });
   // Before the first renderFiles: it tells the split panel which tables lack a split column.
   initSplit($('#split-panel'), { getWorker: () => state.worker });
+  initMeta($('#meta-fields'));
+  initStorage($('#storage-line'));
+  initPredict($('#predict-panel'), { getWorker: () => state.worker });
   renderFiles();
   restoreKeptFiles();
   initModels($('#models-panel'), { getWorker: () => state.worker, onChange: updateControls });

@@ -12,6 +12,8 @@
 // reach the real hub's hosts, so another endpoint works only where the server serving the page
 // adds it to the CSP (scripts/serve.mjs `hubOrigin`, used by the browser tests).
 
+import { askToKeep } from './storage.js';
+
 const DEFAULT_HUB = 'https://huggingface.co';
 /** The Cache API entry listing a bundle's files (a key no hub file can have). */
 const MANIFEST = '.geneb-manifest.json';
@@ -204,6 +206,7 @@ export async function store(cacheName, b, files, about = {}) {
   await cache.put(b.base + MANIFEST, new Response(JSON.stringify(manifest), {
     headers: { 'Content-Type': 'application/json' },
   }));
+  await askToKeep(); // a cached model or task should outlive a full disk (www/storage.js)
   return true;
 }
 

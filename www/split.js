@@ -6,7 +6,7 @@
 import { fmt, h, messageOf } from './dom.js';
 
 /** Files whose header the core reads: tables, the only files that can lack a split column. */
-const TABLE = /\.(csv|tsv)(\.gz)?$/i;
+const TABLE = /\.(csv|tsv|parquet)(\.gz)?$/i;
 
 let ctx = null; // {getWorker}
 const ui = {};

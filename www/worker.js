@@ -275,6 +275,8 @@ async function run({ id, request, forceBackend }) {
       .map(async ([spec, files]) => [spec, await readModelFiles(files)]))), // www/models.js
     modelKeys: request.modelKeys ?? {},
     ...(request.split ? { split: request.split } : {}),
+    ...(request.meta ? { meta: request.meta } : {}),
+    ...(request.saveProbe ? { saveProbe: true } : {}),
   });
   // Embeddings of earlier runs (www/embedding-cache.js), unless the user turned reuse off.
   const cacheWarnings = [];
@@ -301,6 +303,7 @@ async function run({ id, request, forceBackend }) {
     requestedBackend: backend,
     submissions,
     profile: plain(parseIfString(result.profile)) ?? null,
+    probe: typeof result.probe === 'string' ? result.probe : null,
     cacheWarnings,
   });
 }
@@ -346,6 +349,29 @@ async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend 
   self.postMessage({
     type: 'embedded', id, dim: r.dim, values: r.values, backend: r.backend, modelKept: Boolean(r.modelKept),
   });
+}
+
+// --- a saved probe on new sequences (www/predict.js) ---
+async function predict({ id, request }) {
+  await started;
+  if (!wasm) throw new Error('The WebAssembly module could not be loaded.');
+  const backend = await chooseBackend();
+  const core = await coreFor(backend.kind);
+  const held = request.modelKey != null && core.holdsModel(request.modelKey, backend.kind);
+  current = { type: 'predict-error', id, core, kind: backend.kind };
+  let r;
+  try {
+    r = plain(parseIfString(await core.predict({
+      ...request, backend: backend.kind,
+      modelFiles: request.modelFiles && !held ? await readModelFiles(request.modelFiles) : undefined,
+    })));
+  } catch (err) {
+    self.postMessage({ type: 'predict-error', id, ...failureOf(core, err) });
+    return;
+  } finally {
+    current = null;
+  }
+  self.postMessage({ type: 'predicted', id, csv: r.csv, rows: r.rows, task: r.task });
 }
 
 /** The comparison of saved submissions: the core's report (statistics, plots, HTML, CSV). */
@@ -398,6 +424,9 @@ self.addEventListener('message', (event) => {
   }
   if (msg && msg.type === 'embed') {
     embed(msg).catch((err) => self.postMessage({ type: 'embed-error', id: msg.id, message: messageOf(err).split('\n')[0] }));
+  }
+  if (msg?.type === 'predict') {
+    predict(msg).catch((err) => self.postMessage({ type: 'predict-error', id: msg.id, message: messageOf(err).split('\n')[0] }));
   }
 });
 

@@ -3,6 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use geneb::atomic_file::write_whole;
+use geneb::encoder::card::MetaOverrides;
 use geneb::encoder::{BackendKind, Encoder, Precision};
 use geneb::eval::{self, Progress};
 use geneb::hub::{Hub, Located};
@@ -177,6 +178,41 @@ struct EvalArgs {
     /// `geneb predict`.
     #[arg(long, conflicts_with = "embeddings")]
     save_probe: Option<PathBuf>,
+    #[command(flatten)]
+    meta: MetaArgs,
+}
+
+/// What the result's `meta` says about the model, where geneb's own reading (the weights'
+/// parameter count, the known-models table, config.json, the model card) is wrong or silent.
+#[derive(Args)]
+struct MetaArgs {
+    /// The model's display name.
+    #[arg(long)]
+    display: Option<String>,
+    /// Its parameter count (default: counted from the loaded weights).
+    #[arg(long)]
+    params: Option<u64>,
+    /// What it was trained on.
+    #[arg(long)]
+    training_data: Option<String>,
+    /// Its home page or hub URL.
+    #[arg(long)]
+    url: Option<String>,
+    /// Who submits the result.
+    #[arg(long)]
+    submitted_by: Option<String>,
+}
+
+impl MetaArgs {
+    fn overrides(&self) -> MetaOverrides {
+        MetaOverrides {
+            display: self.display.clone(),
+            params: self.params,
+            training_data: self.training_data.clone(),
+            url: self.url.clone(),
+            submitted_by: self.submitted_by.clone(),
+        }
+    }
 }
 
 #[derive(Args)]
@@ -389,7 +425,8 @@ fn run_eval_embeddings(args: &EvalArgs, regimes: &[Regime]) -> Result<()> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned());
     let model_id = format!("embeddings:{}", stem.unwrap_or_default());
-    let submission = geneb::embeddings::evaluate(&model_id, tasks, regimes, &mut |_| {})?;
+    let mut submission = geneb::embeddings::evaluate(&model_id, tasks, regimes, &mut |_| {})?;
+    args.meta.overrides().apply(&mut submission.meta);
     write_result(&args.out, &submission.to_json_pretty()?)
 }
 
@@ -400,6 +437,14 @@ fn run_eval(args: EvalArgs) -> Result<()> {
     }
     let backend_kind = BackendKind::parse(&args.backend)?;
     args.precision.apply(backend_kind)?;
+    let overrides = args.meta.overrides();
+    if overrides.names_one_model() && args.model.len() > 1 {
+        return Err(Error::new(format!(
+            "--display, --params, --training-data and --url describe one model; {} models were \
+             given (run them one at a time)",
+            args.model.len()
+        )));
+    }
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut tasks = Vec::new();
     let mut given_by = std::collections::BTreeMap::new();
@@ -460,10 +505,11 @@ fn run_eval(args: EvalArgs) -> Result<()> {
     let store: Option<&dyn eval::EmbeddingStore> = (!args.no_cache).then_some(&store);
     let load = |model: &str| load_encoder(model, backend_kind, args.offline, show);
     let evaluate = |encoder: &Encoder, tasks: &[TaskData]| -> Result<Submission> {
-        let submission =
+        let mut submission =
             pollster::block_on(eval::evaluate(encoder, tasks, &regimes, store, &mut |p| {
                 show_progress(show, p)
             }))?;
+        overrides.apply(&mut submission.meta);
         if show {
             eprintln!();
         }
@@ -514,17 +560,7 @@ fn run_eval(args: EvalArgs) -> Result<()> {
 /// The full-data probe of the one task, refitted on the same embeddings (the fit is
 /// deterministic, so it is the evaluation's), with the encoder's identity.
 fn save_probe(path: &Path, encoder: &Encoder, tasks: &[TaskData]) -> Result<()> {
-    let task = one_task(tasks)?;
-    let data = &task.data;
-    let x = pollster::block_on(eval::embed_sequences(encoder, &data.train.sequences))?;
-    let fit = probe::fit(x.view(), &data.train.y)?;
-    let saved = geneb::predict::SavedProbe::new(
-        &task.task.id,
-        encoder,
-        &data.labels,
-        &fit,
-        data.train.len(),
-    );
+    let saved = pollster::block_on(geneb::predict::fit_saved(encoder, one_task(tasks)?))?;
     let text = serde_json::to_string_pretty(&saved)
         .map_err(|e| Error::new(format!("cannot write the probe: {e}")))?;
     write_whole(path, text)
@@ -550,18 +586,13 @@ fn run_predict(args: PredictArgs) -> Result<()> {
         false,
         false,
     )?;
-    saved.check_encoder(&file.name, &encoder)?;
-    let (ids, texts): (Vec<String>, Vec<String>) =
-        sequences.into_iter().map(|s| (s.id, s.sequence)).unzip();
-    let x = pollster::block_on(eval::embed_sequences(&encoder, &texts))?;
-    let (predicted, proba) = saved.predict(x.view());
-    write_whole(
-        &args.out,
-        geneb::predict::scores_csv(&saved, &ids, &predicted, &proba),
-    )?;
+    let rows = sequences.len();
+    let csv = pollster::block_on(geneb::predict::predict_sequences(
+        &saved, &file.name, &encoder, sequences,
+    ))?;
+    write_whole(&args.out, csv)?;
     eprintln!(
-        "geneb: {} predictions of task {} written to {}",
-        ids.len(),
+        "geneb: {rows} predictions of task {} written to {}",
         saved.task,
         args.out.display()
     );

@@ -11,6 +11,7 @@
 use super::BackendKind;
 use super::arch::{self, Arch, ArchSpec};
 use super::backend::Compute;
+use super::card::ModelCard;
 use super::layers::MAX_BUFFER_FLOATS;
 use super::spec::{ModelSpec, Window};
 use crate::hf::{Checkpoint, ModelFiles, pytorch, safetensors};
@@ -57,24 +58,30 @@ pub struct HfModel {
     compute: Compute,
     /// Tokens per sequence after truncation (special tokens included).
     max_length: usize,
+    /// Parameters of the encoder geneb runs (heads excluded).
     parameters: u64,
+    /// Parameters of the whole checkpoint, heads included, as GENEB counts them (`meta`).
+    model_parameters: u64,
+    card: ModelCard,
 }
 
 impl HfModel {
     /// Builds a model from its files; the weights are moved out of `files`, converted and
     /// uploaded one tensor at a time.
     pub fn from_files(spec: String, mut files: ModelFiles, compute: Compute) -> Result<HfModel> {
-        let window = match ModelSpec::parse(&spec)? {
-            ModelSpec::Hf(hf) => hf.window,
+        let hf_spec = match ModelSpec::parse(&spec)? {
+            ModelSpec::Hf(hf) => Some(hf),
             _ => None,
         };
+        let window = hf_spec.as_ref().and_then(|hf| hf.window);
         let fingerprint = files.fingerprint();
         let config = files.config()?;
         let arch_spec = arch::detect(&config)?;
         let tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
         let mut ckpt = read_weights(&mut files)?;
         let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
-        let parameters = ckpt.taken_elements();
+        let parameters = ckpt.encoder_parameters();
+        let model_parameters = ckpt.model_parameters();
         ckpt.finish()?;
         let max_length = tokenizer
             .model_max_length()
@@ -86,6 +93,16 @@ impl HfModel {
                 "no maximum input length: set model_max_length in tokenizer_config.json",
             ));
         }
+        let card = ModelCard::read(
+            hf_spec.as_ref().map_or(&files.name, |hf| &hf.source),
+            hf_spec
+                .as_ref()
+                .and_then(|hf| hf.hub_repo())
+                .map(|(repo, _)| repo),
+            &config,
+            files.readme(),
+            max_length,
+        );
         Ok(HfModel {
             spec,
             fingerprint,
@@ -96,6 +113,8 @@ impl HfModel {
             compute,
             max_length,
             parameters,
+            model_parameters,
+            card,
         })
     }
 
@@ -113,6 +132,15 @@ impl HfModel {
 
     pub fn parameters(&self) -> u64 {
         self.parameters
+    }
+
+    /// Every parameter of the checkpoint, heads included (see `Checkpoint::skip_prefix`).
+    pub fn model_parameters(&self) -> u64 {
+        self.model_parameters
+    }
+
+    pub fn card(&self) -> &ModelCard {
+        &self.card
     }
 
     pub fn max_length(&self) -> usize {
@@ -261,8 +289,9 @@ impl HfModel {
 /// so a folder that also holds TensorFlow or Flax weights is not read twice over).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
-    const WANTED: [&str; 7] = [
+    const WANTED: [&str; 8] = [
         "config.json",
+        crate::hf::MODEL_CARD,
         "tokenizer.json",
         "tokenizer_config.json",
         "special_tokens_map.json",

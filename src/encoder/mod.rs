@@ -6,6 +6,7 @@
 pub mod arch;
 #[cfg(feature = "burn")]
 pub mod backend;
+pub mod card;
 #[cfg(feature = "burn")]
 pub mod hf;
 pub mod kmer;
@@ -153,9 +154,13 @@ pub struct EncoderDescription {
     pub truncation: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub architecture: Option<String>,
-    /// Encoder parameters loaded from the checkpoint (heads excluded).
+    /// Encoder parameters loaded from the checkpoint (heads excluded; `meta.params` counts
+    /// the whole checkpoint, as GENEB does).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parameters: Option<u64>,
+    /// The model's declared maximum input, and where that came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 impl Encoder {
@@ -339,12 +344,16 @@ impl Encoder {
             ),
         };
         #[cfg(feature = "burn")]
-        let (architecture, parameters) = match self {
-            Encoder::Hf(e) => (Some(e.describe_architecture()), Some(e.parameters())),
-            _ => (None, None),
+        let (architecture, parameters, context) = match self {
+            Encoder::Hf(e) => (
+                Some(e.describe_architecture()),
+                Some(e.parameters()),
+                Some(e.card().context.clone()),
+            ),
+            _ => (None, None, None),
         };
         #[cfg(not(feature = "burn"))]
-        let (architecture, parameters) = (None, None);
+        let (architecture, parameters, context) = (None, None, None);
         EncoderDescription {
             spec: self.spec(),
             dim: self.dim(),
@@ -353,6 +362,32 @@ impl Encoder {
             truncation,
             architecture,
             parameters,
+            context,
+        }
+    }
+
+    /// The submission's `meta` before the user's overrides: for a Hugging Face model its
+    /// card (`card.rs`) and the checkpoint's parameter count; the baselines train nothing.
+    pub fn meta(&self) -> crate::submission::Meta {
+        let baseline = crate::submission::Meta {
+            display: self.spec(),
+            params: 0,
+            url: String::new(),
+            zero_shot: false,
+            training_data: "none (baseline encoder)".to_string(),
+            provenance: "self-reported".to_string(),
+            submitted_by: String::new(),
+        };
+        match self {
+            #[cfg(feature = "burn")]
+            Encoder::Hf(e) => crate::submission::Meta {
+                display: e.card().display.clone(),
+                params: e.model_parameters(),
+                url: e.card().url.clone(),
+                training_data: e.card().training_data.clone(),
+                ..baseline
+            },
+            _ => baseline,
         }
     }
 

@@ -117,8 +117,10 @@ pub struct Checkpoint {
     buffers: Vec<Vec<u8>>,
     entries: BTreeMap<String, TensorEntry>,
     consumed: BTreeSet<String>,
-    /// Elements of the tensors taken (not skipped): the encoder's parameter count.
-    taken_elements: u64,
+    /// The parameters taken (buffers excluded), in order.
+    taken: Vec<String>,
+    /// The tensors of skipped heads (`skip_prefix`).
+    heads: Vec<String>,
 }
 
 impl Checkpoint {
@@ -171,7 +173,8 @@ impl Checkpoint {
             buffers,
             entries,
             consumed: BTreeSet::new(),
-            taken_elements: 0,
+            taken: Vec::new(),
+            heads: Vec::new(),
         })
     }
 
@@ -246,33 +249,102 @@ impl Checkpoint {
         }
         let shape = entry.shape.clone();
         if self.consumed.insert(name.to_string()) {
-            self.taken_elements += data.len() as u64;
+            self.taken.push(name.to_string());
         }
         Ok((shape, data))
     }
 
-    /// Parameters in the tensors taken so far (skipped heads and buffers excluded).
-    pub fn taken_elements(&self) -> u64 {
-        self.taken_elements
+    /// Takes a float buffer the model computes with but does not train (rotary frequencies,
+    /// fixed positions): PyTorch does not count buffers as parameters, so neither does geneb.
+    pub fn take_buffer(&mut self, name: &str, expected_shape: &[usize]) -> Result<Vec<f32>> {
+        let first = !self.consumed.contains(name);
+        let data = self.take(name, expected_shape)?;
+        if first {
+            self.taken.pop();
+        }
+        Ok(data)
     }
 
-    /// Marks a tensor the architecture deliberately does not use (a language-model head, a
-    /// position-id buffer) — consumed, with the reason kept in the code that calls this.
+    /// Parameters of the encoder: the tensors taken so far, buffers and tied copies excluded.
+    pub fn encoder_parameters(&self) -> u64 {
+        self.parameters(&self.taken)
+    }
+
+    /// Parameters of the whole checkpoint as `num_parameters()` counts them for its model
+    /// class, which is what GENEB reports: the encoder's and the skipped heads' (`skip_prefix`),
+    /// each tied weight once, buffers not at all.
+    pub fn model_parameters(&self) -> u64 {
+        let all: Vec<String> = self.taken.iter().chain(&self.heads).cloned().collect();
+        self.parameters(&all)
+    }
+
+    /// Elements of the float tensors `names`, in order, each tied copy of an earlier one left
+    /// out (tied weights are one parameter; a `.bin` or a hand-made file stores both names).
+    fn parameters(&self, names: &[String]) -> u64 {
+        let mut counted: Vec<&TensorEntry> = Vec::new();
+        let mut elements = 0;
+        for name in names {
+            let entry = &self.entries[name];
+            if entry.dtype.is_float() && !counted.iter().any(|c| self.is_tied_copy(entry, c)) {
+                elements += entry.numel() as u64;
+                counted.push(entry);
+            }
+        }
+        elements
+    }
+
+    /// Marks a buffer that holds no weights (position or token-type id ranges, a complement
+    /// map) as consumed; it is no parameter.
     pub fn skip(&mut self, name: &str) {
         if self.entries.contains_key(name) {
             self.consumed.insert(name.to_string());
         }
     }
 
-    /// Skips every tensor whose name starts with `prefix` (a whole unused head).
+    /// Skips every tensor whose name starts with `prefix`: a head the embedding is taken
+    /// before (masked-LM, pooler, classifier). Its float tensors still count as the model's
+    /// parameters, as `num_parameters()` counts them for the checkpoint's class
+    /// (`model_parameters`).
     pub fn skip_prefix(&mut self, prefix: &str) {
         let names: Vec<String> = self
             .entries
             .keys()
-            .filter(|n| n.starts_with(prefix))
+            .filter(|n| n.starts_with(prefix) && !self.consumed.contains(*n))
             .cloned()
             .collect();
-        self.consumed.extend(names);
+        self.consumed.extend(names.iter().cloned());
+        self.heads.extend(names);
+    }
+
+    /// Whether `entry` repeats `other`: the same storage (a `.bin`'s tied names), or a matrix
+    /// of the same shape and bytes (tied weights written twice). Only matrices are compared
+    /// by value: the weights models tie are matrices (embeddings, Caduceus's shared Mamba
+    /// projections), and two vectors can be equal by chance (a fresh layer norm's ones).
+    fn is_tied_copy(&self, entry: &TensorEntry, other: &TensorEntry) -> bool {
+        let same_storage = other.buffer == entry.buffer
+            && other.byte_offset == entry.byte_offset
+            && other.element_offset == entry.element_offset
+            && other.shape == entry.shape
+            && other.strides == entry.strides;
+        same_storage
+            || (entry.shape.len() == 2
+                && other.shape == entry.shape
+                && other.dtype == entry.dtype
+                && matches!(
+                    (self.raw_bytes(other), self.raw_bytes(entry)),
+                    (Some(a), Some(b)) if a == b
+                ))
+    }
+
+    /// A tensor's bytes when it is contiguous (all a tied copy can be compared by); `None`
+    /// for a strided view.
+    fn raw_bytes(&self, entry: &TensorEntry) -> Option<&[u8]> {
+        if entry.strides != contiguous_strides(&entry.shape) {
+            return None;
+        }
+        let start = entry.byte_offset + entry.element_offset * entry.dtype.size();
+        let end = start + entry.numel() * entry.dtype.size();
+        self.buffers[entry.buffer].get(start..end)
     }
 
     /// Ends loading: an error naming the tensors nobody consumed, so a checkpoint that does not
@@ -342,4 +414,47 @@ fn to_f32(buffer: &[u8], entry: &TensorEntry) -> Vec<f32> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32_bytes(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// A 2 × 2 embedding, its tied copy in a head (shared storage, as a `.bin` keeps it, or the
+    /// same bytes stored twice), a head bias equal by chance to an encoder bias, and a buffer.
+    #[test]
+    fn heads_count_once_per_tied_weight_and_buffers_not_at_all() {
+        let embedding = f32_bytes(&[1.0, 2.0, 3.0, 4.0]);
+        let ones = f32_bytes(&[1.0, 1.0]);
+        let buffers = vec![
+            embedding.clone(),
+            embedding,
+            [ones.clone(), ones].concat(),
+            f32_bytes(&[0.5, 0.25]),
+        ];
+        let entry = |buffer, byte_offset, shape: Vec<usize>| {
+            TensorEntry::contiguous(DType::F32, shape, buffer, byte_offset)
+        };
+        let entries = BTreeMap::from([
+            ("embed.weight".to_string(), entry(0, 0, vec![2, 2])),
+            ("head.decoder.weight".to_string(), entry(0, 0, vec![2, 2])),
+            ("head.copy.weight".to_string(), entry(1, 0, vec![2, 2])),
+            ("norm.weight".to_string(), entry(2, 0, vec![2])),
+            ("head.norm.weight".to_string(), entry(2, 8, vec![2])),
+            ("rotary.inv_freq".to_string(), entry(3, 0, vec![2])),
+        ]);
+        let mut ckpt = Checkpoint::new("test", buffers, entries).unwrap();
+        ckpt.take("embed.weight", &[2, 2]).unwrap();
+        ckpt.take("norm.weight", &[2]).unwrap();
+        ckpt.take_buffer("rotary.inv_freq", &[2]).unwrap();
+        ckpt.skip_prefix("head.");
+        assert_eq!(ckpt.encoder_parameters(), 4 + 2);
+        // The decoder and the copy are the embedding; the head's norm is a parameter of its own.
+        assert_eq!(ckpt.model_parameters(), 4 + 2 + 2);
+        ckpt.finish().unwrap();
+    }
 }

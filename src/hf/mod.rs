@@ -12,6 +12,9 @@ pub use checkpoint::{Checkpoint, DType};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
 
+/// The model card's file name in a Hugging Face model folder.
+pub const MODEL_CARD: &str = "README.md";
+
 /// The files of one model as bytes by file name (`config.json`, `model.safetensors`, …),
 /// however they arrived: a local folder, files dropped on the page, or the hub cache.
 #[derive(Default)]
@@ -19,6 +22,8 @@ pub struct ModelFiles {
     /// How the user named the model (a folder, `owner/name@rev`), for messages.
     pub name: String,
     files: BTreeMap<String, Vec<u8>>,
+    /// The model card (`README.md`): metadata only, so not part of the model's identity.
+    readme: Option<String>,
 }
 
 impl ModelFiles {
@@ -26,13 +31,24 @@ impl ModelFiles {
         ModelFiles {
             name: name.into(),
             files: BTreeMap::new(),
+            readme: None,
         }
     }
 
-    /// Adds a file under its base name (folders dropped on the page carry paths).
+    /// Adds a file under its base name (folders dropped on the page carry paths); the model
+    /// card is kept aside (`readme`).
     pub fn insert(&mut self, path: &str, bytes: Vec<u8>) {
         let base = path.rsplit(['/', '\\']).next().unwrap_or(path);
+        if base == MODEL_CARD {
+            self.readme = Some(String::from_utf8_lossy(&bytes).into_owned());
+            return;
+        }
         self.files.insert(base.to_string(), bytes);
+    }
+
+    /// The model card's text, where the model came with one.
+    pub fn readme(&self) -> Option<&str> {
+        self.readme.as_deref()
     }
 
     pub fn get(&self, file: &str) -> Option<&[u8]> {

@@ -83,7 +83,7 @@ fn stem_and_extension(base: &str) -> Option<(&str, String)> {
 }
 
 fn is_data_extension(extension: &str) -> bool {
-    matches!(extension, "csv" | "tsv" | "bed") || FASTA_EXTENSIONS.contains(&extension)
+    matches!(extension, "csv" | "tsv" | "parquet" | "bed") || FASTA_EXTENSIONS.contains(&extension)
 }
 
 fn is_unused_split(name: &str) -> bool {
@@ -148,19 +148,14 @@ pub(crate) fn role_of(name: &str) -> Result<Role<'_>> {
                 id: stem,
             });
         }
-        "parquet" => {
-            return Err(Error::in_file(
-                name,
-                "parquet is not read (it would need the Arrow/Parquet libraries and their codecs in geneb); \
-                 convert it to CSV first, e.g. python -c \"import pandas as p,sys; p.read_parquet(sys.argv[1]).to_csv(sys.argv[2], index=False)\" train.parquet train.csv",
-            ));
-        }
         _ => {}
     }
-    let format = match extension.as_str() {
-        "csv" => Format::Table { tab: false },
-        "tsv" => Format::Table { tab: true },
-        e if FASTA_EXTENSIONS.contains(&e) => Format::Fasta,
+    let (stem, format) = match extension.as_str() {
+        "csv" => (stem, Format::Table { tab: false }),
+        // The hub names a dataset's single shard `train-00000-of-00001.parquet`.
+        "parquet" => (hub_shard_part(stem), Format::Table { tab: false }),
+        "tsv" => (stem, Format::Table { tab: true }),
+        e if FASTA_EXTENSIONS.contains(&e) => (stem, Format::Fasta),
         _ => return Ok(Role::Ignored),
     };
     if is_unused_split(stem) {
@@ -188,6 +183,15 @@ pub(crate) fn role_of(name: &str) -> Result<Role<'_>> {
             None => Role::FastaTask { id: stem },
         },
     })
+}
+
+/// `train` of the hub's shard name `train-00000-of-00001`; any other stem as it is.
+fn hub_shard_part(stem: &str) -> &str {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match stem.rsplitn(4, '-').collect::<Vec<_>>().as_slice() {
+        [total, "of", index, part] if digits(total) && digits(index) => part,
+        _ => stem,
+    }
 }
 
 /// One file of a task folder's split.

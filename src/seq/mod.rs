@@ -24,8 +24,10 @@
 //!   and `split` columns in a named header; FASTA files beside a BED file are its reference,
 //!   not tasks (see `import` for the columns).
 //! - GUE and NT downstream exports (`train.csv`/`dev.csv`/`test.csv`, `sequence,label`) are
-//!   train/test pairs. Parquet is refused with how to convert it: reading it natively would
-//!   bring the Arrow/Parquet crates and their compression codecs into every build.
+//!   train/test pairs.
+//! - **Parquet** (`.parquet`, the hub's dataset format): a table or a pair part like a `.csv`,
+//!   read as the CSV it holds (`parquet`); a hub shard name `train-00000-of-00001.parquet` is
+//!   the `train` part.
 //! - **`tasks.json`** (optional): `{"tasks": [{"id": …, "category": …}]}` (or `"cat"`, as in
 //!   the published GENEB task list) gives the category of the user's own tasks. A task's category
 //!   is the GENEB catalogue's when it knows the id, else the manifest's, else the one the caller
@@ -41,6 +43,7 @@ mod dataset;
 mod fasta;
 mod import;
 mod layout;
+mod parquet;
 #[cfg(not(target_arch = "wasm32"))]
 mod path;
 mod sequences;

@@ -80,6 +80,8 @@ impl<'a> Lines<'a> {
         let gzip = bytes.starts_with(&GZIP_MAGIC);
         let reader: Box<dyn BufRead + 'a> = if gzip {
             Box::new(BufReader::new(MultiGzDecoder::new(bytes)))
+        } else if super::parquet::is_parquet(bytes) {
+            Box::new(std::io::Cursor::new(super::parquet::to_csv(file, bytes)?))
         } else {
             Box::new(bytes)
         };

@@ -7,11 +7,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   NO_WASM, REPO, addFiles, byTestId, downloadResult, ensureArtifacts, launchBrowser, nativeGeneb, openApp,
-  runWithoutError, startTestServer, waitReady, wasmBuilt,
+  runWithoutError, startTestServer, waitLoaded, waitReady, wasmBuilt,
 } from './helpers.mjs';
 
 /** 40 patients with 1–4 sequences each; every fifth patient has both classes. */
@@ -29,12 +29,22 @@ function cohort() {
   return `${lines.join('\n')}\n`;
 }
 
-function geneb(args) {
+function native(args) {
   const bin = nativeGeneb();
   assert.ok(bin && existsSync(bin), 'no native geneb: run `cargo build` first');
-  const out = spawnSync(bin, ['eval', ...args, '--quiet'], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20 });
+  const out = spawnSync(bin, args, { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20 });
   assert.equal(out.status, 0, out.stderr);
-  return JSON.parse(out.stdout);
+  return out.stdout;
+}
+
+function geneb(args) {
+  return JSON.parse(native(['eval', ...args, '--quiet']));
+}
+
+/** Click a download button; the downloaded file's text. */
+async function downloadOf(page, testId) {
+  const [download] = await Promise.all([page.waitForEvent('download', { timeout: 60_000 }), byTestId(page, testId).click()]);
+  return readFileSync(await download.path(), 'utf8');
 }
 
 function cli(table, extra) {
@@ -125,5 +135,135 @@ describe('your own data: tables without a split column, your own embeddings', { 
       await app.close();
     }
   });
-});
 
+  it('records the model\'s counted parameters and the user\'s submission details, as the CLI does', async () => {
+    const app = await openApp(browser, server);
+    const { page } = app;
+    const bert = join(REPO, 'tests', 'fixtures', 'models', 'bert');
+    try {
+      await waitReady(page);
+      await addFiles(page, table);
+      await byTestId(page, 'model-folder').setInputFiles(bert);
+      await waitLoaded(page, 'hf:bert');
+      await byTestId(page, 'model-kmer').uncheck();
+      await byTestId(page, 'model-random-cnn').uncheck();
+      await byTestId(page, 'regime-10shot').uncheck();
+      await byTestId(page, 'regime-1shot').uncheck();
+      await byTestId(page, 'compute').selectOption('cpu');
+      await runWithoutError(page);
+      const [found] = (await downloadResult(page)).submissions;
+      const cliMeta = geneb(['--model', `hf:${bert}`, '--task', table, '--regimes', 'full', '--no-cache']).meta;
+      assert.ok(cliMeta.params > 0);
+      assert.equal(found.meta.params, cliMeta.params, 'the parameters counted from the same weights');
+      assert.equal(found.meta.display, 'bert');
+      assert.ok((await byTestId(page, 'meta-recorded').textContent())
+        .includes(`bert · ${cliMeta.params.toLocaleString('en-US')} parameters`));
+
+      await byTestId(page, 'meta-panel').locator('summary').click();
+      await byTestId(page, 'meta-display').fill('My BERT');
+      await byTestId(page, 'meta-params').fill('1234');
+      await byTestId(page, 'meta-trainingData').fill('hg38 (in-house)');
+      await byTestId(page, 'meta-url').fill('https://example.org/my-bert');
+      await byTestId(page, 'meta-submittedBy').fill('A. Lab');
+      await runWithoutError(page);
+      const [given] = (await downloadResult(page)).submissions;
+      assert.deepEqual(given.meta, {
+        ...cliMeta, display: 'My BERT', params: 1234, training_data: 'hg38 (in-house)',
+        url: 'https://example.org/my-bert', submitted_by: 'A. Lab',
+      });
+      assert.ok((await byTestId(page, 'meta-recorded').textContent()).includes(
+        'My BERT · 1,234 parameters · training data: hg38 (in-house) · https://example.org/my-bert · submitted by A. Lab'));
+      await byTestId(page, 'meta-params').fill('12x');
+      await byTestId(page, 'run').click();
+      assert.match(await byTestId(page, 'error-message').textContent(), /Parameters: “12x” is not a whole number/);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('asks for persistent storage when it keeps tasks, and shows the storage used and left', async () => {
+    const app = await openApp(browser, server, {
+      beforeGoto: (context) => context.addInitScript(() => {
+        // Count the page's requests; the browser's own answer is still the one it gets.
+        const persist = navigator.storage.persist.bind(navigator.storage);
+        window.persistCalls = 0;
+        navigator.storage.persist = () => { window.persistCalls++; return persist(); };
+      }),
+    });
+    const { page } = app;
+    try {
+      await waitReady(page);
+      const line = byTestId(page, 'storage');
+      await page.waitForFunction(() => document.querySelector('[data-testid="storage"]')?.dataset.quota);
+      const before = Number(await line.getAttribute('data-usage'));
+      assert.equal(await page.evaluate(() => window.persistCalls), 0, 'nothing kept, nothing asked');
+      assert.ok(Number(await line.getAttribute('data-quota')) > 0);
+      assert.match(await line.textContent(), /^Storage: .+ used, .+ left · /);
+
+      await addFiles(page, table);
+      await byTestId(page, 'keep-files').check();
+      await page.waitForFunction(() => window.persistCalls === 1);
+      await page.waitForFunction((b) => Number(document.querySelector('[data-testid="storage"]').dataset.usage) > b, before);
+      const persisted = await page.evaluate(() => navigator.storage.persisted());
+      assert.equal(await line.getAttribute('data-persisted'), String(persisted));
+      assert.match(await line.textContent(), persisted ? /kept: the browser will not clear/ : /not persistent: the browser may clear/);
+      // Asked once per page, however often it keeps files.
+      await byTestId(page, 'keep-files').uncheck();
+      await byTestId(page, 'keep-files').check();
+      await page.waitForTimeout(500);
+      assert.equal(await page.evaluate(() => window.persistCalls), 1);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('saves the probe the CLI saves and predicts what geneb predict predicts; another encoder is refused', async () => {
+    const dir = join(ensureArtifacts(), 'predict');
+    mkdirSync(dir, { recursive: true });
+    const sequences = join(dir, 'new.fa');
+    writeFileSync(sequences, '>s1\nACGTTGCAACGTGCGCGC\n>s2 a second one\nTTGACCAGATATATATAT\n>s3\nGGCATACGGCGCGCGCGC\n');
+    const cliProbe = join(dir, 'probe.json');
+    const cliScores = join(dir, 'scores.csv');
+    native(['eval', '--model', 'kmer:3', '--task', table, '--regimes', 'full', '--no-cache', '--quiet', '--save-probe', cliProbe]);
+    native(['predict', '--probe', cliProbe, '--model', 'kmer:3', '--input', sequences, '--out', cliScores]);
+    const app = await openApp(browser, server);
+    const { page } = app;
+    try {
+      await waitReady(page);
+      await addFiles(page, table);
+      await byTestId(page, 'model-random-cnn').uncheck();
+      await byTestId(page, 'kmer-k').selectOption('3');
+      await byTestId(page, 'regime-10shot').uncheck();
+      await byTestId(page, 'regime-1shot').uncheck();
+      await byTestId(page, 'predict-panel').locator('summary').click();
+      await byTestId(page, 'save-probe').check();
+      await runWithoutError(page);
+      const pageProbe = await downloadOf(page, 'probe-download');
+      assert.deepEqual(JSON.parse(pageProbe), JSON.parse(readFileSync(cliProbe, 'utf8')), 'the same probe file');
+
+      const probeFile = join(dir, 'page-probe.json');
+      writeFileSync(probeFile, pageProbe);
+      await byTestId(page, 'predict-probe').setInputFiles(probeFile);
+      await byTestId(page, 'predict-input').setInputFiles(sequences);
+      await byTestId(page, 'predict-run').click();
+      await byTestId(page, 'predict-download').waitFor({ state: 'visible', timeout: 60_000 });
+      assert.match(await byTestId(page, 'predict-summary').textContent(), /^3 sequences of new\.fa scored by the probe of task cohort/);
+      assert.equal(await downloadOf(page, 'predict-download'), readFileSync(cliScores, 'utf8'), 'geneb predict\'s CSV');
+      assert.equal(await byTestId(page, 'predict-table').locator('tbody tr').count(), 3);
+
+      // The same probe on a model it was not fitted on.
+      await byTestId(page, 'model-folder').setInputFiles(join(REPO, 'tests', 'fixtures', 'models', 'bert'));
+      await waitLoaded(page, 'hf:bert');
+      await byTestId(page, 'predict-model').focus();
+      await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="predict-model"] option')].some((o) => o.value === 'hf:bert'));
+      await byTestId(page, 'predict-model').selectOption('hf:bert');
+      await byTestId(page, 'predict-run').click();
+      await page.waitForFunction(() => document.querySelector('[data-testid="predict-summary"]').classList.contains('error'));
+      assert.match(await byTestId(page, 'predict-summary').textContent(), /this probe was fitted on kmer:3/);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -189,8 +189,8 @@ impl Hyena {
             )
             .unwrap_or("");
         // Heads on top of the backbone: the embedding is taken before them.
-        ckpt.skip("lm_head.weight");
-        ckpt.skip("score.weight");
+        ckpt.skip_prefix("lm_head.weight");
+        ckpt.skip_prefix("score.weight");
         let p = format!("{prefix}backbone.");
         let word_embeddings = param(
             ckpt,
@@ -234,7 +234,8 @@ impl Hyena {
                 hidden.push((linear, upload(values, [1, filter_order], device)));
             }
             let output_name = format!("{f}implicit_filter.{}", 2 * inner_mlps + 2);
-            let deltas = ckpt.take(&format!("{f}modulation.deltas"), &[1, 1, d])?;
+            // `deltas` and `pos_emb.t` are buffers (registered with lr 0), not parameters.
+            let deltas = ckpt.take_buffer(&format!("{f}modulation.deltas"), &[1, 1, d])?;
             let filter = ImplicitFilter {
                 z: param(
                     ckpt,
@@ -243,8 +244,12 @@ impl Hyena {
                     device,
                 )?
                 .reshape([max_seq_len, emb_dim]),
-                t: param(ckpt, &format!("{f}pos_emb.t"), [1, max_seq_len, 1], device)?
-                    .reshape([max_seq_len, 1]),
+                t: upload(
+                    ckpt.take_buffer(&format!("{f}pos_emb.t"), &[1, max_seq_len, 1])?,
+                    [1, max_seq_len, 1],
+                    device,
+                )
+                .reshape([max_seq_len, 1]),
                 hidden,
                 output: Linear::load(ckpt, &output_name, filter_order, d, false, device)?,
                 neg_abs_deltas: upload(deltas.iter().map(|x| -x.abs()).collect(), [1, d], device),

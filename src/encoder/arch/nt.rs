@@ -158,8 +158,8 @@ impl NucleotideTransformer {
         for i in 0..n_layers {
             let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));
             let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, device)?;
-            // Every layer stores the same rotary frequencies; the first copy is used.
-            let freq = ckpt.take(
+            // Every layer stores the same rotary frequencies (a buffer); the first copy is used.
+            let freq = ckpt.take_buffer(
                 &l("attention.self.rotary_embeddings.inv_freq"),
                 &[head_dim / 2],
             )?;
