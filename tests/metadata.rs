@@ -47,7 +47,7 @@ fn header_float_elements(file: &Path, not_parameters: &[&str]) -> u64 {
 /// What GENEB's `params` counts (PyTorch's `num_parameters()` of the checkpoint's model class):
 /// every parameter, heads included, a tied weight once; buffers are not parameters. Per fixture,
 /// the file's tensors that are no parameters of their own.
-const FIXTURES: [(&str, &[&str]); 6] = [
+const FIXTURES: [(&str, &[&str]); 11] = [
     ("bert", &[]),
     ("dnabert2", &[]),
     // ESM registers the rotary frequencies as a buffer.
@@ -61,6 +61,12 @@ const FIXTURES: [(&str, &[&str]); 6] = [
     ("caduceus/ps", &[]),
     // HyenaDNA registers `t` and `deltas` with lr 0, i.e. as buffers.
     ("hyena/tiny", &["pos_emb.t", "modulation.deltas"]),
+    ("gena/base", &[]),
+    ("gena/t2t-multi", &[]),
+    ("gena/lastln", &[]),
+    ("mutbert", &[]),
+    // Caduceus-PS's layout: no tied reverse projections stored.
+    ("plantcaduceus", &[]),
 ];
 
 #[test]
