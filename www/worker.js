@@ -20,6 +20,7 @@
 // The wasm runs synchronously, so cancelling is the page terminating this worker.
 
 import { storeForRun } from './embedding-cache.js';
+import { outOfMemoryMessage } from './out-of-memory.js';
 
 // Two builds of one core (scripts/build-wasm.sh). The threaded one runs the CPU work on a rayon
 // pool of Web Workers sharing its memory; shared memory needs a cross-origin isolated page
@@ -102,14 +103,6 @@ async function chooseBackend(force) {
   return found;
 }
 
-/** "1.2 GB": the sizes in the out-of-memory message. */
-function bytesText(n) {
-  const units = ['bytes', 'kB', 'MB', 'GB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-  return `${i ? n.toFixed(1) : n} ${units[i]}`;
-}
-
 /**
  * The fields of an error message for `err`, thrown by `core`: a trap (a Rust panic, or an abort)
  * poisons the instance; where the core noted an allocation the browser refused (src/web.rs
@@ -119,14 +112,7 @@ function failureOf(core, err) {
   const poisoned = err instanceof WebAssembly.RuntimeError;
   let refused = 0;
   try { refused = poisoned && core ? Number(core.refusedAllocation?.() ?? 0) : 0; } catch { refused = 0; }
-  if (refused > 0) {
-    return {
-      poisoned, outOfMemory: true,
-      message: `This tab ran out of memory: the core needed ${bytesText(refused)} more and the browser would not `
-        + 'let WebAssembly grow. Use fewer or shorter sequences per task, a smaller encoder (or a smaller k), '
-        + 'or the command line (geneb eval), which has the whole machine\'s memory.',
-    };
-  }
+  if (refused > 0) return { poisoned, outOfMemory: true, message: outOfMemoryMessage(refused) };
   return { poisoned, message: messageOf(err).split('\n')[0] };
 }
 
@@ -186,7 +172,11 @@ async function loadThreaded() {
   try {
     const mod = await import(PKG_THREADS);
     await mod.default();
-    const asked = Number.parseInt(new URL(self.location.href).searchParams.get('threads') ?? '', 10);
+    const params = new URL(self.location.href).searchParams;
+    // Where a pool thread that runs out of memory tells the page (src/web.rs pool_out_of_memory).
+    const signal = params.get('oom-channel');
+    if (signal) mod.signalPoolOutOfMemoryOn(signal);
+    const asked = Number.parseInt(params.get('threads') ?? '', 10);
     const cores = Number(self.navigator?.hardwareConcurrency) || 1;
     // 64 bounds a mistyped `?threads=`.
     const count = Number.isInteger(asked) && asked >= 1 ? Math.min(asked, 64) : cores;
