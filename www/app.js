@@ -394,18 +394,18 @@ function startWorker({ phase = 'loading' } = {}) {
   // user who wants cores left free and for the tests of thread-count determinism.
   const threads = new URLSearchParams(location.search).get('threads');
   if (threads) url.searchParams.set('threads', threads);
+  const worker = new Worker(url, { type: 'module', name: 'geneb' });
+  state.worker = worker;
+  state.workerReady = false;
   // A pool thread of the threaded core that runs out of memory says so here before it traps,
   // as the worker, blocked waiting for that thread, never will (src/web.rs pool_out_of_memory).
   // One channel per worker: another tab's core must not answer for this one.
   const channel = `geneb-out-of-memory-${[...crypto.getRandomValues(new Uint32Array(4))].map((n) => n.toString(36)).join('')}`;
-  url.searchParams.set('oom-channel', channel);
-  const worker = new Worker(url, { type: 'module', name: 'geneb' });
-  state.worker = worker;
-  state.workerReady = false;
   state.outOfMemorySignal = new BroadcastChannel(channel);
   state.outOfMemorySignal.addEventListener('message', (e) => {
     if (worker === state.worker) onPoolOutOfMemory(Number(e.data));
   });
+  worker.postMessage({ type: 'out-of-memory-channel', channel });
   coreStarting();
   worker.addEventListener('message', (e) => {
     if (worker === state.worker) onWorkerMessage(e.data);

@@ -4,6 +4,8 @@
 //                 {type: "embed", id, model, sequences, modelFiles, modelKey, forceBackend?}
 //                 {type: "report", id, request: {files: [{name, text}], maxParams?}}
 //                 {type: "columns", id, files: [{name, bytes}]}
+//                 {type: "out-of-memory-channel", channel}: the BroadcastChannel the threaded core's
+//                 pool threads post a refused allocation's size on (first, once per worker)
 // Worker → page:  {type: "ready", version, models, backend, threads: {count, reason}}
 //                 {type: "progress", id, stage, model, task, done, total, fromCache, pace}
 //                 (pace: the core's rate, elapsed and time-left line for the run, src/progress.rs)
@@ -172,11 +174,7 @@ async function loadThreaded() {
   try {
     const mod = await import(PKG_THREADS);
     await mod.default();
-    const params = new URL(self.location.href).searchParams;
-    // Where a pool thread that runs out of memory tells the page (src/web.rs pool_out_of_memory).
-    const signal = params.get('oom-channel');
-    if (signal) mod.signalPoolOutOfMemoryOn(signal);
-    const asked = Number.parseInt(params.get('threads') ?? '', 10);
+    const asked = Number.parseInt(new URL(self.location.href).searchParams.get('threads') ?? '', 10);
     const cores = Number(self.navigator?.hardwareConcurrency) || 1;
     // 64 bounds a mistyped `?threads=`.
     const count = Number.isInteger(asked) && asked >= 1 ? Math.min(asked, 64) : cores;
@@ -385,6 +383,11 @@ self.addEventListener('message', (event) => {
   if (msg?.type === 'columns') {
     // Its own reply type: an `error` would read as the failure of a run.
     columns(msg).catch((err) => self.postMessage({ type: 'columns', id: msg.id, error: messageOf(err).split('\n')[0] }));
+  }
+  if (msg?.type === 'out-of-memory-channel') {
+    // Where a pool thread that runs out of memory tells the page (src/web.rs pool_out_of_memory).
+    // The page sends it first, so it is set before any call that follows it.
+    started.then(() => { if (threaded) wasm.signalPoolOutOfMemoryOn(msg.channel); });
   }
   if (msg && msg.type === 'embed') {
     embed(msg).catch((err) => self.postMessage({ type: 'embed-error', id: msg.id, message: messageOf(err).split('\n')[0] }));
