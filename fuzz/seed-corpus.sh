@@ -61,6 +61,8 @@ for dir in tests/fixtures/tokenizers/*/; do
   done
   seed tokenizer "" "$(basename "$dir")" "${files[@]}"
 done
+# The large ones again, cut to a few dozen tokens: the tokenizer target runs with -max_len=4096.
+python3 fuzz/small_tokenizer_seeds.py tests/fixtures/tokenizers "$corpus/tokenizer"
 
 scratch=$(mktemp -d)
 "$GENEB" eval --model kmer:2 --task "$good/promoters_table.csv" --out "$scratch/a.json" --quiet

@@ -238,10 +238,25 @@ pub fn read_npz(name: &str, bytes: &[u8]) -> Result<BTreeMap<String, NpyArray>> 
         let raw = match entry.method {
             0 => data,
             8 => {
-                let mut buf = Vec::with_capacity(entry.size);
+                // Deflate expands at most 1032-fold: a declared size past that is made up and
+                // must not size the buffer. What inflates must be what the zip declares.
+                let mut buf =
+                    Vec::with_capacity(entry.size.min(entry.compressed.saturating_mul(1032)));
                 flate2::read::DeflateDecoder::new(data)
+                    .take((entry.size as u64).saturating_add(1))
                     .read_to_end(&mut buf)
                     .map_err(|e| err(format!("{}: {e}", entry.name)))?;
+                if buf.len() != entry.size {
+                    let got = if buf.len() > entry.size {
+                        "more"
+                    } else {
+                        "fewer"
+                    };
+                    return Err(err(format!(
+                        "{} inflates to {got} bytes than the {} its zip directory declares",
+                        entry.name, entry.size
+                    )));
+                }
                 inflated = buf;
                 &inflated[..]
             }
@@ -279,8 +294,10 @@ struct ZipEntry {
 }
 
 fn le(bytes: &[u8], at: usize, n: usize) -> std::result::Result<u64, String> {
-    let b = bytes
-        .get(at..at + n)
+    // `at` may be any offset a file states.
+    let b = at
+        .checked_add(n)
+        .and_then(|end| bytes.get(at..end))
         .ok_or_else(|| "the file is truncated".to_string())?;
     Ok(b.iter().rev().fold(0u64, |v, &x| v << 8 | u64::from(x)))
 }
@@ -298,10 +315,14 @@ fn zip_entries(bytes: &[u8]) -> std::result::Result<Vec<ZipEntry>, String> {
     if (count == 0xFFFF || at == 0xFFFF_FFFF) && end >= 20 && le(bytes, end - 20, 4)? == 0x0706_4b50
     {
         let record = le(bytes, end - 12, 8)? as usize;
+        if le(bytes, record, 4)? != 0x0606_4b50 {
+            return Err("a damaged zip64 directory".into());
+        }
         count = le(bytes, record + 32, 8)? as usize;
         at = le(bytes, record + 48, 8)? as usize;
     }
-    let mut entries = Vec::with_capacity(count);
+    // Each entry takes at least 46 bytes of the directory: the count cannot size more.
+    let mut entries = Vec::with_capacity(count.min(bytes.len() / 46));
     for _ in 0..count {
         if le(bytes, at, 4)? != 0x0201_4b50 {
             return Err("a damaged zip directory".into());
@@ -340,7 +361,10 @@ fn zip_entries(bytes: &[u8]) -> std::result::Result<Vec<ZipEntry>, String> {
         let data =
             local + 30 + le(bytes, local + 26, 2)? as usize + le(bytes, local + 28, 2)? as usize;
         let compressed = compressed as usize;
-        if data + compressed > bytes.len() {
+        if data
+            .checked_add(compressed)
+            .is_none_or(|end| end > bytes.len())
+        {
             return Err(format!("{name}: the file is truncated"));
         }
         entries.push(ZipEntry {

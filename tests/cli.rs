@@ -323,23 +323,26 @@ fn fewshot_prints_the_numpy_reference_subset() {
 
 #[test]
 fn probe_on_your_own_embeddings_matches_scikit_learn() {
-    let npz = repo("tests/fixtures/cli/probe_small.npz");
-    let got = ok_json(&geneb(&["probe", "--npz", npz.to_str().unwrap()]));
     // Written by tests/oracle/make_cli_fixtures.py with LogisticRegression(max_iter=1000).
     let want: Value = serde_json::from_slice(
         &std::fs::read(repo("tests/fixtures/cli/probe_expected.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(
-        got["predictions"], want["predictions"],
-        "label values, in test order"
-    );
-    for metric in ["MCC", "Acc", "F1"] {
-        let (g, w) = (
-            got[metric].as_f64().unwrap(),
-            want[metric].as_f64().unwrap(),
+    // np.savez stores the arrays, np.savez_compressed deflates them.
+    for file in ["probe_small.npz", "probe_small_compressed.npz"] {
+        let npz = repo(&format!("tests/fixtures/cli/{file}"));
+        let got = ok_json(&geneb(&["probe", "--npz", npz.to_str().unwrap()]));
+        assert_eq!(
+            got["predictions"], want["predictions"],
+            "{file}: label values, in test order"
         );
-        assert!((g - w).abs() < 1e-9, "{metric}: {g} vs {w}");
+        for metric in ["MCC", "Acc", "F1"] {
+            let (g, w) = (
+                got[metric].as_f64().unwrap(),
+                want[metric].as_f64().unwrap(),
+            );
+            assert!((g - w).abs() < 1e-9, "{file}: {metric}: {g} vs {w}");
+        }
     }
     let missing = geneb(&["probe", "--npz", "/nonexistent.npz"]);
     assert_eq!(missing.status.code(), Some(2));

@@ -5,7 +5,38 @@
 #[path = "support/parsers.rs"]
 mod parsers;
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
+
+/// libFuzzer fails any single allocation above its memory limit (2 GiB, fuzz/README.md), which
+/// is how a size a file made up shows; this replay refuses the same, so such an input aborts the
+/// test here too instead of reserving untouched pages the OS is glad to promise.
+struct LikeLibFuzzer;
+
+const LARGEST_ALLOCATION: usize = 2 << 30;
+
+// SAFETY: every call within the limit is passed to `System` unchanged; a refusal is a null
+// pointer, which `GlobalAlloc` allows.
+unsafe impl GlobalAlloc for LikeLibFuzzer {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > LARGEST_ALLOCATION {
+            return std::ptr::null_mut();
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > LARGEST_ALLOCATION {
+            return std::ptr::null_mut();
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: LikeLibFuzzer = LikeLibFuzzer;
 
 type Entry = fn(&[u8]);
 

@@ -296,6 +296,36 @@ fn long_sequences_are_fast() {
     );
 }
 
+/// WordPiece tries the longest piece first. A file may lift `max_input_chars_per_word` (100 by
+/// default) so that a whole sequence is one word; pieces longer than any vocabulary entry are
+/// never tried, so a 20,000-character word takes moments (trying them all was cubic: it never
+/// finished). The ids are the greedy longest match's.
+#[test]
+fn a_long_wordpiece_word_is_linear_whatever_the_file_allows() {
+    let pieces = ["A", "C", "G", "T", "##A", "##C", "##G", "##T", "AC"];
+    let mut vocab = json!({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "[PAD]": 3});
+    for (i, piece) in pieces.iter().enumerate() {
+        vocab[*piece] = json!(4 + i);
+    }
+    let tokenizer_json = json!({
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 1_000_000_000u64, "vocab": vocab},
+        "normalizer": null, "pre_tokenizer": null, "post_processor": null,
+    });
+    let mut files = ModelFiles::new("hostile");
+    files.insert(
+        "tokenizer.json",
+        serde_json::to_vec(&tokenizer_json).unwrap(),
+    );
+    let tokenizer = Tokenizer::from_files(&files, TokenizerChoice::Files).unwrap();
+    let word = "ACGT".repeat(5_000);
+    let continuation = |c: char| 8 + "ACGT".find(c).unwrap() as u32;
+    let expected: Vec<u32> = std::iter::once(12)
+        .chain(word.chars().skip(2).map(continuation))
+        .collect();
+    assert_eq!(tokenizer.encode(&word, None), expected);
+}
+
 /// Whatever text arrives (control characters, non-ASCII, special-token names), every tokenizer
 /// returns ids within its vocabulary with the special tokens in place, and never panics.
 #[test]

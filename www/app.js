@@ -16,6 +16,7 @@ import { deviationList, initSplit, splitSettings, updateSplitTables } from './sp
 import { initMeta, metaList, metaOverrides } from './meta.js';
 import { askToKeep, initStorage } from './storage.js';
 import { initPredict, savingProbe, showProbe } from './predict.js';
+import { outOfMemoryMessage } from './out-of-memory.js';
 
 /** The baselines the demo runs. */
 const DEMO_MODELS = ['kmer:4', 'random-cnn'];
@@ -77,6 +78,7 @@ const el = {
 
 const state = {
   worker: null,
+  outOfMemorySignal: null, // the worker's BroadcastChannel for a pool thread's out-of-memory
   workerReady: false,
   phase: 'loading', // loading | ready | running | unavailable
   models: [], // from the worker's ready message
@@ -389,6 +391,7 @@ async function onDrop(event) {
 
 function startWorker({ phase = 'loading' } = {}) {
   if (state.worker) state.worker.terminate();
+  state.outOfMemorySignal?.close();
   setPhase(phase);
   const url = new URL('./worker.js', import.meta.url);
   // `?threads=N` on the page sizes the threaded core's pool (default: every logical core), for a
@@ -398,6 +401,15 @@ function startWorker({ phase = 'loading' } = {}) {
   const worker = new Worker(url, { type: 'module', name: 'geneb' });
   state.worker = worker;
   state.workerReady = false;
+  // A pool thread of the threaded core that runs out of memory says so here before it traps,
+  // as the worker, blocked waiting for that thread, never will (src/web.rs pool_out_of_memory).
+  // One channel per worker: another tab's core must not answer for this one.
+  const channel = `geneb-out-of-memory-${[...crypto.getRandomValues(new Uint32Array(4))].map((n) => n.toString(36)).join('')}`;
+  state.outOfMemorySignal = new BroadcastChannel(channel);
+  state.outOfMemorySignal.addEventListener('message', (e) => {
+    if (worker === state.worker) onPoolOutOfMemory(Number(e.data));
+  });
+  worker.postMessage({ type: 'out-of-memory-channel', channel });
   coreStarting();
   worker.addEventListener('message', (e) => {
     if (worker === state.worker) onWorkerMessage(e.data);
@@ -435,6 +447,14 @@ function onWorkerCrash(message) {
   showError(`The compute worker failed: ${message}`);
   resetProgress('failed');
   startWorker(); // the wasm is in an unknown state after a crash
+}
+
+/** A pool thread ran out of memory: the worker waits for it forever, so this is its failure. */
+function onPoolOutOfMemory(refusedBytes) {
+  const failure = { poisoned: true, outOfMemory: true, message: outOfMemoryMessage(refusedBytes) };
+  if (state.report) onReportError(failure);
+  else if (state.run) onRunError(failure);
+  else startWorker();
 }
 
 function onWorkerMessage(msg) {

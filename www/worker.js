@@ -4,6 +4,8 @@
 //                 {type: "embed", id, model, sequences, modelFiles, modelKey, forceBackend?}
 //                 {type: "report", id, request: {files: [{name, text}], maxParams?}}
 //                 {type: "columns", id, files: [{name, bytes}]}
+//                 {type: "out-of-memory-channel", channel}: the BroadcastChannel the threaded core's
+//                 pool threads post a refused allocation's size on (first, once per worker)
 // Worker → page:  {type: "ready", version, models, backend, threads: {count, reason}}
 //                 {type: "progress", id, stage, model, task, done, total, fromCache, pace}
 //                 (pace: the core's rate, elapsed and time-left line for the run, src/progress.rs)
@@ -20,6 +22,7 @@
 // The wasm runs synchronously, so cancelling is the page terminating this worker.
 
 import { storeForRun } from './embedding-cache.js';
+import { outOfMemoryMessage } from './out-of-memory.js';
 
 // Two builds of one core (scripts/build-wasm.sh). The threaded one runs the CPU work on a rayon
 // pool of Web Workers sharing its memory; shared memory needs a cross-origin isolated page
@@ -102,14 +105,6 @@ async function chooseBackend(force) {
   return found;
 }
 
-/** "1.2 GB": the sizes in the out-of-memory message. */
-function bytesText(n) {
-  const units = ['bytes', 'kB', 'MB', 'GB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-  return `${i ? n.toFixed(1) : n} ${units[i]}`;
-}
-
 /**
  * The fields of an error message for `err`, thrown by `core`: a trap (a Rust panic, or an abort)
  * poisons the instance; where the core noted an allocation the browser refused (src/web.rs
@@ -119,14 +114,7 @@ function failureOf(core, err) {
   const poisoned = err instanceof WebAssembly.RuntimeError;
   let refused = 0;
   try { refused = poisoned && core ? Number(core.refusedAllocation?.() ?? 0) : 0; } catch { refused = 0; }
-  if (refused > 0) {
-    return {
-      poisoned, outOfMemory: true,
-      message: `This tab ran out of memory: the core needed ${bytesText(refused)} more and the browser would not `
-        + 'let WebAssembly grow. Use fewer or shorter sequences per task, a smaller encoder (or a smaller k), '
-        + 'or the command line (geneb eval), which has the whole machine\'s memory.',
-    };
-  }
+  if (refused > 0) return { poisoned, outOfMemory: true, message: outOfMemoryMessage(refused) };
   return { poisoned, message: messageOf(err).split('\n')[0] };
 }
 
@@ -421,6 +409,11 @@ self.addEventListener('message', (event) => {
   if (msg?.type === 'columns') {
     // Its own reply type: an `error` would read as the failure of a run.
     columns(msg).catch((err) => self.postMessage({ type: 'columns', id: msg.id, error: messageOf(err).split('\n')[0] }));
+  }
+  if (msg?.type === 'out-of-memory-channel') {
+    // Where a pool thread that runs out of memory tells the page (src/web.rs pool_out_of_memory).
+    // The page sends it first, so it is set before any call that follows it.
+    started.then(() => { if (threaded) wasm.signalPoolOutOfMemoryOn(msg.channel); });
   }
   if (msg && msg.type === 'embed') {
     embed(msg).catch((err) => self.postMessage({ type: 'embed-error', id: msg.id, message: messageOf(err).split('\n')[0] }));

@@ -7,6 +7,7 @@ use super::bpe::Bpe;
 use super::{Kind, Settings, TokenSetting, Tokenizer, lookup, read_vocab_txt};
 use crate::Result;
 use crate::hf::ModelFiles;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -107,6 +108,10 @@ enum Model {
 
 struct WordPiece {
     vocab: HashMap<String, u32>,
+    /// The longest vocabulary entry, in characters: no longer piece can match, which keeps a
+    /// word linear in its length whatever `max_input_chars_per_word` the file sets (without it, a
+    /// long sequence as one word took cubic time).
+    longest: usize,
     unk: u32,
     continuing_subword_prefix: String,
     max_input_chars_per_word: usize,
@@ -279,14 +284,16 @@ impl WordPiece {
         let mut start = 0;
         let mut candidate = String::new();
         while start < chars.len() {
-            let found = (start + 1..=chars.len()).rev().find_map(|end| {
-                candidate.clear();
-                if start > 0 {
-                    candidate.push_str(&self.continuing_subword_prefix);
-                }
-                candidate.extend(&chars[start..end]);
-                self.vocab.get(&candidate).map(|&id| (id, end))
-            });
+            let found = (start + 1..=chars.len().min(start + self.longest))
+                .rev()
+                .find_map(|end| {
+                    candidate.clear();
+                    if start > 0 {
+                        candidate.push_str(&self.continuing_subword_prefix);
+                    }
+                    candidate.extend(&chars[start..end]);
+                    self.vocab.get(&candidate).map(|&id| (id, end))
+                });
             let Some((id, end)) = found else {
                 out.push(self.unk);
                 return;
@@ -296,6 +303,10 @@ impl WordPiece {
         }
         out.extend(pieces);
     }
+}
+
+fn longest_token(vocab: &HashMap<String, u32>) -> usize {
+    vocab.keys().map(|t| t.chars().count()).max().unwrap_or(0)
 }
 
 /// transformers' `BertTokenizer` over `vocab.txt`: BertNormalizer (lower-casing unless
@@ -330,6 +341,7 @@ pub(super) fn bert_from_vocab(files: &ModelFiles, settings: &Settings) -> Result
             }],
             pre_tokenizers: vec![PreTokenizer::Bert],
             model: Model::WordPiece(WordPiece {
+                longest: longest_token(&vocab),
                 vocab,
                 unk,
                 continuing_subword_prefix: "##".into(),
@@ -374,7 +386,8 @@ pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Re
         .map_err(|e| bad(format!("not valid JSON ({e})")))?;
     let model_json = &json["model"];
     let model_type = model_json["type"].as_str().unwrap_or("(none)");
-    let vocab: HashMap<String, u32> = serde_json::from_value(model_json["vocab"].clone())
+    // Read in place: the vocabulary is most of the file, and a copy of it is most of the time.
+    let vocab = HashMap::<String, u32>::deserialize(&model_json["vocab"])
         .map_err(|e| bad(format!("model.vocab is not a token → id map ({e})")))?;
     let mut token_ids = vocab.clone();
     for added in json["added_tokens"].as_array().into_iter().flatten() {
@@ -399,6 +412,7 @@ pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Re
                 .ok_or_else(|| bad(format!("the unk token '{unk_name}' is not in model.vocab")))?;
             input = input_format(vocab.keys().map(String::as_str));
             Model::WordPiece(WordPiece {
+                longest: longest_token(&vocab),
                 vocab,
                 unk,
                 continuing_subword_prefix: model_json["continuing_subword_prefix"]

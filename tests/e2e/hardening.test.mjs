@@ -202,62 +202,94 @@ describe('the page holds up against hostile input and failures', { timeout: 15 *
     }
   });
 
-  it('out of memory in the worker: a message, a fresh worker, and the files, results and settings kept', { timeout: LOAD_TIMEOUT * 4 }, async () => {
-    // Chromium caps every WebAssembly memory at 256 MiB (4096 pages of 64 KiB); 20,000
-    // sequences' 6-mer spectra (4,096 dimensions) need far more, and the core's allocation fails
-    // for real. Not cross-origin isolated: the one-thread core, as Firefox without COOP gets.
-    const small = await launchBrowser({ webgpu: false, jsFlags: '--wasm-max-mem-pages=4096' });
-    const plain = await startServer({ port: 0, mounts: pkgMounts(), isolated: false });
-    const dir = await mkdtemp(join(tmpdir(), 'geneb-oom-'));
-    const big = join(dir, 'big.csv');
-    let seed = 1;
-    const base = () => 'ACGT'[((seed = (seed * 1103515245 + 12345) >>> 0) >>> 16) & 3];
-    const rows = Array.from({ length: 20_000 }, (_, i) => `${Array.from({ length: 80 }, base).join('')},${i % 2},${i % 5 ? 'train' : 'test'}`);
-    await writeFile(big, `text,label,split\n${rows.join('\n')}\n`);
-    const app = await openApp(small, plain);
-    const { page } = app;
-    let workers = 0;
-    page.on('worker', () => { workers++; });
-    try {
-      await waitReady(page);
-      await addFiles(page, GC_VS_AT);
-      // Settings a user made: k = 6, CPU only, no 1-shot, no random CNN.
-      await byTestId(page, 'kmer-k').selectOption('6');
-      await byTestId(page, 'compute').selectOption('cpu');
-      await byTestId(page, 'regime-1shot').uncheck();
-      await byTestId(page, 'model-random-cnn').uncheck();
-      await runAndWait(page, 'run');
-      assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
-      const summary = await byTestId(page, 'result-summary').textContent();
-      await page.waitForFunction(() => document.querySelectorAll('[data-testid="saved-result"]').length === 1, null, { timeout: 30_000 });
+  // Chromium caps every WebAssembly memory at 256 MiB (4096 pages of 64 KiB), and the core's
+  // allocations fail for real. Not cross-origin isolated: the one-thread core, as Firefox without
+  // COOP gets; 20,000 sequences' 6-mer spectra (4,096 dimensions, 328 MB) cannot be held, and
+  // the failure traps the worker's own call. Isolated: the threaded core; 10,000 spectra
+  // (164 MB) fit, but the probes then fitted at once on its rayon pool each take a block of
+  // rows in f64 (34 MB) to predict, so an allocation fails on a pool thread, whose trap the
+  // worker, waiting for it, never hears of.
+  for (const threaded of [false, true]) {
+    const core = threaded ? 'the threaded core (on a pool thread)' : 'the one-thread core';
+    it(`out of memory in ${core}: a message, a fresh worker, and the files, results and settings kept`, { timeout: LOAD_TIMEOUT * 4 }, async () => {
+      const small = await launchBrowser({ webgpu: false, jsFlags: '--wasm-max-mem-pages=4096' });
+      const server = await startServer({ port: 0, mounts: pkgMounts(), isolated: threaded });
+      const dir = await mkdtemp(join(tmpdir(), 'geneb-oom-'));
+      const big = join(dir, 'big.csv');
+      let seed = 1;
+      const base = () => 'ACGT'[((seed = (seed * 1103515245 + 12345) >>> 0) >>> 16) & 3];
+      const rows = Array.from({ length: threaded ? 10_000 : 20_000 }, (_, i) => `${Array.from({ length: 80 }, base).join('')},${i % 2},${i % 5 ? 'train' : 'test'}`);
+      await writeFile(big, `text,label,split\n${rows.join('\n')}\n`);
+      // The page names a channel per worker for its pool threads (www/app.js): note the names,
+      // to listen beside the page and see which way the failure came.
+      const app = await openApp(small, server, {
+        ...(threaded ? { query: '?threads=4' } : {}),
+        beforeGoto: (context) => context.addInitScript(() => {
+          const Real = window.BroadcastChannel;
+          window.outOfMemoryChannels = [];
+          window.BroadcastChannel = class extends Real {
+            constructor(name) { super(name); window.outOfMemoryChannels.push(name); }
+          };
+        }),
+      });
+      const { page } = app;
+      let workers = 0;
+      page.on('worker', () => { workers++; });
+      const listen = () => page.evaluate(() => {
+        const [name, ...more] = window.outOfMemoryChannels;
+        if (more.length) throw new Error(`one page worker so far, but channels ${window.outOfMemoryChannels}`);
+        new BroadcastChannel(name).onmessage = (e) => { (self.poolOutOfMemory ??= []).push(e.data); };
+      });
+      try {
+        await waitReady(page);
+        assert.match(await byTestId(page, 'backend').textContent(), threaded ? /^CPU, 4 threads/ : /^CPU, 1 thread/);
+        await addFiles(page, GC_VS_AT);
+        // Settings a user made: k = 6, CPU only, no 1-shot, no random CNN.
+        await byTestId(page, 'kmer-k').selectOption('6');
+        await byTestId(page, 'compute').selectOption('cpu');
+        await byTestId(page, 'regime-1shot').uncheck();
+        await byTestId(page, 'model-random-cnn').uncheck();
+        await runAndWait(page, 'run');
+        assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
+        const summary = await byTestId(page, 'result-summary').textContent();
+        await page.waitForFunction(() => document.querySelectorAll('[data-testid="saved-result"]').length === 1, null, { timeout: 30_000 });
 
-      await addFiles(page, big);
-      const startedBefore = workers;
-      await runAndWait(page, 'run');
-      const error = await byTestId(page, 'error').textContent();
-      console.log(`# out of memory, as the page says: ${error}`);
-      assert.match(error, /This tab ran out of memory: the core needed [\d.]+ [kMG]B more/);
-      assert.match(error, /restarted; your files, choices and results are kept/);
-      assert.ok(workers > startedBefore, 'a fresh worker');
-      assert.deepEqual(await byTestId(page, 'file-list').locator('.file-name').allTextContents(), ['big.csv', 'e2e_gc_vs_at.csv']);
-      assert.equal(await byTestId(page, 'result-summary').textContent(), summary, 'the last result is still shown');
-      assert.equal(await byTestId(page, 'saved-result').count(), 1);
-      assert.equal(await byTestId(page, 'kmer-k').inputValue(), '6');
-      assert.equal(await byTestId(page, 'compute').inputValue(), 'cpu');
-      assert.equal(await byTestId(page, 'regime-1shot').isChecked(), false);
-      assert.equal(await byTestId(page, 'model-random-cnn').isChecked(), false);
-      // The fresh worker runs what fits.
-      await page.getByRole('button', { name: 'Remove big.csv' }).click();
-      await runAndWait(page, 'run');
-      assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
-      assert.match(await byTestId(page, 'result-summary').textContent(), /1 file · 1 encoder/);
-    } finally {
-      await app.close();
-      await plain.close();
-      await small.close();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+        await addFiles(page, big);
+        await listen();
+        const startedBefore = workers;
+        await runAndWait(page, 'run');
+        const error = await byTestId(page, 'error').textContent();
+        console.log(`# out of memory in ${core}, as the page says: ${error}`);
+        assert.match(error, /This tab ran out of memory: the core needed [\d.]+ [kMG]B more/);
+        assert.match(error, /restarted; your files, choices and results are kept/);
+        assert.ok(workers > startedBefore, 'a fresh worker');
+        const signals = await page.evaluate(() => self.poolOutOfMemory ?? []);
+        if (threaded) {
+          assert.equal(signals.length, 1, 'the pool thread said it ran out of memory');
+          assert.ok(signals[0] > 0, `the refused size: ${signals[0]}`);
+        } else {
+          assert.deepEqual(signals, [], 'the one-thread core has no pool');
+        }
+        assert.deepEqual(await byTestId(page, 'file-list').locator('.file-name').allTextContents(), ['big.csv', 'e2e_gc_vs_at.csv']);
+        assert.equal(await byTestId(page, 'result-summary').textContent(), summary, 'the last result is still shown');
+        assert.equal(await byTestId(page, 'saved-result').count(), 1);
+        assert.equal(await byTestId(page, 'kmer-k').inputValue(), '6');
+        assert.equal(await byTestId(page, 'compute').inputValue(), 'cpu');
+        assert.equal(await byTestId(page, 'regime-1shot').isChecked(), false);
+        assert.equal(await byTestId(page, 'model-random-cnn').isChecked(), false);
+        // The fresh worker runs what fits.
+        await page.getByRole('button', { name: 'Remove big.csv' }).click();
+        await runAndWait(page, 'run');
+        assert.equal(await byTestId(page, 'error').isHidden(), true, await byTestId(page, 'error').textContent());
+        assert.match(await byTestId(page, 'result-summary').textContent(), /1 file · 1 encoder/);
+      } finally {
+        await app.close();
+        await server.close();
+        await small.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  }
 
   it('a model too big for the tab is refused with its size before any download or read', { timeout: LOAD_TIMEOUT * 2 }, async () => {
     const files = await folderFiles(NT_V2);

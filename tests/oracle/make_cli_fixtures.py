@@ -41,6 +41,8 @@ def draw(n):
 X_train, y_train = draw(90)
 X_test, y_test = draw(40)
 np.savez(os.path.join(OUT, "probe_small.npz"), X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test)
+# The same arrays deflated, as np.savez_compressed writes them: the reader's other zip method.
+np.savez_compressed(os.path.join(OUT, "probe_small_compressed.npz"), X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test)
 clf = LogisticRegression(max_iter=1000).fit(X_train.astype(np.float64), y_train)
 pred = clf.predict(X_test.astype(np.float64))
 with open(os.path.join(OUT, "probe_expected.json"), "w") as f:

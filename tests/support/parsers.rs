@@ -130,14 +130,18 @@ pub fn tokenizer(data: &[u8]) {
         }
     }
     use geneb::tokenize::{Tokenizer, TokenizerChoice};
-    // Every kind an architecture may choose, whatever config.json says.
+    // Every kind an architecture may choose, whatever config.json says. Without vocab.txt the
+    // ESM choice reads the files as `Files` does: once is enough.
+    let esm = files.contains("vocab.txt").then_some(TokenizerChoice::Esm);
     for choice in [
         TokenizerChoice::Characters { upper_case: false },
         TokenizerChoice::Characters { upper_case: true },
         TokenizerChoice::CaduceusOrFiles,
-        TokenizerChoice::Esm,
         TokenizerChoice::Files,
-    ] {
+    ]
+    .into_iter()
+    .chain(esm)
+    {
         let Ok(tokenizer) = Tokenizer::from_files(&files, choice) else {
             continue;
         };
