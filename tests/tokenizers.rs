@@ -298,8 +298,8 @@ fn long_sequences_are_fast() {
 
 /// WordPiece tries the longest piece first. A file may lift `max_input_chars_per_word` (100 by
 /// default) so that a whole sequence is one word; pieces longer than any vocabulary entry are
-/// never tried, so a 20,000-character word takes moments (trying them all was cubic: it never
-/// finished). The ids are the greedy longest match's.
+/// never tried, so a 20,000-character word takes moments (trying them all was cubic: some 10¹²
+/// character copies). The ids are the greedy longest match's.
 #[test]
 fn a_long_wordpiece_word_is_linear_whatever_the_file_allows() {
     let pieces = ["A", "C", "G", "T", "##A", "##C", "##G", "##T", "AC"];
