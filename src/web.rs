@@ -18,8 +18,8 @@ use wasm_bindgen::prelude::*;
 // The static constructors wasm-ld gathers (`inventory` registrations in CubeCL's IR, 200+ of
 // them). Unless the module calls this itself, wasm-ld treats it as a "command" and wraps every
 // export in a call to it, so each JS → wasm call (every externref hand-over of wasm-bindgen's
-// glue included) re-ran all of them: 16 % of an NT-v2 embedding's time in the page
-// (bench/wasm_profile.mjs). One explicit call, at start, turns that wrapping off.
+// glue included) re-ran all of them: NT-v2-50m-shaped embedded 4.7× slower in a one-thread tab
+// (bench/README.md, wasm_profile.mjs). One explicit call, at start, turns that wrapping off.
 unsafe extern "C" {
     fn __wasm_call_ctors();
 }
