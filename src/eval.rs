@@ -82,6 +82,8 @@ pub async fn evaluate(
     let mut out = Collected::default();
     // Task id → the splits whose embeddings an earlier run had stored.
     let mut from_cache: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    // Task id → how many of its sequences lost tokens to the encoder's maximum length.
+    let mut truncated: BTreeMap<&str, usize> = BTreeMap::new();
     let (mut embed_seconds, mut probe_seconds) = (0.0, 0.0);
     let mut batch: Vec<Embedded> = Vec::new();
     let mut held = 0;
@@ -104,6 +106,11 @@ pub async fn evaluate(
         let id = task.task.id.as_str();
         let data = &task.data;
         check_memory(id, data.train.len() + data.test.len(), encoder.dim())?;
+        let cut =
+            encoder.truncated(&data.train.sequences) + encoder.truncated(&data.test.sequences);
+        if cut > 0 {
+            truncated.insert(id, cut);
+        }
         let started = Instant::now();
         let total = data.train.len() + data.test.len();
         let place = Place {
@@ -184,6 +191,7 @@ pub async fn evaluate(
         "backend": encoder.backend_info(),
         "embeddings_from_cache": from_cache,
         "task_data_sha256": task_hashes,
+        "truncated_sequences": truncated,
     });
     let timings = [embed_seconds, probe_seconds];
     let mut submission = assemble(
@@ -197,6 +205,25 @@ pub async fn evaluate(
     );
     crate::split::merge_folds(&mut submission, &splits)?;
     Ok(submission)
+}
+
+/// One line per task whose sequences the encoder cut at its maximum length, for the CLI
+/// (`protocol.truncated_sequences`; the page reads the same entry).
+pub fn truncation_notes(submission: &Submission) -> Vec<String> {
+    let counts = submission
+        .protocol
+        .as_ref()
+        .and_then(|p| p["truncated_sequences"].as_object());
+    counts
+        .into_iter()
+        .flatten()
+        .map(|(task, n)| {
+            format!(
+                "{}: {n} sequence(s) of {task} cut at the model's maximum length",
+                submission.model_id
+            )
+        })
+        .collect()
 }
 
 /// The submission of one encoder's probed tasks. `encoder` holds the protocol block's

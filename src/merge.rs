@@ -18,7 +18,7 @@ pub struct Merged {
 }
 
 /// Protocol keys made from the run's tasks: rebuilt for the merged task list, not compared.
-const PER_TASK_PROTOCOL: [&str; 2] = ["task_data_sha256", "deviations"];
+const PER_TASK_PROTOCOL: [&str; 3] = ["task_data_sha256", "truncated_sequences", "deviations"];
 
 /// Merges the results folders of one run (usually one; several when shards wrote to
 /// different places). A pair found in two folders must have the same content there.
@@ -143,6 +143,11 @@ fn join(plan: &Plan, pairs: Vec<Pair>) -> Result<Submission> {
     let mut not_converged = protocol["probe"]["not_converged"].take();
     let mut from_cache = protocol["embeddings_from_cache"].take();
     let mut hashes = protocol["task_data_sha256"].take();
+    // Results of a geneb that did not count truncations have none to merge.
+    let mut truncated = match protocol["truncated_sequences"].take() {
+        counts @ Value::Object(_) => counts,
+        _ => Value::Object(Default::default()),
+    };
     let (mut embed_s, mut probe_s) = timings(&protocol);
     for pair in pairs {
         let shared = shared_part(&pair.result)?;
@@ -170,6 +175,7 @@ fn join(plan: &Plan, pairs: Vec<Pair>) -> Result<Submission> {
         append(&mut not_converged, &theirs["probe"]["not_converged"]);
         extend(&mut from_cache, &theirs["embeddings_from_cache"]);
         extend(&mut hashes, &theirs["task_data_sha256"]);
+        extend(&mut truncated, &theirs["truncated_sequences"]);
         let (e, p) = timings(&theirs);
         embed_s += e;
         probe_s += p;
@@ -185,6 +191,7 @@ fn join(plan: &Plan, pairs: Vec<Pair>) -> Result<Submission> {
     protocol["probe"]["not_converged"] = not_converged;
     protocol["embeddings_from_cache"] = from_cache;
     protocol["task_data_sha256"] = hashes;
+    protocol["truncated_sequences"] = truncated;
     protocol["timings_s"] = serde_json::json!({ "embed": embed_s, "probe": probe_s });
     protocol["deviations"] = Value::Array(deviations);
     out.protocol = Some(protocol);

@@ -115,6 +115,82 @@ fn eval_runs_the_protocol_on_the_smoke_suite() {
     assert_eq!(result["fewshot"], again["fewshot"]);
 }
 
+/// Sequences an encoder cuts at its maximum length are counted per task, in the result and on
+/// stderr, whether their embeddings were computed or came from the cache.
+#[test]
+fn eval_counts_the_sequences_cut_at_the_models_maximum_length() {
+    let model = scratch("truncating-nt-v2");
+    for file in std::fs::read_dir(repo("tests/fixtures/models/nt_v2")).unwrap() {
+        let file = file.unwrap().path();
+        std::fs::copy(&file, model.join(file.file_name().unwrap())).unwrap();
+    }
+    // 31 tokens: the [CLS] and 30 of the sequence's own. Pieces are 1 to 6 nt (the fixture's
+    // small vocabulary falls back to single bases), so 12 and 24 nt always fit and 200 and
+    // 300 nt (at least 34 pieces) never do.
+    std::fs::write(
+        model.join("tokenizer_config.json"),
+        r#"{"tokenizer_class":"EsmTokenizer","model_max_length":31,"eos_token":null}"#,
+    )
+    .unwrap();
+    let lengths = [12, 24, 200, 300];
+    let mut state = 7u64;
+    let mut csv = String::from("text,label,split\n");
+    for row in 0..48 {
+        let dna: String = (0..lengths[row % 4])
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                b"ACGT"[(state >> 62) as usize] as char
+            })
+            .collect();
+        let split = if row < 32 { "train" } else { "test" };
+        csv.push_str(&format!("{dna},{},{split}\n", (row / 4) % 2));
+    }
+    let task = scratch("truncation-task").join("cut_task.csv");
+    std::fs::write(&task, csv).unwrap();
+    let cache = scratch("truncation-cache");
+    let spec = format!("hf:{}", model.display());
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_geneb"))
+            .args(["eval", "--model", &spec, "--task", task.to_str().unwrap()])
+            .args(["--regimes", "full", "--quiet"])
+            .env("GENEB_CACHE", &cache)
+            .output()
+            .unwrap()
+    };
+    for pass in ["computed", "cached"] {
+        let out = run();
+        let result = ok_json(&out);
+        assert_eq!(
+            result["protocol"]["truncated_sequences"],
+            serde_json::json!({ "cut_task": 24 }),
+            "{pass}"
+        );
+        let cached = &result["protocol"]["embeddings_from_cache"]["cut_task"];
+        assert_eq!(cached.is_array(), pass == "cached", "{pass}: {cached}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("24 sequence(s) of cut_task cut at the model's maximum length"),
+            "{pass}: {stderr}"
+        );
+    }
+    let kmer = ok_json(&geneb(&[
+        "eval",
+        "--model",
+        "kmer:3",
+        "--task",
+        task.to_str().unwrap(),
+        "--regimes",
+        "full",
+        "--quiet",
+    ]));
+    assert_eq!(
+        kmer["protocol"]["truncated_sequences"],
+        serde_json::json!({})
+    );
+}
+
 #[test]
 fn eval_writes_out_and_profile_reads_several_models() {
     let dir = scratch("eval_profile");

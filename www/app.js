@@ -12,7 +12,7 @@ import { cacheSize, clearCache } from './embedding-cache.js';
 import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './models.js';
 import { OFFLINE_MANIFEST, initTasks } from './tasks.js';
 import { coreFailed, coreReady, coreStarting } from './queue.js';
-import { deviationList, initSplit, splitSettings, updateSplitTables } from './split.js';
+import { deviationList, initSplit, splitSettings, truncationList, updateSplitTables } from './split.js';
 import { initMeta, metaList, metaOverrides } from './meta.js';
 import { askToKeep, initStorage } from './storage.js';
 import { initPredict, savingProbe, showProbe } from './predict.js';
@@ -920,7 +920,7 @@ function renderResult(result, { label, seconds, fallback }) {
   el.resultSummary.textContent = `${label} · ${plural(submissions.length, 'encoder')}`
     + ` · ran on ${where}${fallback ? ' after WebGPU failed' : ''} in ${seconds.toFixed(1)} s.`;
   renderProfile(el.profile, profile, submissions, { prefix: 'profile', modelName });
-  el.profile.append(deviationList(submissions) ?? '', metaList(submissions) ?? '');
+  el.profile.append(deviationList(submissions) ?? '', truncationList(submissions) ?? '', metaList(submissions) ?? '');
 }
 
 function onDownloadClick() {

@@ -111,3 +111,16 @@ export function deviationList(submissions) {
     h('ul', {}, ...[...lines].map((l) => h('li', {}, l))),
     folds.length ? h('ul', { 'data-testid': 'fold-scores' }, ...folds.map((l) => h('li', {}, l))) : null);
 }
+
+/**
+ * The tasks whose sequences an encoder cut at its maximum length (`protocol.truncated_sequences`,
+ * counted by the core); null when none was cut. GENEB truncates too: this is said, not flagged.
+ */
+export function truncationList(submissions) {
+  const lines = submissions.flatMap((s) => Object.entries(s.protocol?.truncated_sequences ?? {})
+    .map(([task, n]) => `${s.model_id}: ${n} sequence${n === 1 ? '' : 's'} of ${task} cut at the model's maximum length`));
+  if (!lines.length) return null;
+  return h('div', { class: 'deviations', 'data-testid': 'truncated' },
+    h('h3', {}, 'Truncated inputs'),
+    h('ul', {}, ...lines.map((l) => h('li', {}, l))));
+}

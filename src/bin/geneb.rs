@@ -513,6 +513,9 @@ fn run_eval(args: EvalArgs) -> Result<()> {
         if show {
             eprintln!();
         }
+        for note in eval::truncation_notes(&submission) {
+            eprintln!("geneb: {note}");
+        }
         Ok(submission)
     };
     if let Some(dir) = &args.out_dir {

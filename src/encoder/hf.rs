@@ -197,6 +197,22 @@ impl HfModel {
         Ok(out)
     }
 
+    /// How many of `sequences` lose tokens to the model's maximum length (with windows: in any
+    /// of their windows). Counted from the tokens, so cached embeddings count too.
+    pub fn truncated(&self, sequences: &[String]) -> usize {
+        let cut = |piece: &str| self.tokenizer.truncates(piece, self.max_length);
+        sequences
+            .iter()
+            .filter(|sequence| match self.window {
+                None => cut(sequence),
+                Some(window) => window
+                    .ranges(sequence.len())
+                    .into_iter()
+                    .any(|range| cut(&sequence[range])),
+            })
+            .count()
+    }
+
     async fn embed_truncated(&self, sequences: &[String]) -> Result<Array2<f32>> {
         let tokens: Vec<Vec<u32>> = sequences
             .iter()

@@ -391,6 +391,17 @@ impl Encoder {
         }
     }
 
+    /// How many of `sequences` the encoder cuts at its maximum length (k-mer counts read all).
+    pub fn truncated(&self, sequences: &[String]) -> usize {
+        match self {
+            Encoder::Kmer(_) => 0,
+            #[cfg(feature = "burn")]
+            Encoder::RandomCnn(e) => e.truncated(sequences),
+            #[cfg(feature = "burn")]
+            Encoder::Hf(e) => e.truncated(sequences),
+        }
+    }
+
     pub async fn embed(&self, sequences: &[String]) -> Result<Array2<f32>> {
         match self {
             Encoder::Kmer(e) => Ok(e.embed(sequences)),

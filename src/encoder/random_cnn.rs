@@ -109,6 +109,11 @@ impl RandomCnn {
         Ok(out)
     }
 
+    /// How many of `sequences` are longer than `MAX_LENGTH` bases (only their start is read).
+    pub fn truncated(&self, sequences: &[String]) -> usize {
+        sequences.iter().filter(|s| s.len() > MAX_LENGTH).count()
+    }
+
     async fn embed_batch(&self, batch: &[String], length: usize) -> Result<Vec<f32>> {
         let n = batch.len();
         let mut one_hot = vec![0f32; n * ONE_HOT * length];

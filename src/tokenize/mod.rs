@@ -116,19 +116,34 @@ impl Tokenizer {
     /// The ids for one sequence, special tokens included. With `max_length`, the sequence's own
     /// tokens are cut so that the whole, special tokens kept, is at most that long.
     pub fn encode(&self, sequence: &str, max_length: Option<usize>) -> Vec<u32> {
-        let mut tokens = match &self.kind {
-            Kind::Chars(chars) => chars.tokens(sequence),
-            Kind::LongestMatch(kmers) => kmers.tokens(sequence),
-            Kind::Pipeline(pipeline) => pipeline.tokens(sequence),
-        };
+        let mut tokens = self.tokens(sequence);
         if let Some(max) = max_length {
-            tokens.truncate(max.saturating_sub(self.prefix.len() + self.suffix.len()));
+            tokens.truncate(self.room(max));
         }
         let mut ids = Vec::with_capacity(self.prefix.len() + tokens.len() + self.suffix.len());
         ids.extend_from_slice(&self.prefix);
         ids.extend(tokens);
         ids.extend_from_slice(&self.suffix);
         ids
+    }
+
+    /// Whether `encode(sequence, Some(max_length))` cuts tokens off the sequence.
+    pub fn truncates(&self, sequence: &str, max_length: usize) -> bool {
+        self.tokens(sequence).len() > self.room(max_length)
+    }
+
+    /// The sequence's own tokens, no special tokens.
+    fn tokens(&self, sequence: &str) -> Vec<u32> {
+        match &self.kind {
+            Kind::Chars(chars) => chars.tokens(sequence),
+            Kind::LongestMatch(kmers) => kmers.tokens(sequence),
+            Kind::Pipeline(pipeline) => pipeline.tokens(sequence),
+        }
+    }
+
+    /// How many of a sequence's own tokens fit in `max_length` beside the special tokens.
+    fn room(&self, max_length: usize) -> usize {
+        max_length.saturating_sub(self.prefix.len() + self.suffix.len())
     }
 
     pub fn pad_id(&self) -> u32 {

@@ -6,8 +6,9 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import {
-  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, dropModel, embedThroughPage, folderFiles, launchBrowser, openApp,
+  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, dropModel, embedThroughPage, folderFiles, launchBrowser, nativeGeneb, openApp,
   pkgMounts, profileRows, runWithoutError, startFakeHub, waitLoaded, waitModelError, waitReady, wasmBuilt,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
@@ -15,6 +16,7 @@ import { startServer } from '../../scripts/serve.mjs';
 const NT_V2 = join(REPO, 'tests', 'fixtures', 'models', 'nt_v2');
 const TOLERANCE = 1e-4;
 const GC_VS_AT = join(REPO, 'tests', 'e2e', 'fixtures', 'e2e_gc_vs_at.csv');
+const LAMBDA = join(REPO, 'tasks', 'smoke', 'smoke_lambda_phage_vs_ecoli.csv');
 
 /** A copy of safetensors `bytes` with the first element of f32 tensor `name` set to `value`. */
 function withFirstElement(bytes, name, value) {
@@ -72,13 +74,24 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
         assert.ok(worst <= TOLERANCE, `${r.backend.kind}: max |page - PyTorch| = ${worst}`);
       }
       // The loaded model is an encoder for a run like the built-in ones: its files go with it.
-      await byTestId(app.page, 'task-files').setInputFiles(GC_VS_AT);
+      // The lambda table's 250 nt are at least 42 pieces, over the fixture's 40 tokens: each is
+      // cut, and the page must count what the native CLI counts on both tables.
+      await byTestId(app.page, 'task-files').setInputFiles([GC_VS_AT, LAMBDA]);
       await byTestId(app.page, 'model-random-cnn').setChecked(false);
       for (const regime of ['10shot', '1shot']) await byTestId(app.page, `regime-${regime}`).setChecked(false);
       await byTestId(app.page, 'compute').selectOption('cpu');
       await runWithoutError(app.page);
       const models = (await profileRows(app.page, 'full')).map((row) => row.model);
       assert.ok(models.some((m) => m.includes('dropped-model')), `the hf model has a profile row: ${models.join(', ')}`);
+      const cut = await byTestId(app.page, 'truncated').locator('li').allTextContents();
+      const cli = nativeGeneb();
+      assert.ok(cli, 'no native geneb build to compare the truncation counts with');
+      const native = spawnSync(cli, ['eval', '--model', `hf:${NT_V2}`, '--task', GC_VS_AT, '--task', LAMBDA,
+        '--regimes', 'full', '--no-cache', '--quiet'], { encoding: 'utf8', timeout: 300_000, maxBuffer: 64 << 20 });
+      assert.equal(native.status, 0, native.stderr);
+      const counts = Object.entries(JSON.parse(native.stdout).protocol.truncated_sequences);
+      assert.equal(Object.fromEntries(counts).smoke_lambda_phage_vs_ecoli, 738);
+      assert.deepEqual(cut, counts.map(([task, n]) => `hf:dropped-model: ${n} sequences of ${task} cut at the model's maximum length`));
       // A second model, whose load check leaves it the one the worker holds: a run of both
       // must still get every model's files to the core (the held one goes first).
       await byTestId(app.page, 'model-folder').setInputFiles(join(REPO, 'tests', 'fixtures', 'models', 'bert'));
