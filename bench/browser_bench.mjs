@@ -8,7 +8,7 @@
 // longer sequences) comes last: a call that outlasts --timeout leaves the worker busy, so that
 // model's remaining runs are skipped and reported.
 //
-//   node bench/browser_bench.mjs [--quick] [--one-thread] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu]
+//   node bench/browser_bench.mjs [--quick] [--one-thread | --threads N] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu]
 //                                [--count N] [--webgpu-count N] [--webgpu-lengths L,..] [--timeout S]
 //                                [--models-dir DIR] [--reference FILE.npy]
 //
@@ -66,7 +66,7 @@ const PAGE_SIZE = 4096;
 function parseArgs(argv) {
   const args = {
     quick: false, models: DEFAULT_MODELS, lengths: [200, 1000], backends: ['cpu', 'webgpu'], count: null, timeout: 600,
-    webgpuCount: null, webgpuLengths: null, oneThread: false, reference: 'torch_b32.npy',
+    webgpuCount: null, webgpuLengths: null, oneThread: false, threads: null, reference: 'torch_b32.npy',
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -76,6 +76,7 @@ function parseArgs(argv) {
     };
     if (a === '--quick') args.quick = true;
     else if (a === '--one-thread') args.oneThread = true;
+    else if (a === '--threads') args.threads = Number(value());
     else if (a === '--models') args.models = value().split(',');
     else if (a === '--lengths') args.lengths = value().split(',').map(Number);
     else if (a === '--backends') args.backends = value().split(',');
@@ -86,7 +87,7 @@ function parseArgs(argv) {
     else if (a === '--models-dir') value();
     else if (a === '--reference') args.reference = value();
     else if (a === '--help' || a === '-h') {
-      console.log('usage: node bench/browser_bench.mjs [--quick] [--one-thread] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu] [--count N] [--webgpu-count N] [--webgpu-lengths 200] [--timeout S] [--models-dir DIR] [--reference FILE.npy]');
+      console.log('usage: node bench/browser_bench.mjs [--quick] [--one-thread | --threads N] [--models a,b] [--lengths 200,1000] [--backends cpu,webgpu] [--count N] [--webgpu-count N] [--webgpu-lengths 200] [--timeout S] [--models-dir DIR] [--reference FILE.npy]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a} (try --help)`);
   }
@@ -306,7 +307,8 @@ async function benchModel(browser, server, name, args, failures) {
     const n = Math.min(Math.max(args.count, args.webgpuCount), texts.length, reference.shape[0]);
     return { length, texts: texts.slice(0, n), reference };
   });
-  const app = await openApp(browser, server);
+  // --threads N: the page's `?threads=N` sizes the threaded core's pool (www/app.js).
+  const app = await openApp(browser, server, { query: args.threads ? `?threads=${args.threads}` : '' });
   const { page } = app;
   const sampler = memorySampler();
   const out = { model: name, folder, runs: [] };
