@@ -30,6 +30,15 @@ fn batch_tokens(kind: BackendKind) -> usize {
     }
 }
 
+/// What the CPU batches in flight at once may hold in activations: a tab has 4 GiB in all.
+#[cfg(target_arch = "wasm32")]
+const CONCURRENT_BATCHES_BYTES: usize = 512 << 20;
+#[cfg(not(target_arch = "wasm32"))]
+const CONCURRENT_BATCHES_BYTES: usize = 4 << 30;
+/// Widest activations alive at once in one forward pass (an upper bound: input, output and the
+/// gated halves of a feed-forward block).
+const LIVE_ACTIVATIONS: usize = 4;
+
 /// The weights of a model folder: safetensors preferred, as transformers prefers them.
 pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     let name = files.name.clone();
@@ -222,10 +231,11 @@ impl HfModel {
         order.sort_by_key(|&i| (tokens[i].len(), i));
         let mut out = Array2::<f32>::zeros((sequences.len(), self.dim()));
         let batch_tokens = batch_tokens(self.compute.kind);
+        let widest = self.architecture.widest_activation();
+        let mut batches = Vec::new();
         let mut start = 0;
         while start < order.len() {
             let mut end = start + 1;
-            let widest = self.architecture.widest_activation();
             while end < order.len() {
                 let width = tokens[order[end]].len().max(1);
                 let rows = end + 1 - start;
@@ -239,35 +249,65 @@ impl HfModel {
                 }
                 end += 1;
             }
-            let batch: Vec<&[u32]> = order[start..end]
+            batches.push(start..end);
+            start = end;
+        }
+        let batch_of = |range: &std::ops::Range<usize>| -> Vec<&[u32]> {
+            order[range.clone()]
                 .iter()
                 .map(|&i| tokens[i].as_slice())
-                .collect();
-            let pooled = self.embed_batch(&batch).await?;
-            // Finite weights can still overflow (an f16 run, a model trained past its range);
-            // a NaN embedding would only show up as a meaningless profile, so the run stops.
-            if let Some(at) = pooled.iter().position(|v| !v.is_finite()) {
-                let sequence = order[start + at / self.dim()];
-                return Err(Error::in_file(
-                    &self.spec,
-                    format!(
-                        "the model's embedding of sequence {} is {}: its outputs overflow, so \
-                         no probe can use them",
-                        sequence + 1,
-                        pooled[at]
-                    ),
-                ));
+                .collect()
+        };
+        // On the CPU, one batch per pool thread at a time: each forward pass keeps its thread
+        // busy. One pass split across the threads kernel by kernel ran slower on two threads
+        // than on one in the page (bench/README.md). The batches are the same at any thread
+        // count, and a batch's numbers do not depend on the thread that computes it.
+        let at_once = match self.compute.kind {
+            BackendKind::Cpu => {
+                let batch_bytes = batch_tokens * widest * LIVE_ACTIVATIONS * size_of::<f32>();
+                rayon::current_num_threads()
+                    .clamp(1, (CONCURRENT_BATCHES_BYTES / batch_bytes).max(1))
             }
-            for (row, values) in pooled.chunks_exact(self.dim()).enumerate() {
-                out.row_mut(order[start + row])
-                    .assign(&ndarray::ArrayView1::from(values));
+            BackendKind::Wgpu => 1,
+        };
+        for group in batches.chunks(at_once) {
+            let pooled: Vec<Tensor<2>> = if group.len() == 1 {
+                vec![self.forward_pooled(&batch_of(&group[0]))]
+            } else {
+                use rayon::prelude::*;
+                group
+                    .par_iter()
+                    .map(|range| self.forward_pooled(&batch_of(range)))
+                    .collect()
+            };
+            for (range, pooled) in group.iter().zip(pooled) {
+                let pooled = self.compute.read(pooled).await?;
+                // Finite weights can still overflow (an f16 run, a model trained past its
+                // range); a NaN embedding would only show up as a meaningless profile, so the
+                // run stops.
+                if let Some(at) = pooled.iter().position(|v| !v.is_finite()) {
+                    let sequence = order[range.start + at / self.dim()];
+                    return Err(Error::in_file(
+                        &self.spec,
+                        format!(
+                            "the model's embedding of sequence {} is {}: its outputs overflow, \
+                             so no probe can use them",
+                            sequence + 1,
+                            pooled[at]
+                        ),
+                    ));
+                }
+                for (row, values) in pooled.chunks_exact(self.dim()).enumerate() {
+                    out.row_mut(order[range.start + row])
+                        .assign(&ndarray::ArrayView1::from(values));
+                }
             }
-            start = end;
         }
         Ok(out)
     }
 
-    async fn embed_batch(&self, batch: &[&[u32]]) -> Result<Vec<f32>> {
+    /// One forward pass and the masked mean: [rows, dim], not yet read back.
+    fn forward_pooled(&self, batch: &[&[u32]]) -> Tensor<2> {
         let rows = batch.len();
         let width = batch.iter().map(|t| t.len()).max().unwrap_or(0).max(1);
         let pad = self.tokenizer.pad_id() as i64;
@@ -293,11 +333,10 @@ impl HfModel {
             TensorData::new(inverse_count, [rows, 1]),
             (device, DType::F32),
         );
-        let pooled = (hidden * mask.unsqueeze_dim::<3>(2))
+        (hidden * mask.unsqueeze_dim::<3>(2))
             .sum_dim(1)
             .reshape([rows, self.dim()])
-            * inverse_count;
-        self.compute.read(pooled).await
+            * inverse_count
     }
 }
 
