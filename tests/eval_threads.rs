@@ -54,3 +54,40 @@ fn evaluate_gives_the_same_submission_on_1_and_4_threads() {
         "{reports_one} / {reports_four}"
     );
 }
+
+/// A model's embeddings of enough sequences for several CPU batches (the tiny NT-v2 on the
+/// 738 lambda sequences: about 30,000 tokens, 2,048 per batch), on a pool of `threads`.
+fn nt_v2_embeddings(threads: usize) -> ndarray::Array2<f32> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = format!("hf:{}", root.join("tests/fixtures/models/nt_v2").display());
+    let task = root.join("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv");
+    let sequences = tasks_from_path(&task, None).unwrap()[0]
+        .data
+        .train
+        .sequences
+        .clone();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let encoder = pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu)).unwrap();
+        pollster::block_on(encoder.embed(&sequences)).unwrap()
+    })
+}
+
+/// The CPU backend runs one batch per pool thread: the embeddings are the same bits whatever
+/// the thread count, and in input order.
+#[test]
+fn embeddings_are_the_same_bits_on_1_2_and_4_threads() {
+    let one = nt_v2_embeddings(1);
+    assert!(one.nrows() > 500);
+    for threads in [2, 4] {
+        let many = nt_v2_embeddings(threads);
+        let same = one
+            .iter()
+            .zip(many.iter())
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "the embeddings changed on {threads} threads");
+    }
+}
