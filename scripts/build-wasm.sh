@@ -49,7 +49,11 @@ rustup run "$NIGHTLY" rustc --version >/dev/null 2>&1 \
 # CPU only (no `wgpu` feature: see Cargo.toml); the worker runs WebGPU calls on the one-thread
 # build. Its own target dir: another compiler and other flags would otherwise rebuild the stable one.
 # atomics + bulk-memory: shared memory; mutable-globals: per-thread stack pointers; simd128 as
-# .cargo/config.toml gives the one-thread build (RUSTFLAGS replaces that file's flags). rustc
+# .cargo/config.toml gives the one-thread build (RUSTFLAGS replaces that file's flags). The
+# `relaxed-simd` feature: the linear layers' fused multiply-add (src/encoder/layers/packed_matmul.rs,
+# enabled for that loop alone: burn-flex's macerator does not build with +relaxed-simd), which
+# every browser with wasm threads but Safari has; www/relaxed-simd.js sends the others to the
+# one-thread build. rustc
 # caps a shared memory at 1 GiB unless told: DNABERT-2-117M alone takes 0.9 GiB in the tab,
 # so allow wasm32's whole 4 GiB, as the one-thread build has.
 # The link of the final module must share its memory and export the thread-local storage
@@ -58,7 +62,7 @@ rustup run "$NIGHTLY" rustc --version >/dev/null 2>&1 \
 RUSTFLAGS='-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128 -C link-arg=--max-memory=4294967296' \
   CARGO_TARGET_DIR="$target/threads" \
   rustup run "$NIGHTLY" cargo rustc --lib --crate-type cdylib --target wasm32-unknown-unknown \
-  --profile "$profile" --no-default-features --features threads -Z build-std=panic_abort,std \
+  --profile "$profile" --no-default-features --features threads,relaxed-simd -Z build-std=panic_abort,std \
   -- -C link-arg=--shared-memory -C link-arg=--import-memory \
   -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size \
   -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base

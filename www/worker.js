@@ -23,6 +23,7 @@
 
 import { storeForRun } from './embedding-cache.js';
 import { outOfMemoryMessage } from './out-of-memory.js';
+import { hasRelaxedSimd } from './relaxed-simd.js';
 
 // Two builds of one core (scripts/build-wasm.sh). The threaded one runs the CPU work on a rayon
 // pool of Web Workers sharing its memory; shared memory needs a cross-origin isolated page
@@ -170,6 +171,12 @@ function looksLikeGpuFailure(message) {
 async function loadThreaded() {
   if (!self.crossOriginIsolated || typeof SharedArrayBuffer !== 'function') {
     return { mod: null, threads: { count: 1, reason: 'the page is not cross-origin isolated' } };
+  }
+  if (!hasRelaxedSimd()) {
+    return {
+      mod: null,
+      threads: { count: 1, reason: 'this browser lacks WebAssembly relaxed SIMD, which the threaded core needs (Chrome or Edge 114+, Firefox 146+)' },
+    };
   }
   try {
     const mod = await import(PKG_THREADS);

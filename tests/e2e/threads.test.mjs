@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { startServer } from '../../scripts/serve.mjs';
 import {
   FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, addFiles, byTestId, downloadResult, dropModel, embedThroughPage,
@@ -167,3 +168,30 @@ function readNpyF32(bytes) {
   const start = 10 + headerLen;
   return Array.from(new Float32Array(bytes.buffer.slice(bytes.byteOffset + start, bytes.byteOffset + bytes.length)));
 }
+
+describe('relaxed SIMD, which the threaded core is built with', () => {
+  it('the worker\'s probe says yes exactly where the threaded core compiles; the one-thread core needs none', () => {
+    const wasm = (pkg) => join(REPO, 'www', pkg, 'geneb_bg.wasm');
+    assert.ok(wasmBuilt(), NO_WASM);
+    const script = `
+      import { readFileSync } from 'node:fs';
+      import { hasRelaxedSimd } from ${JSON.stringify(pathToFileURL(join(REPO, 'www', 'relaxed-simd.js')).href)};
+      const compiles = (file) => WebAssembly.validate(readFileSync(file));
+      console.log(JSON.stringify({
+        probe: hasRelaxedSimd(),
+        threaded: compiles(${JSON.stringify(wasm('pkg-threads'))}),
+        oneThread: compiles(${JSON.stringify(wasm('pkg'))}),
+      }));`;
+    // Node 20's V8 has relaxed SIMD behind this flag, so both answers are seen.
+    const seen = new Set();
+    for (const flags of [[], ['--experimental-wasm-relaxed-simd']]) {
+      const out = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', script], { encoding: 'utf8' });
+      assert.equal(out.status, 0, out.stderr);
+      const { probe, threaded, oneThread } = JSON.parse(out.stdout);
+      assert.equal(probe, threaded, `node ${flags.join(' ')}: the probe says ${probe}, the threaded core compiles: ${threaded}`);
+      assert.equal(oneThread, true, `node ${flags.join(' ')}: the one-thread core must compile without relaxed SIMD`);
+      seen.add(probe);
+    }
+    assert.ok(seen.has(true), 'relaxed SIMD was never available, so the probe was never seen saying yes');
+  });
+});

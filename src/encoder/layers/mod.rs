@@ -5,6 +5,8 @@
 
 pub mod long_conv;
 pub mod mamba;
+#[cfg(any(target_arch = "wasm32", test))]
+mod packed_matmul;
 pub mod positions;
 
 use crate::Result;
@@ -28,13 +30,18 @@ pub fn param<const D: usize>(
     Ok(upload(ckpt.take(name, &shape)?, shape, device))
 }
 
-/// `torch.nn.Linear`: y = x Wᵀ + b, with W stored transposed once at load. Cloning shares the
-/// device buffers (tied weights).
+/// `torch.nn.Linear`: y = x Wᵀ + b. Cloning shares the weights (tied weights).
 #[derive(Clone)]
-pub struct Linear {
-    /// [in, out]
-    weight_t: Tensor<2>,
-    bias: Option<Tensor<1>>,
+pub enum Linear {
+    /// Burn's `linear` on the device, with W stored transposed ([in, out]) once at load.
+    Tensors {
+        weight_t: Tensor<2>,
+        bias: Option<Tensor<1>>,
+    },
+    /// The page's CPU backend: W packed for `packed_matmul`, 1.2–1.6× Burn's matmul there (see
+    /// that module). The only copy of the weights, so memory is unchanged.
+    #[cfg(target_arch = "wasm32")]
+    Packed(std::sync::Arc<packed_matmul::PackedLinear>),
 }
 
 impl Linear {
@@ -48,19 +55,38 @@ impl Linear {
         device: &Device,
     ) -> Result<Linear> {
         let weight = ckpt.take(&format!("{name}.weight"), &[out_features, in_features])?;
-        let weight_t = upload(weight, [out_features, in_features], device).transpose();
         let bias = if bias {
-            let b = ckpt.take(&format!("{name}.bias"), &[out_features])?;
-            Some(upload(b, [out_features], device))
+            Some(ckpt.take(&format!("{name}.bias"), &[out_features])?)
         } else {
             None
         };
-        Ok(Linear { weight_t, bias })
+        #[cfg(target_arch = "wasm32")]
+        if *device == Device::flex() {
+            let packed = packed_matmul::PackedLinear::new(&weight, bias, in_features, out_features);
+            return Ok(Linear::Packed(std::sync::Arc::new(packed)));
+        }
+        Ok(Linear::Tensors {
+            weight_t: upload(weight, [out_features, in_features], device).transpose(),
+            bias: bias.map(|b| upload(b, [out_features], device)),
+        })
     }
 
     /// x: [..., in] → [..., out]
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
-        linear(x, self.weight_t.clone(), self.bias.clone())
+        match self {
+            Linear::Tensors { weight_t, bias } => linear(x, weight_t.clone(), bias.clone()),
+            #[cfg(target_arch = "wasm32")]
+            Linear::Packed(packed) => {
+                let mut dims = x.dims();
+                let rows = dims[..D - 1].iter().product();
+                // Reading a CPU-backend tensor completes at once (see `map_on_cpu`).
+                let values = x.into_data().try_into_vec::<f32>();
+                let values = values.expect("the CPU backend's float tensors are f32");
+                dims[D - 1] = packed.out_features;
+                let y = packed.forward(&values, rows);
+                Tensor::from_data(TensorData::new(y, dims), &Device::flex())
+            }
+        }
     }
 }
 
