@@ -372,7 +372,8 @@ async fn run(
     // The held model first: loading any other drops it, and the page sent no files for it.
     let key_of = |spec: &String| request.model_keys.get(spec).map(String::as_str);
     let mut order: Vec<usize> = (0..models.len()).collect();
-    order.sort_by_key(|&i| !key_of(&models[i]).is_some_and(|k| holds_model(k, backend)));
+    order
+        .sort_by_key(|&i| !key_of(&models[i]).is_some_and(|k| holds_model(k, &models[i], backend)));
     for i in order {
         let spec = &models[i];
         let (encoder, _) =
@@ -482,19 +483,21 @@ thread_local! {
     static HELD: RefCell<Option<HeldEncoder>> = const { RefCell::new(None) };
 }
 
-fn held_key(page_key: &str, backend: BackendKind) -> String {
-    format!("{page_key} on {backend:?}")
+/// The spec is part of the key: the same files under another spec (`?window=`) are another
+/// encoder.
+fn held_key(page_key: &str, spec: &str, backend: BackendKind) -> String {
+    format!("{page_key} as {spec} on {backend:?}")
 }
 
-/// Whether the core holds the model the page loaded under `key` on `backend` ("cpu" or
-/// "webgpu"), so the page can leave its files out of the next call.
+/// Whether the core holds the model the page loaded under `key`, built for `spec` on `backend`
+/// ("cpu" or "webgpu"), so the page can leave its files out of the next call.
 #[wasm_bindgen(js_name = holdsModel)]
-pub fn page_holds_model(key: &str, backend: &str) -> bool {
-    BackendKind::parse(backend).is_ok_and(|backend| holds_model(key, backend))
+pub fn page_holds_model(key: &str, spec: &str, backend: &str) -> bool {
+    BackendKind::parse(backend).is_ok_and(|backend| holds_model(key, spec, backend))
 }
 
-fn holds_model(key: &str, backend: BackendKind) -> bool {
-    let wanted = held_key(key, backend);
+fn holds_model(key: &str, spec: &str, backend: BackendKind) -> bool {
+    let wanted = held_key(key, spec, backend);
     HELD.with_borrow(|held| held.as_ref().is_some_and(|h| h.key == wanted))
 }
 
@@ -514,7 +517,7 @@ async fn load_encoder(
     key: Option<&str>,
     backend: BackendKind,
 ) -> Result<(Rc<Encoder>, bool)> {
-    let Some(key) = key.map(|k| held_key(k, backend)) else {
+    let Some(key) = key.map(|k| held_key(k, spec, backend)) else {
         let encoder = match files {
             Some(files) => build_from_files(spec, files, backend).await?,
             None => Encoder::from_spec(spec, backend).await?,

@@ -1046,3 +1046,94 @@ fn hostile_model_files_are_refused_in_one_line_with_exit_2() {
         assert!(!out_npy.exists(), "{what}: nothing written");
     }
 }
+
+#[test]
+fn windowed_embeddings_are_the_mean_of_each_windows_own_embedding_and_say_so() {
+    // The tiny NT-v2 (3-mers, 40 tokens): 100 nt every 50 over a 230-nt sequence gives the
+    // windows 0..100, 50..150, 100..200 and 150..230, the last one shorter; a 60-nt one is one window.
+    let dir = scratch("windowed-embeddings");
+    let model = repo("tests/fixtures/models/nt_v2");
+    let sequence: String = (0..230)
+        .map(|i| b"ACGTTGCAAC"[i * 7 % 10] as char)
+        .collect();
+    let short = &sequence[..60];
+    let windows = [
+        &sequence[0..100],
+        &sequence[50..150],
+        &sequence[100..200],
+        &sequence[150..230],
+    ];
+    let embed = |spec: &str, texts: &[&str], name: &str| {
+        let input = dir.join(format!("{name}.txt"));
+        std::fs::write(&input, texts.join("\n") + "\n").unwrap();
+        let npy = dir.join(format!("{name}.npy"));
+        ok_text(&geneb(&[
+            "embed",
+            "--model",
+            spec,
+            "--input",
+            input.to_str().unwrap(),
+            "--out",
+            npy.to_str().unwrap(),
+        ]));
+        read_npy_f32(&npy)
+    };
+    let windowed_spec = format!("hf:{}?window=100,50", model.display());
+    let windowed = embed(&windowed_spec, &[&sequence, short], "windowed");
+    let plain = format!("hf:{}", model.display());
+    let each = embed(&plain, &windows, "each");
+    let alone = embed(&plain, &[short], "alone");
+    let dim = alone.len();
+    assert_eq!(windowed.len(), 2 * dim);
+    for d in 0..dim {
+        let mean = (0..4).map(|w| each[w * dim + d]).sum::<f32>() / 4.0;
+        assert!(
+            (windowed[d] - mean).abs() <= 1e-6,
+            "dim {d}: {} vs {mean}",
+            windowed[d]
+        );
+        assert_eq!(
+            windowed[dim + d],
+            alone[d],
+            "a sequence shorter than a window is embedded as it is"
+        );
+    }
+
+    // The result says it twice: a deviation, and a name that is not the truncating model's.
+    let table = dir.join("task.csv");
+    let rows: String = (0..24)
+        .map(|i| {
+            format!(
+                "{},{},{}\n",
+                &sequence[i..i + 200],
+                i % 2,
+                if i < 16 { "train" } else { "test" }
+            )
+        })
+        .collect();
+    std::fs::write(&table, format!("sequence,label,split\n{rows}")).unwrap();
+    let result = ok_json(&geneb(&[
+        "eval",
+        "--model",
+        &windowed_spec,
+        "--task",
+        table.to_str().unwrap(),
+        "--regimes",
+        "full",
+        "--no-cache",
+        "--quiet",
+    ]));
+    let deviations = result["protocol"]["deviations"].to_string();
+    assert!(
+        deviations.contains("sliding windows (100 nt, stride 50)"),
+        "{deviations}"
+    );
+    assert_eq!(
+        result["meta"]["display"],
+        "nt_v2 (windows of 100 nt every 50)"
+    );
+    assert_eq!(
+        result["protocol"]["truncated_sequences"],
+        serde_json::json!({})
+    );
+}

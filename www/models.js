@@ -154,6 +154,40 @@ function knownTable() {
     h('table', { class: 'known-models', 'data-testid': 'known-models' }, h('thead', {}, head), h('tbody', {}, rows)));
 }
 
+/**
+ * Sliding windows instead of truncation for one loaded model (src/encoder/spec.rs: `?window=`):
+ * windows of `size` nucleotides every `stride`, each embedded, a sequence's embedding the mean of
+ * its windows'. Not GENEB's protocol, which truncates: the result lists it among its deviations.
+ */
+function windowControls(m, id) {
+  const on = h('input', { type: 'checkbox', name: 'hf-window', id: `${id}-window`, 'data-testid': `${id}-window`, checked: m.window.on });
+  const number = (key, label) => {
+    const input = h('input', {
+      type: 'number', min: 1, step: 1, value: m.window[key], class: 'window-nt', 'aria-label': label,
+      'data-testid': `${id}-window-${key}`,
+    });
+    input.addEventListener('input', () => { m.window[key] = input.value; ctx.onChange(); });
+    return input;
+  };
+  on.addEventListener('change', () => { m.window.on = on.checked; ctx.onChange(); });
+  return h('div', { class: 'model-window' },
+    on, h('label', { for: `${id}-window` }, ' Slide windows over long sequences instead of truncating them: '),
+    number('size', 'window size in nucleotides'), ' nt every ', number('stride', 'window stride in nucleotides'), ' nt',
+    h('p', { class: 'model-desc' }, 'Not GENEB\'s protocol (it truncates at the model\'s maximum length), so the '
+      + 'result names it as a deviation: each window is embedded as a sequence of its own, and a sequence\'s '
+      + 'embedding is the mean of its windows\'.'));
+}
+
+/** The spec a run uses for a loaded model: its own, with `?window=SIZE,STRIDE` when windows are on. */
+function runSpec(m) {
+  return m.window.on ? `${m.spec}?window=${m.window.size},${m.window.stride}` : m.spec;
+}
+
+/** The loaded model a run spec names (the part before its `?` options). */
+function loadedFor(spec) {
+  return loaded.get(spec.split('?')[0]);
+}
+
 function renderLoaded() {
   ui.loaded.replaceChildren(...[...loaded.values()].map((m) => {
     const id = `hf-${m.spec.replace(/[^a-z0-9]+/gi, '-')}`;
@@ -161,7 +195,8 @@ function renderLoaded() {
     return h('div', { class: 'choice model-choice', 'data-testid': 'loaded-model' },
       h('input', { type: 'checkbox', name: 'hf-model', value: m.spec, id, 'data-testid': id, checked: true }),
       h('label', { for: id }, h('span', { class: 'model-name' }, m.label), ' ', h('code', {}, m.spec)),
-      h('p', { class: 'model-desc' }, `${m.files.length} files, ${bytesText(size)}, ${m.source}`));
+      h('p', { class: 'model-desc' }, `${m.files.length} files, ${bytesText(size)}, ${m.source}`),
+      windowControls(m, id));
   }));
   ui.embedModel.replaceChildren(...[...loaded.keys()].map((spec) => h('option', { value: spec }, spec)));
   ui.embedTool.hidden = loaded.size === 0;
@@ -181,6 +216,7 @@ async function addModel({ files, ...model }) {
   loaded.set(model.spec, {
     ...model,
     key: `${model.spec} load ${nextLoadKey++}`,
+    window: { on: false, size: 1000, stride: 500 },
     files: files.map((f) => ({ name: f.name, blob: f.blob ?? new Blob([f.bytes]) })),
   });
   try {
@@ -395,7 +431,7 @@ export function setKnownModels(list) {
 /** The loaded models ticked for the next run. */
 export function selectedHubModels() {
   if (!panel) return [];
-  return [...panel.querySelectorAll('input[name=hf-model]:checked')].map((b) => b.value);
+  return [...panel.querySelectorAll('input[name=hf-model]:checked')].map((b) => runSpec(loaded.get(b.value)));
 }
 
 /** For a run request: the files and the load key of each `hf:` spec among `specs`. */
@@ -403,7 +439,7 @@ export function modelFilesFor(specs) {
   const modelFiles = {};
   const modelKeys = {};
   for (const spec of specs) {
-    const model = loaded.get(spec);
+    const model = loadedFor(spec);
     if (model) { modelFiles[spec] = model.files; modelKeys[spec] = model.key; }
   }
   return { modelFiles, modelKeys };

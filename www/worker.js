@@ -266,7 +266,7 @@ async function run({ id, request, forceBackend }) {
     adapter: backend.adapter ?? '',
     category: request.category || null,
     modelFiles: Object.fromEntries(await Promise.all(Object.entries(request.modelFiles ?? {})
-      .filter(([spec]) => !core.holdsModel(request.modelKeys?.[spec] ?? '', backend.kind))
+      .filter(([spec]) => !core.holdsModel(request.modelKeys?.[spec] ?? '', spec, backend.kind))
       .map(async ([spec, files]) => [spec, await readModelFiles(files)]))), // www/models.js
     modelKeys: request.modelKeys ?? {},
     ...(request.split ? { split: request.split } : {}),
@@ -325,7 +325,7 @@ async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend 
   const core = await coreFor(backend.kind);
   // The core may still hold this load of the model (src/web.rs HeldEncoder): then its files are
   // neither read nor sent.
-  const held = modelKey != null && core.holdsModel(modelKey, backend.kind);
+  const held = modelKey != null && core.holdsModel(modelKey, model, backend.kind);
   current = { type: 'embed-error', id, core, kind: backend.kind };
   let r;
   try {
@@ -352,7 +352,7 @@ async function predict({ id, request }) {
   if (!wasm) throw new Error('The WebAssembly module could not be loaded.');
   const backend = await chooseBackend();
   const core = await coreFor(backend.kind);
-  const held = request.modelKey != null && core.holdsModel(request.modelKey, backend.kind);
+  const held = request.modelKey != null && core.holdsModel(request.modelKey, request.model, backend.kind);
   current = { type: 'predict-error', id, core, kind: backend.kind };
   let r;
   try {

@@ -381,7 +381,17 @@ impl Encoder {
         match self {
             #[cfg(feature = "burn")]
             Encoder::Hf(e) => crate::submission::Meta {
-                display: e.card().display.clone(),
+                // A windowed run is another encoder (a deviation): its name says so, so a
+                // profile of both is not two rows of one name.
+                display: match e.window() {
+                    Some(w) => format!(
+                        "{} (windows of {} nt every {})",
+                        e.card().display,
+                        w.size,
+                        w.stride
+                    ),
+                    None => e.card().display.clone(),
+                },
                 params: e.model_parameters(),
                 url: e.card().url.clone(),
                 training_data: e.card().training_data.clone(),

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import {
-  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, dropModel, embedThroughPage, folderFiles, launchBrowser, nativeGeneb, openApp,
+  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, downloadResult, dropModel, embedThroughPage, folderFiles, launchBrowser, nativeGeneb, openApp,
   pkgMounts, profileRows, runWithoutError, startFakeHub, waitLoaded, waitModelError, waitReady, wasmBuilt,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
@@ -92,6 +92,32 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       const counts = Object.entries(JSON.parse(native.stdout).protocol.truncated_sequences);
       assert.equal(Object.fromEntries(counts).smoke_lambda_phage_vs_ecoli, 738);
       assert.deepEqual(cut, counts.map(([task, n]) => `hf:dropped-model: ${n} sequences of ${task} cut at the model's maximum length`));
+      // The windowed mode instead (a deviation, as in the CLI): 90-nt windows every 45 (30 3-mers
+      // and a CLS) fit the 40 tokens, so nothing is cut, and every MCC is the native CLI's for the
+      // same spec. The core still holds the model built without windows under the same load: it
+      // must not reuse it.
+      await byTestId(app.page, 'hf-hf-dropped-model-window').check();
+      await byTestId(app.page, 'hf-hf-dropped-model-window-size').fill('90');
+      await byTestId(app.page, 'hf-hf-dropped-model-window-stride').fill('45');
+      await runWithoutError(app.page);
+      const windowed = 'hf:dropped-model?window=90,45';
+      const rows = (await profileRows(app.page, 'full')).map((row) => row.model);
+      assert.ok(rows.includes('dropped-model (windows of 90 nt every 45)'), `a profile row for ${windowed}: ${rows.join(', ')}`);
+      assert.match(await byTestId(app.page, 'deviations').textContent(), /sliding windows \(90 nt, stride 45\)/);
+      assert.ok(!(await byTestId(app.page, 'truncated').isVisible()), 'no sequence is cut in windows of 90 nt');
+      const pageResult = await downloadResult(app.page);
+      const pageRun = (pageResult.submissions ?? [pageResult]).find((sub) => sub.protocol.encoder.spec === windowed);
+      assert.ok(pageRun, `the download has the windowed run: ${JSON.stringify(Object.keys(pageResult))}`);
+      const nativeWindowed = spawnSync(cli, ['eval', '--model', `hf:${NT_V2}?window=90,45`, '--task', GC_VS_AT, '--task', LAMBDA,
+        '--regimes', 'full', '--no-cache', '--quiet'], { encoding: 'utf8', timeout: 300_000, maxBuffer: 64 << 20 });
+      assert.equal(nativeWindowed.status, 0, nativeWindowed.stderr);
+      const nativeRun = JSON.parse(nativeWindowed.stdout);
+      assert.deepEqual(nativeRun.protocol.truncated_sequences ?? {}, {});
+      for (const task of Object.keys(nativeRun.results.full)) {
+        assert.equal(typeof pageRun.results.full[task]?.MCC, 'number', `${task}: no windowed MCC in the page`);
+        assert.equal(pageRun.results.full[task].MCC, nativeRun.results.full[task].MCC, `${task}: windowed MCC, page vs CLI`);
+      }
+      await byTestId(app.page, 'hf-hf-dropped-model-window').uncheck();
       // A second model, whose load check leaves it the one the worker holds: a run of both
       // must still get every model's files to the core (the held one goes first).
       await byTestId(app.page, 'model-folder').setInputFiles(join(REPO, 'tests', 'fixtures', 'models', 'bert'));

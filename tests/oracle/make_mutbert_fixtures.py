@@ -75,6 +75,21 @@ def write_tokenizer(out):
     return tokenizer
 
 
+def transformers4_defaults(config):
+    """transformers 4's PretrainedConfig defaults the code reads and 5 no longer sets."""
+    for key, value in {"is_decoder": False, "add_cross_attention": False, "chunk_size_feed_forward": 0,
+                       "attn_implementation": "sdpa"}.items():
+        if not hasattr(config, key):
+            setattr(config, key, value)
+    return config
+
+
+def hidden_states(model, ids, mask):
+    """The reference extractor's forward: one-hot inputs (padding zeroed), the last hidden state."""
+    one_hot = F.one_hot(ids, num_classes=len(VOCAB)).to(torch.float32) * mask.unsqueeze(-1)
+    return model.bert(one_hot, attention_mask=mask, return_dict=True).last_hidden_state
+
+
 def write(out, modeling, gena, hidden, layers, heads, inter, seed, texts):
     torch.manual_seed(seed)
     config = modeling.RoPEBertConfig(
@@ -82,11 +97,7 @@ def write(out, modeling, gena, hidden, layers, heads, inter, seed, texts):
         intermediate_size=inter, max_position_embeddings=512, hidden_act="gelu", layer_norm_eps=1e-12,
         pad_token_id=3, type_vocab_size=2, pooler_type="mean", rope_theta=10000.0, rope_scaling=None,
     )
-    # transformers 4's PretrainedConfig defaults the code reads and 5 no longer sets.
-    for key, value in {"is_decoder": False, "add_cross_attention": False, "chunk_size_feed_forward": 0,
-                       "attn_implementation": "sdpa"}.items():
-        if not hasattr(config, key):
-            setattr(config, key, value)
+    transformers4_defaults(config)
     config.architectures = ["RoPEBertForMaskedLM"]
     config.model_type = "bert"
     config.auto_map = {"AutoConfig": "modeling_mutbert.RoPEBertConfig", "AutoModel": "modeling_mutbert.RoPEBertModel",
@@ -110,9 +121,8 @@ def write(out, modeling, gena, hidden, layers, heads, inter, seed, texts):
     with torch.no_grad():
         for text in texts:
             enc = tokenizer([text.upper()], padding=True, truncation=True, return_attention_mask=True, return_tensors="pt")
-            ids, mask = enc["input_ids"], enc["attention_mask"]
-            one_hot = F.one_hot(ids, num_classes=len(tokenizer)).to(torch.float32) * mask.unsqueeze(-1)
-            hidden = model.bert(one_hot, attention_mask=mask, return_dict=True).last_hidden_state
+            mask = enc["attention_mask"]
+            hidden = hidden_states(model, enc["input_ids"], mask)
             m = mask.unsqueeze(-1).to(hidden.dtype)
             pooled += ((hidden * m).sum(1) / m.sum(1).clamp(min=1)).tolist()
     (out / "pipeline.json").write_text(json.dumps({"sequences": texts, "pooled": pooled}) + "\n")
