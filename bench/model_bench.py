@@ -15,7 +15,12 @@
    (needs a checkout in $CADUCEUS_SRC, default target/caduceus-src). HyenaDNA-tiny is the real
    fine-tuned checkpoint `bash scripts/fetch-real-models.sh` unpacks (target/real-models/
    hyenadna-tiny-anticapt-dataset1), run in PyTorch with the package's own modeling code, loaded
-   as tests/oracle/make_hyena_fixtures.py loads it.
+   as tests/oracle/make_hyena_fixtures.py loads it. GENA-LM bert-base-t2t-multi's shape
+   (pre-LayerNorm BERT, hidden 768, 12 layers, vocab 32,000, 512 positions; the t2t tokenizer
+   fixture) and MutBERT's (rotary BERT over one-hot inputs, hidden 768, 12 layers) are built by
+   tests/oracle/make_gena_fixtures.py and make_mutbert_fixtures.py and run in the published
+   code (checkouts in $GENA_SRC and $MUTBERT_SRC, defaults target/gena-src/src and
+   target/mutbert-src/2-pretrain-code, at the commits those scripts name).
 2. Cuts real DNA from the other smoke tables into sequences of 200 and 1,000 nt.
 3. Times, each in its own process (peak RSS from wait4): PyTorch (HF tokenizer + model + masked
    mean, torch.set_num_threads(N)) at batch 1 and 32 after loading and one warm-up call; and
@@ -39,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -71,6 +77,13 @@ MODELS = {
     "hyenadna-tiny": dict(kind="hyena", folder=os.path.join(REAL_MODELS, "hyenadna-tiny-anticapt-dataset1"),
                           max_length=1026),
     "caduceus-ph-1k": dict(kind="caduceus", hidden=256, layers=4, d_state=16, max_length=1024),
+    # GENA-LM bert-base-t2t-multi's shape (pre-LayerNorm BERT) with the t2t tokenizer fixture's
+    # vocabulary, and MutBERT's (rotary BERT on one-hot inputs): tests/oracle's builders, random
+    # weights, the published code (GENA_SRC, MUTBERT_SRC: see those scripts).
+    "gena-lm-t2t-multi": dict(kind="gena", vocab=32000, hidden=768, layers=12, heads=12, inter=3072, positions=512,
+                              max_length=512),
+    # The reference tokenizes MutBERT without a length limit (its tokenizer files set none).
+    "mutbert": dict(kind="mutbert", hidden=768, layers=12, heads=12, inter=3072, max_length=None),
 }
 
 
@@ -218,6 +231,20 @@ def make_checkpoint(name, spec):
         make_caduceus(folder, spec)
         open(done, "w").close()
         return folder
+    if spec["kind"] == "gena":
+        gena = oracle("make_gena_fixtures")
+        model, config = gena.build(gena.gena_code(), spec["vocab"], spec["hidden"], spec["layers"], spec["heads"],
+                                   spec["inter"], spec["positions"], last_layer_norm=False, seed=4)
+        gena.write(Path(folder), model, config, "gena-t2t", spec["max_length"], gena.sequences()[:2])
+        open(done, "w").close()
+        return folder
+    if spec["kind"] == "mutbert":
+        mutbert = oracle("make_mutbert_fixtures")
+        modeling, gena = mutbert.mutbert_code()
+        mutbert.write(Path(folder), modeling, gena, spec["hidden"], spec["layers"], spec["heads"], spec["inter"], seed=6,
+                      texts=gena.sequences()[:2])
+        open(done, "w").close()
+        return folder
     if spec["kind"] == "nt":
         model, config = ref.nt_v2_model(spec["vocab"], spec["hidden"], spec["layers"], spec["heads"],
                                          spec["inter"], spec["positions"])
@@ -248,6 +275,24 @@ def load_torch_model(folder, spec, device):
         model.load_state_dict(load_file(os.path.join(folder, "model.safetensors")), strict=True)
         return lambda ids, mask: model(ids, output_hidden_states=True, return_dict=True).hidden_states[-1]
     state = load_file(os.path.join(folder, "model.safetensors"))
+    if spec["kind"] in ("gena", "mutbert"):
+        if spec["kind"] == "gena":
+            from transformers.models.bert.configuration_bert import BertConfig
+
+            modeling = oracle("make_gena_fixtures").gena_code()
+            model = modeling.BertForMaskedLM(BertConfig.from_pretrained(folder)).eval()
+            forward = lambda ids, mask: model.bert(input_ids=ids, attention_mask=mask).last_hidden_state  # noqa: E731
+        else:
+            mutbert = oracle("make_mutbert_fixtures")
+            modeling, _ = mutbert.mutbert_code()
+            config = mutbert.transformers4_defaults(modeling.RoPEBertConfig.from_pretrained(folder))
+            model = modeling.RoPEBertForMaskedLM(config).eval()
+            forward = lambda ids, mask: mutbert.hidden_states(model, ids, mask)  # noqa: E731
+        # The checkpoints leave out the masked-LM decoder, which is tied to the word embeddings.
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        if unexpected or set(missing) - {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}:
+            sys.exit(f"model_bench: checkpoint/model mismatch: missing {missing}, unexpected {unexpected}")
+        return forward
     if spec["kind"] == "nt":
         model, _ = ref.nt_v2_model(spec["vocab"], spec["hidden"], spec["layers"], spec["heads"], spec["inter"],
                                    spec["positions"])
