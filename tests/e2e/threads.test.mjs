@@ -186,6 +186,8 @@ describe('relaxed SIMD, which the threaded core is built with', () => {
     const seen = new Set();
     for (const flags of [[], ['--experimental-wasm-relaxed-simd']]) {
       const out = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', script], { encoding: 'utf8' });
+      // A Node whose V8 ships relaxed SIMD may no longer know the flag: its plain run says yes.
+      if (flags.length && out.status !== 0 && /bad option/.test(out.stderr)) continue;
       assert.equal(out.status, 0, out.stderr);
       const { probe, threaded, oneThread } = JSON.parse(out.stdout);
       assert.equal(probe, threaded, `node ${flags.join(' ')}: the probe says ${probe}, the threaded core compiles: ${threaded}`);
