@@ -1,6 +1,6 @@
 // Whether this browser runs WebAssembly relaxed SIMD, which the threaded core is built with
 // (scripts/build-wasm.sh): its linear layers multiply with f32x4.relaxed_madd, the CPU's fused
-// multiply-add, 1.5x the speed of a multiply and an add (src/encoder/layers/packed_matmul.rs).
+// multiply-add: 1.2x a multiply and an add, 1.4-1.6x burn-flex's gemm (src/encoder/layers/packed_matmul.rs).
 // Chrome and Edge 114+ and Firefox 146+ have it; Safari does not yet, and runs the one-thread core.
 
 /** The smallest module that uses f32x4.relaxed_madd: () -> v128, splat(1) * splat(1) + splat(1). */
