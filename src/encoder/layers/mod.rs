@@ -38,8 +38,8 @@ pub enum Linear {
         weight_t: Tensor<2>,
         bias: Option<Tensor<1>>,
     },
-    /// The page's CPU backend: W packed for `packed_matmul`, 1.2–1.6× Burn's matmul there (see
-    /// that module). The only copy of the weights, so memory is unchanged.
+    /// The page's CPU backend: W packed for `packed_matmul`, 1.1–1.6× Burn's matmul there (see
+    /// that module). The packed copy is the only copy of the weights.
     #[cfg(target_arch = "wasm32")]
     Packed(std::sync::Arc<packed_matmul::PackedLinear>),
 }
