@@ -4,8 +4,13 @@
 // into "Choose a folder", that model alone ticked, full + 10-shot + 1-shot, "Run the offline
 // suite", the wasm CPU backend on the threaded core when the page is cross-origin isolated), then
 // `geneb eval` natively on the same folder, tasks and regimes with --no-cache. Prints both wall
-// times and their ratio, and checks that the two profiles agree (the same MCC per task and regime
-// to 1e-6: a fast wrong run cannot pass).
+// times and their ratio, and checks that the two profiles agree as far as the protocol lets them:
+// the page's embeddings differ from native ones in the last bits (other kernels, other rounding),
+// and lbfgs stopping at GENEB's tol = 1e-4 is not continuous in its input. Measured with
+// scikit-learn itself (bench/README.md, "Page and CLI MCCs"): native embeddings moved by one f32
+// ulp changed 10 of this suite's 198 fits, by up to 1.9e-2 MCC. So a fit may differ by up to
+// MAX_FIT_DELTA and at most MAX_CHANGED_SHARE of the fits may differ at all; a wrong page (a
+// pooling, a layer, a tokenizer off) moves most fits and cannot pass.
 //
 //   node bench/suite_bench.mjs [--model DIR] [--geneb PATH] [--threads N] [--timeout S]
 //
@@ -24,6 +29,8 @@ import {
 import { startServer } from '../scripts/serve.mjs';
 
 const REGIMES = ['full', '10shot', '1shot'];
+const MAX_FIT_DELTA = 0.05;
+const MAX_CHANGED_SHARE = 0.25;
 
 function parseArgs(argv) {
   const args = {
@@ -120,13 +127,19 @@ console.log(`native: ${native.seconds.toFixed(1)} s (${(native.seconds / 60).toF
 console.log(`page / native wall time: ${(page.seconds / native.seconds).toFixed(2)}×`);
 
 const [p, n] = [mccs(page.submission), mccs(native.submission)];
-let worst = 0;
+let [worst, fits, changed] = [0, 0, []];
 for (const [key, values] of Object.entries(n)) {
   if (!p[key] || p[key].length !== values.length) throw new Error(`${key}: the page has no matching result`);
-  values.forEach((v, i) => { worst = Math.max(worst, Math.abs(v - p[key][i])); });
+  values.forEach((v, i) => {
+    const delta = Math.abs(v - p[key][i]);
+    fits += 1;
+    worst = Math.max(worst, delta);
+    if (delta > 0) changed.push(`${key}${values.length > 1 ? ` seed ${i + 1}` : ''} ${delta.toExponential(1)}`);
+  });
 }
-console.log(`${Object.keys(n).length} task × regime results; max |ΔMCC| page vs native ${worst.toExponential(1)}`);
-if (worst > 1e-6) {
-  console.error('the page and the native CLI disagree: the timing does not count');
+console.log(`${Object.keys(n).length} task × regime results, ${fits} fits; ${changed.length} differ page vs native, `
+  + `max |ΔMCC| ${worst.toExponential(1)}${changed.length ? `: ${changed.join(', ')}` : ''}`);
+if (worst > MAX_FIT_DELTA || changed.length > MAX_CHANGED_SHARE * fits) {
+  console.error('the page and the native CLI disagree beyond the probe\'s own sensitivity: the timing does not count');
   process.exit(1);
 }
