@@ -20,7 +20,11 @@
    fixture) and MutBERT's (rotary BERT over one-hot inputs, hidden 768, 12 layers) are built by
    tests/oracle/make_gena_fixtures.py and make_mutbert_fixtures.py and run in the published
    code (checkouts in $GENA_SRC and $MUTBERT_SRC, defaults target/gena-src/src and
-   target/mutbert-src/2-pretrain-code, at the commits those scripts name).
+   target/mutbert-src/2-pretrain-code, at the commits those scripts name). Genomics-FM's
+   (MosaicBERT with a learned position table, hidden 768, 12 layers, 7,268 embedding rows, 512
+   positions; DNABERT-2's 4096-token BPE layout) by make_genomics_fm_fixtures.py, run in its
+   published bert_layers.py ($GENOMICS_FM_SRC, default target/genomics-fm-src/genomics_fm) and
+   pooled by [CLS], as its extractor pools; every other model by the masked mean.
 2. Cuts real DNA from the other smoke tables into sequences of 200 and 1,000 nt.
 3. Times, each in its own process (peak RSS from wait4): PyTorch (HF tokenizer + model + masked
    mean, torch.set_num_threads(N)) at batch 1 and 32 after loading and one warm-up call; and
@@ -84,6 +88,11 @@ MODELS = {
                               max_length=512),
     # The reference tokenizes MutBERT without a length limit (its tokenizer files set none).
     "mutbert": dict(kind="mutbert", hidden=768, layers=12, heads=12, inter=3072, max_length=None),
+    # Genomics-FM's shape (make_genomics_fm_fixtures.py: 7,268 embedding rows give its published
+    # 119,906,660 parameters) with DNABERT-2's 4096-token BPE, as its tokenizer has; pooled by
+    # [CLS] as its extractor pools.
+    "genomics-fm": dict(kind="genomics-fm", vocab=4096, embedding_rows=7268, hidden=768, layers=12, heads=12,
+                        inter=3072, positions=512, max_length=512),
 }
 
 
@@ -245,6 +254,14 @@ def make_checkpoint(name, spec):
                       texts=gena.sequences()[:2])
         open(done, "w").close()
         return folder
+    if spec["kind"] == "genomics-fm":
+        genomics_fm = oracle("make_genomics_fm_fixtures")
+        model, config = genomics_fm.build(*genomics_fm.genomics_fm_code(), spec["embedding_rows"], spec["hidden"],
+                                          spec["layers"], spec["heads"], spec["inter"], spec["positions"], seed=7)
+        genomics_fm.save(Path(folder), model, config)
+        dnabert2_tokenizer(folder, spec)
+        open(done, "w").close()
+        return folder
     if spec["kind"] == "nt":
         model, config = ref.nt_v2_model(spec["vocab"], spec["hidden"], spec["layers"], spec["heads"],
                                          spec["inter"], spec["positions"])
@@ -275,8 +292,13 @@ def load_torch_model(folder, spec, device):
         model.load_state_dict(load_file(os.path.join(folder, "model.safetensors")), strict=True)
         return lambda ids, mask: model(ids, output_hidden_states=True, return_dict=True).hidden_states[-1]
     state = load_file(os.path.join(folder, "model.safetensors"))
-    if spec["kind"] in ("gena", "mutbert"):
-        if spec["kind"] == "gena":
+    if spec["kind"] in ("gena", "mutbert", "genomics-fm"):
+        if spec["kind"] == "genomics-fm":
+            BertConfig, BertForMaskedLM = oracle("make_genomics_fm_fixtures").genomics_fm_code()
+            model = BertForMaskedLM(BertConfig.from_pretrained(folder)).eval()
+            # MosaicBERT's BertModel returns (sequence_output, pooled_output).
+            forward = lambda ids, mask: model.bert(input_ids=ids, attention_mask=mask)[0]  # noqa: E731
+        elif spec["kind"] == "gena":
             from transformers.models.bert.configuration_bert import BertConfig
 
             modeling = oracle("make_gena_fixtures").gena_code()
@@ -353,7 +375,8 @@ def torch_child(job):
             enc = {"input_ids": enc["input_ids"], "attention_mask": torch.ones_like(enc["input_ids"])}
         enc = {k: v.to(device) for k, v in enc.items()}
         hidden = forward(enc["input_ids"], enc["attention_mask"])
-        return ref.masked_mean(hidden, enc["attention_mask"]), int(enc["attention_mask"].sum())
+        pooled = hidden[:, 0] if spec["kind"] == "genomics-fm" else ref.masked_mean(hidden, enc["attention_mask"])
+        return pooled, int(enc["attention_mask"].sum())
 
     batch = job["batch"]
     with torch.inference_mode():

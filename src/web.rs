@@ -138,7 +138,8 @@ pub fn version() -> String {
     crate::VERSION.to_string()
 }
 
-/// `{builtin: [{spec, name, description, needsBackend}], known: [{hubId, display, leaderboard,
+/// `{builtin: [{spec, name, description, needsBackend}], known: [{hubId (null off the hub),
+/// weights (where those are), display, leaderboard,
 /// parameters, context, contextUnit, tokenizer, architecture, supported, checked: {kind,
 /// description}, published}]}`.
 #[wasm_bindgen]

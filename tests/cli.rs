@@ -740,6 +740,26 @@ fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profile
     );
     let categories = nt["published"]["categoryMcc"].as_object().expect("profile");
     assert_eq!(categories.len(), 13);
+    // Weights published off the hub: listed with where they are, loaded from a folder.
+    let genomics_fm = known
+        .iter()
+        .find(|m| m["display"] == "Genomics-FM")
+        .expect("Genomics-FM is known");
+    assert!(genomics_fm["hubId"].is_null());
+    assert!(
+        genomics_fm["weights"]
+            .as_str()
+            .unwrap()
+            .contains("Genomics-FM")
+    );
+    assert_eq!(genomics_fm["supported"], true);
+    assert_eq!(
+        genomics_fm["published"]["categoryMcc"]
+            .as_object()
+            .unwrap()
+            .len(),
+        13
+    );
     let hyena_tiny = known
         .iter()
         .find(|m| m["hubId"] == "LongSafari/hyenadna-tiny-1k-seqlen-hf")

@@ -204,6 +204,7 @@ fn model_folders_embed_like_the_reference_extractors() {
         "gena/t2t-multi",
         "gena/lastln",
         "mutbert",
+        "genomics_fm",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -211,13 +212,44 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("plantcaduceus", BackendKind::Wgpu);
     pipeline("gena/lastln", BackendKind::Wgpu);
     pipeline("mutbert", BackendKind::Wgpu);
+    pipeline("genomics_fm", BackendKind::Wgpu);
+}
+
+/// Genomics-FM is told from DNABERT-2 by its checkpoint alone (a position table beside the fused
+/// `Wqkv`), and pooled by [CLS] as its extractor pools: the masked mean or ALiBi would miss the
+/// fixture's pooled outputs above.
+#[test]
+fn genomics_fm_is_recognised_by_its_position_table_and_pooled_by_cls() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
+    let described = |name: &str| {
+        let spec = format!("hf:{}", dir.join(name).display());
+        pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu))
+            .unwrap()
+            .describe()
+    };
+    let genomics_fm = described("genomics_fm");
+    assert_eq!(genomics_fm.pooling, arch::Pooling::ClsToken.describe());
+    assert!(
+        genomics_fm
+            .architecture
+            .as_deref()
+            .unwrap()
+            .starts_with("Genomics-FM"),
+        "{:?}",
+        genomics_fm.architecture
+    );
+    let dnabert2 = described("dnabert2");
+    assert_eq!(dnabert2.pooling, arch::Pooling::MaskedMean.describe());
+    let bert = arch::list().into_iter().find(|a| a.name == "bert").unwrap();
+    assert!(bert.poolings.contains(&arch::Pooling::ClsToken));
 }
 
 /// Random checkpoints of the real models' shapes (SpliceBERT-1024nt, PlantCaduceus_l32,
-/// GENA-LM bert-base-t2t-multi, MutBERT), too large to commit: `python3
+/// GENA-LM bert-base-t2t-multi, MutBERT, Genomics-FM), too large to commit: `python3
 /// tests/oracle/make_transformer_fixtures.py --same-shape DIR`, `make_plantcaduceus_fixtures.py
-/// --same-shape DIR/plantcaduceus`, `make_gena_fixtures.py --same-shape DIR` and
-/// `make_mutbert_fixtures.py --same-shape DIR` write them, then
+/// --same-shape DIR/plantcaduceus`, `make_gena_fixtures.py --same-shape DIR`,
+/// `make_mutbert_fixtures.py --same-shape DIR` and `make_genomics_fm_fixtures.py --same-shape
+/// DIR` write them, then
 /// `GENEB_SAME_SHAPE=DIR cargo test --test hf_models -- --ignored`.
 #[test]
 #[ignore = "needs the same-shape checkpoints the oracle scripts write (hundreds of MB)"]
@@ -225,7 +257,13 @@ fn same_shape_checkpoints_embed_like_the_published_code() {
     let root = PathBuf::from(
         std::env::var_os("GENEB_SAME_SHAPE").expect("GENEB_SAME_SHAPE names the folder"),
     );
-    for name in ["splicebert", "plantcaduceus", "gena", "mutbert"] {
+    for name in [
+        "splicebert",
+        "plantcaduceus",
+        "gena",
+        "mutbert",
+        "genomics-fm",
+    ] {
         pipeline_in(&root.join(name), BackendKind::Cpu);
     }
 }

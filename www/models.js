@@ -134,11 +134,13 @@ function knownTable() {
     h('th', { scope: 'col' }, 'GENEB macro MCC'),
     categories.map((c) => h('th', { scope: 'col', class: 'cat' }, c)));
   const rows = known.map((m) => {
-    const useButton = m.supported
+    // Weights published off the hub (m.weights says where) are loaded as a folder.
+    const useButton = m.supported && m.hubId
       ? h('button', { type: 'button', class: 'linkish', 'data-hub-id': m.hubId }, 'load')
       : null;
+    const source = m.hubId ? h('code', {}, m.hubId) : h('span', {}, `not on the hub: ${m.weights}; choose its folder`);
     return h('tr', { 'data-testid': 'known-model' },
-      h('th', { scope: 'row' }, h('span', { class: 'model-name' }, m.display), h('br'), h('code', {}, m.hubId)),
+      h('th', { scope: 'row' }, h('span', { class: 'model-name' }, m.display), h('br'), source),
       h('td', { class: 'num' }, m.parameters ? `${(m.parameters / 1e6).toFixed(m.parameters < 1e7 ? 2 : 0)} M` : '—'),
       h('td', { class: 'num' }, `${Number(m.context).toLocaleString('en')} ${m.contextUnit === 'tokens' ? 'tokens' : 'nt'}`),
       h('td', {}, m.tokenizer),

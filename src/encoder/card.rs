@@ -69,7 +69,7 @@ impl ModelCard {
                 .map(|id| {
                     format!(
                         "https://huggingface.co/{}",
-                        known.map_or(&*id, |k| k.hub_id)
+                        known.and_then(|k| k.hub_id).unwrap_or(&id)
                     )
                 })
                 .unwrap_or_default(),

@@ -9,7 +9,7 @@
 //! records it in the protocol block.
 
 use super::BackendKind;
-use super::arch::{self, Arch, ArchSpec};
+use super::arch::{self, Arch, Pooling};
 use super::backend::Compute;
 use super::card::ModelCard;
 use super::layers::MAX_BUFFER_FLOATS;
@@ -61,7 +61,6 @@ pub struct HfModel {
     /// SHA-256 of the model's files (config, tokenizer, weights): its identity for caches.
     fingerprint: String,
     window: Option<Window>,
-    arch_spec: &'static ArchSpec,
     architecture: Box<dyn Arch>,
     tokenizer: Tokenizer,
     compute: Compute,
@@ -116,7 +115,6 @@ impl HfModel {
             spec,
             fingerprint,
             window,
-            arch_spec,
             architecture,
             tokenizer,
             compute,
@@ -165,7 +163,7 @@ impl HfModel {
     }
 
     pub fn pooling(&self) -> arch::Pooling {
-        self.arch_spec.pooling
+        self.architecture.pooling()
     }
 
     pub fn describe_architecture(&self) -> String {
@@ -306,7 +304,7 @@ impl HfModel {
         Ok(out)
     }
 
-    /// One forward pass and the masked mean: [rows, dim], not yet read back.
+    /// One forward pass, pooled as the reference extractor pools: [rows, dim], not yet read back.
     fn forward_pooled(&self, batch: &[&[u32]]) -> Tensor<2> {
         let rows = batch.len();
         let width = batch.iter().map(|t| t.len()).max().unwrap_or(0).max(1);
@@ -325,18 +323,23 @@ impl HfModel {
         let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [rows, width]), device);
         let mask = Tensor::<2>::from_data(TensorData::new(mask, [rows, width]), device);
         let hidden = self.architecture.forward(ids, mask.clone());
-        // The mean is taken in f32 whatever the model ran in: an f16 sum over a thousand
-        // tokens loses digits and can overflow. (A no-op on an f32 device.)
+        // Pooled in f32 whatever the model ran in: an f16 sum over a thousand tokens loses
+        // digits and can overflow. (A no-op on an f32 device.)
         let hidden = hidden.cast(FloatDType::F32);
-        let mask = mask.cast(FloatDType::F32);
-        let inverse_count = Tensor::<2>::from_data(
-            TensorData::new(inverse_count, [rows, 1]),
-            (device, DType::F32),
-        );
-        (hidden * mask.unsqueeze_dim::<3>(2))
-            .sum_dim(1)
-            .reshape([rows, self.dim()])
-            * inverse_count
+        match self.architecture.pooling() {
+            Pooling::ClsToken => hidden.narrow(1, 0, 1).reshape([rows, self.dim()]),
+            Pooling::MaskedMean => {
+                let mask = mask.cast(FloatDType::F32);
+                let inverse_count = Tensor::<2>::from_data(
+                    TensorData::new(inverse_count, [rows, 1]),
+                    (device, DType::F32),
+                );
+                (hidden * mask.unsqueeze_dim::<3>(2))
+                    .sum_dim(1)
+                    .reshape([rows, self.dim()])
+                    * inverse_count
+            }
+        }
     }
 }
 

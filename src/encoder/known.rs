@@ -17,9 +17,13 @@ pub enum ContextUnit {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct KnownModel {
-    /// `owner/name` on the Hugging Face hub; load it as `hf:owner/name[@rev]`.
+    /// `owner/name` on the Hugging Face hub; load it as `hf:owner/name[@rev]`. None for weights
+    /// published elsewhere (`weights`): those are loaded from a local folder.
     #[serde(rename = "hubId")]
-    pub hub_id: &'static str,
+    pub hub_id: Option<&'static str>,
+    /// Where weights that are not on the hub are published.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<&'static str>,
     pub display: &'static str,
     /// The row of the published GENEB leaderboard for these weights, if any.
     pub leaderboard: Option<&'static str>,
@@ -88,9 +92,10 @@ const DNABERT2: &str = "DNABERT-2 (BERT, ALiBi, GLU)";
 const HYENA: &str = "HyenaDNA";
 const GENA: &str = "GENA-LM (BERT, pre-layer-norm)";
 
-static KNOWN: [KnownModel; 19] = [
+static KNOWN: [KnownModel; 20] = [
     KnownModel {
-        hub_id: "InstaDeepAI/nucleotide-transformer-v2-50m-multi-species",
+        hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
+        weights: None,
         display: "NT-v2 50M multi-species",
         leaderboard: Some("nucleotide-transformer-v2-50m-multi-species"),
         parameters: Some(50_000_000),
@@ -102,7 +107,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
-        hub_id: "InstaDeepAI/nucleotide-transformer-v2-50m-3mer-multi-species",
+        hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-3mer-multi-species"),
+        weights: None,
         display: "NT-v2 50M 3-mer multi-species",
         leaderboard: Some("nucleotide-transformer-v2-50m-3mer-multi-species"),
         parameters: Some(50_000_000),
@@ -114,7 +120,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsTiny,
     },
     KnownModel {
-        hub_id: "InstaDeepAI/nucleotide-transformer-v2-100m-multi-species",
+        hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-100m-multi-species"),
+        weights: None,
         display: "NT-v2 100M multi-species",
         leaderboard: Some("nucleotide-transformer-v2-100m-multi-species"),
         parameters: Some(100_000_000),
@@ -126,7 +133,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsTiny,
     },
     KnownModel {
-        hub_id: "InstaDeepAI/nucleotide-transformer-v2-250m-multi-species",
+        hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-250m-multi-species"),
+        weights: None,
         display: "NT-v2 250M multi-species",
         leaderboard: Some("nucleotide-transformer-v2-250m-multi-species"),
         parameters: Some(250_000_000),
@@ -138,7 +146,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsTiny,
     },
     KnownModel {
-        hub_id: "zhihan1996/DNABERT-2-117M",
+        hub_id: Some("zhihan1996/DNABERT-2-117M"),
+        weights: None,
         display: "DNABERT-2 117M",
         // The GENEB authors ran these weights with flash attention off; the numbers are the same model's.
         leaderboard: Some("dnabert2-no-flashattention"),
@@ -151,7 +160,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
-        hub_id: "zhihan1996/DNABERT-S",
+        hub_id: Some("zhihan1996/DNABERT-S"),
+        weights: None,
         display: "DNABERT-S",
         leaderboard: Some("DNABERT-S"),
         parameters: Some(117_070_082),
@@ -163,7 +173,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsTiny,
     },
     KnownModel {
-        hub_id: "PoetschLab/GROVER",
+        hub_id: Some("PoetschLab/GROVER"),
+        weights: None,
         display: "GROVER",
         leaderboard: Some("GROVER"),
         parameters: Some(87_101_793),
@@ -175,7 +186,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsTiny,
     },
     KnownModel {
-        hub_id: "LongSafari/hyenadna-tiny-1k-seqlen-hf",
+        hub_id: Some("LongSafari/hyenadna-tiny-1k-seqlen-hf"),
+        weights: None,
         display: "HyenaDNA tiny 1k",
         leaderboard: None,
         parameters: None,
@@ -188,7 +200,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RealWeights,
     },
     KnownModel {
-        hub_id: "LongSafari/hyenadna-medium-160k-seqlen-hf",
+        hub_id: Some("LongSafari/hyenadna-medium-160k-seqlen-hf"),
+        weights: None,
         display: "HyenaDNA medium 160k",
         leaderboard: Some("hyenadna-medium-160k-seqlen-hf"),
         parameters: Some(14_200_000),
@@ -200,7 +213,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsTiny,
     },
     KnownModel {
-        hub_id: "LongSafari/hyenadna-large-1m-seqlen-hf",
+        hub_id: Some("LongSafari/hyenadna-large-1m-seqlen-hf"),
+        weights: None,
         display: "HyenaDNA large 1M",
         leaderboard: Some("hyenadna-large-1m-seqlen-hf"),
         parameters: Some(54_600_000),
@@ -212,7 +226,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsTiny,
     },
     KnownModel {
-        hub_id: "kuleshov-group/caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3",
+        hub_id: Some("kuleshov-group/caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3"),
+        weights: None,
         display: "Caduceus-PH 1k d256",
         leaderboard: Some("caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3"),
         parameters: Some(1_930_000),
@@ -224,7 +239,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
-        hub_id: "kuleshov-group/caduceus-ps_seqlen-131k_d_model-256_n_layer-16",
+        hub_id: Some("kuleshov-group/caduceus-ps_seqlen-131k_d_model-256_n_layer-16"),
+        weights: None,
         display: "Caduceus-PS 131k d256",
         leaderboard: Some("caduceus-ps_seqlen-131k_d_model-256_n_layer-16"),
         parameters: Some(8_000_000),
@@ -237,7 +253,8 @@ static KNOWN: [KnownModel; 19] = [
     },
     KnownModel {
         // The official weights are on Zenodo (10.5281/zenodo.7995778); this is their HF copy.
-        hub_id: "Taykhoom/SpliceBERT-1024nt",
+        hub_id: Some("Taykhoom/SpliceBERT-1024nt"),
+        weights: None,
         display: "SpliceBERT 1024nt",
         // A self-reported row: GENEB publishes no extractor for it; geneb pools as the
         // reference's BERT extractors do.
@@ -252,7 +269,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
-        hub_id: "kuleshov-group/PlantCaduceus_l32",
+        hub_id: Some("kuleshov-group/PlantCaduceus_l32"),
+        weights: None,
         display: "PlantCaduceus l32",
         leaderboard: Some("PlantCaduceus_l32"),
         parameters: Some(225_000_000),
@@ -264,7 +282,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
-        hub_id: "JadenLong/MutBERT",
+        hub_id: Some("JadenLong/MutBERT"),
+        weights: None,
         display: "MutBERT",
         leaderboard: Some("MutBERT"),
         parameters: Some(86_000_000),
@@ -278,7 +297,23 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
-        hub_id: "AIRI-Institute/gena-lm-bert-base",
+        hub_id: None,
+        weights: Some(
+            "https://github.com/terry-r123/Genomics-FM (Google Drive link in its README)",
+        ),
+        display: "Genomics-FM",
+        leaderboard: Some("genomics-fm"),
+        parameters: Some(120_000_000),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE, DNABERT-2's layout (tokenizer.json)",
+        architecture: "Genomics-FM (MosaicBERT, learned positions, [CLS] pooling)",
+        supported: true,
+        checked: Check::RandomWeightsTiny,
+    },
+    KnownModel {
+        hub_id: Some("AIRI-Institute/gena-lm-bert-base"),
+        weights: None,
         display: "GENA-LM BERT base",
         leaderboard: Some("gena-lm-bert-base"),
         parameters: Some(110_000_000),
@@ -290,7 +325,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsTiny,
     },
     KnownModel {
-        hub_id: "AIRI-Institute/gena-lm-bert-base-t2t-multi",
+        hub_id: Some("AIRI-Institute/gena-lm-bert-base-t2t-multi"),
+        weights: None,
         display: "GENA-LM BERT base T2T multi",
         leaderboard: Some("gena-lm-bert-base-t2t-multi"),
         parameters: Some(110_000_000),
@@ -302,7 +338,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
-        hub_id: "AIRI-Institute/gena-lm-bert-large-t2t",
+        hub_id: Some("AIRI-Institute/gena-lm-bert-large-t2t"),
+        weights: None,
         display: "GENA-LM BERT large T2T",
         leaderboard: Some("gena-lm-bert-large-t2t"),
         parameters: Some(336_000_000),
@@ -314,7 +351,8 @@ static KNOWN: [KnownModel; 19] = [
         checked: Check::RandomWeightsTiny,
     },
     KnownModel {
-        hub_id: "InstaDeepAI/agro-nucleotide-transformer-1b",
+        hub_id: Some("InstaDeepAI/agro-nucleotide-transformer-1b"),
+        weights: None,
         display: "AgroNT 1B",
         leaderboard: Some("agro-nucleotide-transformer-1b"),
         parameters: Some(1_000_000_000),
@@ -369,7 +407,9 @@ pub fn known_models() -> &'static [KnownModel] {
 /// on the hub).
 pub fn find(hub_id: &str) -> Option<&'static KnownModel> {
     let id = hub_id.split('@').next().unwrap_or(hub_id);
-    KNOWN.iter().find(|m| m.hub_id.eq_ignore_ascii_case(id))
+    KNOWN
+        .iter()
+        .find(|m| m.hub_id.is_some_and(|known| known.eq_ignore_ascii_case(id)))
 }
 
 #[cfg(test)]
@@ -387,8 +427,8 @@ mod tests {
                 let row = rows
                     .iter()
                     .find(|r| r.model == key)
-                    .unwrap_or_else(|| panic!("{}: no '{key}' row in {regime:?}", model.hub_id));
-                assert_eq!(Some(row.params), model.parameters, "{}", model.hub_id);
+                    .unwrap_or_else(|| panic!("{}: no '{key}' row in {regime:?}", model.display));
+                assert_eq!(Some(row.params), model.parameters, "{}", model.display);
             }
         }
     }
@@ -397,18 +437,21 @@ mod tests {
     fn hub_ids_are_unique_owner_slash_name_and_found_with_a_revision() {
         let mut seen = std::collections::BTreeSet::new();
         for model in known_models() {
-            let parts: Vec<&str> = model.hub_id.split('/').collect();
+            let Some(hub_id) = model.hub_id else {
+                assert!(
+                    model.weights.is_some(),
+                    "{}: neither hub id nor weights",
+                    model.display
+                );
+                continue;
+            };
+            let parts: Vec<&str> = hub_id.split('/').collect();
             assert!(
                 parts.len() == 2 && parts.iter().all(|p| !p.is_empty()),
-                "{}",
-                model.hub_id
+                "{hub_id}"
             );
-            assert!(
-                seen.insert(model.hub_id.to_ascii_lowercase()),
-                "{} twice",
-                model.hub_id
-            );
-            let with_rev = format!("{}@main", model.hub_id.to_ascii_uppercase());
+            assert!(seen.insert(hub_id.to_ascii_lowercase()), "{hub_id} twice");
+            let with_rev = format!("{}@main", hub_id.to_ascii_uppercase());
             assert_eq!(find(&with_rev).map(|m| m.hub_id), Some(model.hub_id));
         }
         assert!(find("someone/unknown-model").is_none());
@@ -421,7 +464,7 @@ mod tests {
                 model.supported,
                 model.checked != Check::NotChecked,
                 "{}: {:?}",
-                model.hub_id,
+                model.display,
                 model.checked
             );
         }
@@ -438,10 +481,10 @@ mod tests {
         for entry in with_published_profiles().unwrap() {
             match (entry.model.leaderboard, &entry.published) {
                 (Some(_), Some(p)) => {
-                    assert_eq!(p.category_mcc.len(), 13, "{}", entry.model.hub_id)
+                    assert_eq!(p.category_mcc.len(), 13, "{}", entry.model.display)
                 }
                 (None, None) => {}
-                other => panic!("{}: {other:?}", entry.model.hub_id),
+                other => panic!("{}: {other:?}", entry.model.display),
             }
         }
     }

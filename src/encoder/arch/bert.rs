@@ -6,12 +6,15 @@
 //! one with rotary positions on queries and keys instead of a position table (its
 //! modeling_mutbert.py `RoPEBertModel`, recognised by `rope_theta`); and DNABERT-2,
 //! MosaicBERT-style: no position embeddings but ALiBi attention biases, a fused `Wqkv`
-//! projection and a gated-linear-unit FFN. The variant is read from config.json
-//! (`pre_layer_norm`) and the checkpoint (a fused `Wqkv` tensor), so one loader serves every
-//! repo of the family.
+//! projection and a gated-linear-unit FFN; and Genomics-FM, DNABERT-2's MosaicBERT code with a
+//! learned position table added (its bert_layers.py adds the table unless `use_alibi` is passed,
+//! and GENEB's extractor passes none, so the table it is and no ALiBi). The variant is read
+//! from config.json (`pre_layer_norm`) and the checkpoint (a fused `Wqkv` tensor; with it, a
+//! position table), so one loader serves every repo of the family.
 //!
 //! GENEB's reference extractors pool the final hidden layer with a mean over the attention mask
-//! (special tokens included); the pooling itself lives in `hf.rs`.
+//! (special tokens included), except Genomics-FM's, which takes the [CLS] token's state
+//! (`sequence_output[:, 0]`); the pooling itself lives in `hf.rs`.
 
 use super::{
     Arch, ArchSpec, MAX_CONFIG_SIZE, Pooling, check_layers, epsilon, optional_size, parse_config,
@@ -37,6 +40,9 @@ enum Positions {
     Learned(Tensor<2>),
     /// DNABERT-2: attention biases instead of a table.
     Alibi(Alibi),
+    /// Genomics-FM: a fused-`Wqkv` checkpoint that also holds a table
+    /// [max_position_embeddings, hidden].
+    LearnedMosaic(Tensor<2>),
     /// MutBERT: queries and keys rotated (`rotate_half` over each head).
     Rotary(Rotary),
 }
@@ -94,10 +100,10 @@ pub struct Bert {
 pub const SPEC: ArchSpec = ArchSpec {
     name: "bert",
     family: "BERT",
-    serves: "DNABERT, DNABERT-2, GROVER, SpliceBERT, GENA-LM, MutBERT",
+    serves: "DNABERT, DNABERT-2, GROVER, SpliceBERT, GENA-LM, MutBERT, Genomics-FM",
     matches,
     tokenizer: TokenizerChoice::Files,
-    pooling: Pooling::MaskedMean,
+    poolings: &[Pooling::MaskedMean, Pooling::ClsToken],
     load: |config, ckpt, compute| Ok(Box::new(Bert::load(config, ckpt, &compute.device)?)),
 };
 
@@ -204,7 +210,21 @@ impl Bert {
         )?;
         // Every GENEB input is a single segment: token type 0 for all tokens.
         let token_type = upload(token_types[..hidden].to_vec(), [hidden], device);
-        let (positions, max_tokens) = if fused {
+        let position_table = p("embeddings.position_embeddings.weight");
+        let learned_table = |ckpt: &mut Checkpoint| -> Result<(Tensor<2>, usize)> {
+            let max_positions = c.max_position_embeddings.ok_or_else(|| {
+                config_error("'max_position_embeddings' is missing (learned positions need it)")
+            })?;
+            let table = ckpt.take(&position_table, &[max_positions, hidden])?;
+            Ok((
+                upload(table, [max_positions, hidden], device),
+                max_positions,
+            ))
+        };
+        let (positions, max_tokens) = if fused && ckpt.contains(&position_table) {
+            let (table, max_positions) = learned_table(ckpt)?;
+            (Positions::LearnedMosaic(table), max_positions)
+        } else if fused {
             // ALiBi extrapolates; the tokenizer's model_max_length bounds the input instead.
             (Positions::Alibi(Alibi::new(heads)), usize::MAX)
         } else if let Some(theta) = c.rope_theta {
@@ -229,17 +249,8 @@ impl Bert {
             let unbounded = MAX_CONFIG_SIZE as usize;
             (Positions::Rotary(Rotary::new(inv_freq)), unbounded)
         } else {
-            let max_positions = c.max_position_embeddings.ok_or_else(|| {
-                config_error("'max_position_embeddings' is missing (learned positions need it)")
-            })?;
-            let table = ckpt.take(
-                &p("embeddings.position_embeddings.weight"),
-                &[max_positions, hidden],
-            )?;
-            (
-                Positions::Learned(upload(table, [max_positions, hidden], device)),
-                max_positions,
-            )
+            let (table, max_positions) = learned_table(ckpt)?;
+            (Positions::Learned(table), max_positions)
         };
         // Buffers that hold no weights: position/token-type id ranges.
         ckpt.skip(&p("embeddings.position_ids"));
@@ -395,7 +406,7 @@ impl Arch for Bert {
         let mut bias = padding_bias(attention_mask);
         let mut rotary = None;
         match &self.positions {
-            Positions::Learned(table) => {
+            Positions::Learned(table) | Positions::LearnedMosaic(table) => {
                 x = x + table
                     .clone()
                     .narrow(0, 0, tokens)
@@ -472,9 +483,19 @@ impl Arch for Bert {
         }
     }
 
+    fn pooling(&self) -> Pooling {
+        match self.positions {
+            Positions::LearnedMosaic(_) => Pooling::ClsToken,
+            _ => Pooling::MaskedMean,
+        }
+    }
+
     fn family(&self) -> &'static str {
         match self.positions {
             Positions::Alibi(_) => "DNABERT-2 (BERT with ALiBi and GLU)",
+            Positions::LearnedMosaic(_) => {
+                "Genomics-FM (MosaicBERT with GLU and learned positions, pooled by [CLS])"
+            }
             Positions::Learned(_) if self.pre_norm => "GENA-LM (BERT, pre-layer-norm)",
             Positions::Rotary(_) => "MutBERT (BERT with rotary positions)",
             Positions::Learned(_) => SPEC.family,

@@ -61,7 +61,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     serves: "kuleshov-group/caduceus-ph_*, caduceus-ps_*, PlantCaduceus_*",
     matches,
     tokenizer: TokenizerChoice::CaduceusOrFiles,
-    pooling: Pooling::MaskedMean,
+    poolings: &[Pooling::MaskedMean],
     load: |config, ckpt, compute| Ok(Box::new(Caduceus::load(config, ckpt, &compute.device)?)),
 };
 

@@ -51,7 +51,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     serves: "LongSafari/hyenadna-*-hf",
     matches,
     tokenizer: TokenizerChoice::Characters { upper_case: false },
-    pooling: Pooling::MaskedMean,
+    poolings: &[Pooling::MaskedMean],
     load: |config, ckpt, compute| {
         let long_conv = LongConv::for_backend(compute.kind);
         Ok(Box::new(Hyena::load(

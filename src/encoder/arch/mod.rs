@@ -34,6 +34,11 @@ pub trait Arch: Send + Sync {
     fn max_tokens(&self) -> usize;
     /// Floats per token of the widest intermediate tensor, for sizing batches.
     fn widest_activation(&self) -> usize;
+    /// How this model's reference extractor pools: one of its `ArchSpec::poolings`. Every
+    /// extractor but Genomics-FM's takes the masked mean.
+    fn pooling(&self) -> Pooling {
+        Pooling::MaskedMean
+    }
     /// The family as the user reads it, naming the variant where one file serves several.
     fn family(&self) -> &'static str;
 }
@@ -42,14 +47,17 @@ pub trait Arch: Send + Sync {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Pooling {
-    /// Mean over the attention mask, special tokens included (every supported model today).
+    /// Mean over the attention mask, special tokens included.
     MaskedMean,
+    /// The first token's final hidden state (Genomics-FM's `sequence_output[:, 0]`).
+    ClsToken,
 }
 
 impl Pooling {
     pub fn describe(self) -> &'static str {
         match self {
             Pooling::MaskedMean => "mean over the attention mask, special tokens included",
+            Pooling::ClsToken => "the first ([CLS]) token's final hidden state",
         }
     }
 }
@@ -64,7 +72,8 @@ pub struct ArchSpec {
     /// Whether `config.json` describes this architecture.
     pub matches: fn(&Value) -> bool,
     pub tokenizer: TokenizerChoice,
-    pub pooling: Pooling,
+    /// The poolings its models' reference extractors apply (`Arch::pooling` picks one per model).
+    pub poolings: &'static [Pooling],
     /// Builds the model from `config.json` and the checkpoint, taking every tensor it uses
     /// (the caller calls `ckpt.finish()` afterwards, so no tensor goes unused silently).
     pub load: fn(&Value, &mut Checkpoint, &Compute) -> Result<Box<dyn Arch>>,
@@ -113,7 +122,7 @@ pub struct ArchInfo {
     pub family: &'static str,
     pub serves: &'static str,
     pub tokenizer: &'static str,
-    pub pooling: Pooling,
+    pub poolings: &'static [Pooling],
 }
 
 pub fn list() -> Vec<ArchInfo> {
@@ -124,7 +133,7 @@ pub fn list() -> Vec<ArchInfo> {
             family: spec.family,
             serves: spec.serves,
             tokenizer: spec.tokenizer.describe(),
-            pooling: spec.pooling,
+            poolings: spec.poolings,
         })
         .collect()
 }

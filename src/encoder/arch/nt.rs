@@ -53,7 +53,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     serves: "InstaDeepAI/nucleotide-transformer-v2-*",
     matches,
     tokenizer: TokenizerChoice::Esm,
-    pooling: Pooling::MaskedMean,
+    poolings: &[Pooling::MaskedMean],
     load: |config, ckpt, compute| {
         Ok(Box::new(NucleotideTransformer::load(
             config,
