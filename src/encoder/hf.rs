@@ -311,13 +311,11 @@ impl HfModel {
         let pad = self.tokenizer.pad_id() as i64;
         let mut ids = vec![pad; rows * width];
         let mut mask = vec![0f32; rows * width];
-        let mut inverse_count = vec![0f32; rows];
         for (r, tokens) in batch.iter().enumerate() {
             for (t, &id) in tokens.iter().enumerate() {
                 ids[r * width + t] = id as i64;
                 mask[r * width + t] = 1.0;
             }
-            inverse_count[r] = 1.0 / tokens.len().max(1) as f32;
         }
         let device = &self.compute.device;
         let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [rows, width]), device);
@@ -330,6 +328,10 @@ impl HfModel {
             Pooling::ClsToken => hidden.narrow(1, 0, 1).reshape([rows, self.dim()]),
             Pooling::MaskedMean => {
                 let mask = mask.cast(FloatDType::F32);
+                let inverse_count = batch
+                    .iter()
+                    .map(|tokens| 1.0 / tokens.len().max(1) as f32)
+                    .collect();
                 let inverse_count = Tensor::<2>::from_data(
                     TensorData::new(inverse_count, [rows, 1]),
                     (device, DType::F32),
