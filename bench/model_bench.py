@@ -24,7 +24,10 @@
    (MosaicBERT with a learned position table, hidden 768, 12 layers, 7,268 embedding rows, 512
    positions; DNABERT-2's 4096-token BPE layout) by make_genomics_fm_fixtures.py, run in its
    published bert_layers.py ($GENOMICS_FM_SRC, default target/genomics-fm-src/genomics_fm) and
-   pooled by [CLS], as its extractor pools; every other model by the masked mean.
+   pooled by [CLS], as its extractor pools; every other model by the masked mean. DeepGene's
+   (RoFormer, hidden 768, 12 layers, 5,120 positions; DNABERT-2's 4096-token BPE layout) by
+   make_deepgene_fixtures.py, run in its published modeling_roformer.py ($DEEPGENE_SRC, default
+   target/deepgene-src/PanGeneGraphTrans) with its extractor's ids and positions.
 2. Cuts real DNA from the other smoke tables into sequences of 200 and 1,000 nt.
 3. Times, each in its own process (peak RSS from wait4): PyTorch (HF tokenizer + model + masked
    mean, torch.set_num_threads(N)) at batch 1 and 32 after loading and one warm-up call; and
@@ -93,6 +96,10 @@ MODELS = {
     # [CLS] as its extractor pools.
     "genomics-fm": dict(kind="genomics-fm", vocab=4096, embedding_rows=7268, hidden=768, layers=12, heads=12,
                         inter=3072, positions=512, max_length=512),
+    # DeepGene's shape (RoFormerConfig's defaults) with DNABERT-2's 4096-token BPE, as its
+    # tokenizer has; tokenized and positioned as its extractor does (make_deepgene_fixtures.py).
+    "deepgene": dict(kind="deepgene", vocab=4096, hidden=768, layers=12, heads=12, inter=3072, positions=5120,
+                     max_length=5120),
 }
 
 
@@ -262,6 +269,14 @@ def make_checkpoint(name, spec):
         dnabert2_tokenizer(folder, spec)
         open(done, "w").close()
         return folder
+    if spec["kind"] == "deepgene":
+        deepgene = oracle("make_deepgene_fixtures")
+        model, config = deepgene.build(*deepgene.deepgene_code(), spec["vocab"], spec["hidden"], spec["layers"],
+                                       spec["heads"], spec["inter"], spec["positions"], seed=8)
+        deepgene.save(Path(folder), model, config)
+        dnabert2_tokenizer(folder, spec)
+        open(done, "w").close()
+        return folder
     if spec["kind"] == "nt":
         model, config = ref.nt_v2_model(spec["vocab"], spec["hidden"], spec["layers"], spec["heads"],
                                          spec["inter"], spec["positions"])
@@ -292,8 +307,15 @@ def load_torch_model(folder, spec, device):
         model.load_state_dict(load_file(os.path.join(folder, "model.safetensors")), strict=True)
         return lambda ids, mask: model(ids, output_hidden_states=True, return_dict=True).hidden_states[-1]
     state = load_file(os.path.join(folder, "model.safetensors"))
-    if spec["kind"] in ("gena", "mutbert", "genomics-fm"):
-        if spec["kind"] == "genomics-fm":
+    if spec["kind"] in ("gena", "mutbert", "genomics-fm", "deepgene"):
+        if spec["kind"] == "deepgene":
+            deepgene = oracle("make_deepgene_fixtures")
+            RoFormerConfig, RoFormerForMaskedLM = deepgene.deepgene_code()
+            model = RoFormerForMaskedLM(RoFormerConfig.from_pretrained(folder, **deepgene.OLD_CONFIG_DEFAULTS)).eval()
+            # Tokenized, positioned and pooled by the extractor's own steps (torch_child).
+            forward = model
+            state["roformer.encoder.embed_positions.weight"] = model.roformer.encoder.embed_positions.weight
+        elif spec["kind"] == "genomics-fm":
             BertConfig, BertForMaskedLM = oracle("make_genomics_fm_fixtures").genomics_fm_code()
             model = BertForMaskedLM(BertConfig.from_pretrained(folder)).eval()
             # MosaicBERT's BertModel returns (sequence_output, pooled_output).
@@ -341,6 +363,10 @@ def torch_tokenizer(folder, spec):
     if spec["kind"] == "caduceus":
         _, _, CaduceusTokenizer = caduceus_code()
         return CaduceusTokenizer(model_max_length=spec["max_length"])
+    if spec["kind"] == "deepgene":
+        import tokenizers
+
+        return tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
     with open(os.path.join(folder, "tokenizer_config.json")) as f:
         tokenizer_class = json.load(f)["tokenizer_class"]
     return getattr(transformers, tokenizer_class).from_pretrained(folder)
@@ -365,6 +391,8 @@ def torch_child(job):
         texts = f.read().split()
 
     def embed(batch):
+        if spec["kind"] == "deepgene":
+            return oracle("make_deepgene_fixtures").embed(forward, tokenizer, batch, spec["max_length"])
         enc = tokenizer(batch, padding=True, truncation=True, max_length=spec["max_length"], return_tensors="pt")
         if spec["kind"] in ("hyena", "caduceus"):
             # One token per base. Their reference extractors run each sequence alone: a padded

@@ -205,6 +205,8 @@ fn model_folders_embed_like_the_reference_extractors() {
         "gena/lastln",
         "mutbert",
         "genomics_fm",
+        "deepgene",
+        "dnagpt",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -213,6 +215,8 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("gena/lastln", BackendKind::Wgpu);
     pipeline("mutbert", BackendKind::Wgpu);
     pipeline("genomics_fm", BackendKind::Wgpu);
+    pipeline("deepgene", BackendKind::Wgpu);
+    pipeline("dnagpt", BackendKind::Wgpu);
 }
 
 /// Genomics-FM is told from DNABERT-2 by its checkpoint alone (a position table beside the fused
@@ -244,12 +248,87 @@ fn genomics_fm_is_recognised_by_its_position_table_and_pooled_by_cls() {
     assert!(bert.poolings.contains(&arch::Pooling::ClsToken));
 }
 
+/// DNAGPT's tokenizer gives the published `KmerTokenizer`'s ids for its 6-mers, with and without
+/// dynamic k-mers, and a folder holding only a published weights file gets the config.json its
+/// name implies (dna_gpt0.1b_h: 6-mers without dynamic ones, the vocabulary its class counts).
+#[test]
+fn dnagpt_tokenizes_as_its_kmer_tokenizer_and_its_published_file_names_its_shape() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/dnagpt");
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("tokenizer_ids.json")).unwrap()).unwrap();
+    let sequences: Vec<String> = serde_json::from_value(expected["sequences"].clone()).unwrap();
+    for dynamic in [false, true] {
+        let mut files = geneb::hf::ModelFiles::new("dnagpt");
+        let config =
+            serde_json::json!({"model_type": "dnagpt", "kmer": 6, "dynamic_kmer": dynamic});
+        files.insert("config.json", config.to_string().into_bytes());
+        let choice = arch::detect(&files.config().unwrap()).unwrap().tokenizer;
+        let tokenizer = geneb::tokenize::Tokenizer::from_files(&files, choice).unwrap();
+        let key = dynamic.to_string();
+        assert_eq!(
+            tokenizer.vocab_size() as u64,
+            expected["vocab_size"][&key].as_u64().unwrap()
+        );
+        let want: Vec<Vec<u32>> = serde_json::from_value(expected["ids"][&key].clone()).unwrap();
+        for (sequence, want) in sequences.iter().zip(want) {
+            assert_eq!(
+                tokenizer.encode(sequence, None),
+                want,
+                "{sequence} (dynamic {dynamic})"
+            );
+        }
+    }
+    let mut published = geneb::hf::ModelFiles::new("dna_gpt0.1b_h");
+    published.insert("dna_gpt0.1b_h.pth", Vec::new());
+    arch::complete_published_layout(&mut published);
+    let config = published.config().unwrap();
+    assert_eq!(arch::detect(&config).unwrap().name, "dnagpt");
+    assert_eq!(config["vocab_size"], expected["vocab_size"]["false"]);
+    assert_eq!(config["max_len"], 4096);
+}
+
+/// DeepGene is a RoFormer (`model_type` "roformer"), its ids after [CLS] [SEP] as its extractor
+/// writes them (the fixture's tokenizer.json would put [SEP] last), pooled by the masked mean.
+#[test]
+fn deepgene_is_a_roformer_with_its_extractors_special_tokens() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/deepgene");
+    let spec = format!("hf:{}", dir.display());
+    let described = pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu))
+        .unwrap()
+        .describe();
+    assert_eq!(described.pooling, arch::Pooling::MaskedMean.describe());
+    assert!(
+        described
+            .architecture
+            .as_deref()
+            .unwrap()
+            .starts_with("DeepGene"),
+        "{:?}",
+        described.architecture
+    );
+    let mut files = geneb::hf::ModelFiles::new("deepgene");
+    for file in ["config.json", "tokenizer.json"] {
+        files.insert(file, std::fs::read(dir.join(file)).unwrap());
+    }
+    let choice = arch::detect(&files.config().unwrap()).unwrap().tokenizer;
+    let tokenizer = geneb::tokenize::Tokenizer::from_files(&files, choice).unwrap();
+    let sequence = "ACGTTGCA".repeat(20);
+    let ids = tokenizer.encode(&sequence, None);
+    assert!(ids.len() > 3 && ids[..2] == [1, 2], "{ids:?}");
+    assert!(
+        !ids[2..].contains(&2),
+        "no [SEP] after the sequence: {ids:?}"
+    );
+    // Truncation keeps both leading special tokens.
+    assert_eq!(tokenizer.encode(&sequence, Some(3)), ids[..3]);
+}
+
 /// Random checkpoints of the real models' shapes (SpliceBERT-1024nt, PlantCaduceus_l32,
-/// GENA-LM bert-base-t2t-multi, MutBERT, Genomics-FM), too large to commit: `python3
+/// GENA-LM bert-base-t2t-multi, MutBERT, Genomics-FM, DeepGene), too large to commit: `python3
 /// tests/oracle/make_transformer_fixtures.py --same-shape DIR`, `make_plantcaduceus_fixtures.py
 /// --same-shape DIR/plantcaduceus`, `make_gena_fixtures.py --same-shape DIR`,
-/// `make_mutbert_fixtures.py --same-shape DIR` and `make_genomics_fm_fixtures.py --same-shape
-/// DIR` write them, then
+/// `make_mutbert_fixtures.py --same-shape DIR`, `make_genomics_fm_fixtures.py --same-shape
+/// DIR` and `make_deepgene_fixtures.py --same-shape DIR` write them, then
 /// `GENEB_SAME_SHAPE=DIR cargo test --test hf_models -- --ignored`.
 #[test]
 #[ignore = "needs the same-shape checkpoints the oracle scripts write (hundreds of MB)"]
@@ -263,6 +342,8 @@ fn same_shape_checkpoints_embed_like_the_published_code() {
         "gena",
         "mutbert",
         "genomics-fm",
+        "deepgene",
+        "dnagpt",
     ] {
         pipeline_in(&root.join(name), BackendKind::Cpu);
     }

@@ -16,6 +16,11 @@ const WEIGHTS = ['model.safetensors', 'pytorch_model.bin'];
 const TOKENIZER_FILES = ['tokenizer.json', 'vocab.txt', 'tokenizer_config.json', 'special_tokens_map.json'];
 /** What a Hugging Face model folder holds that geneb reads; anything else dropped is ignored. */
 const MODEL_FILES = new Set([CONFIG, ...WEIGHTS, ...TOKENIZER_FILES]);
+/**
+ * A torch.save file named after its model, published without a config.json (DNAGPT's
+ * dna_gpt0.1b_h.pth): the core takes the shape from the name, or says it cannot.
+ */
+const isPublishedWeights = (name) => name.endsWith('.pth');
 
 /**
  * The largest weights file a tab can load: WebAssembly memory is at most 4 GiB, and it must hold
@@ -239,19 +244,20 @@ async function onModelFiles(list, folderName) {
   const ignored = [];
   for (const file of list) {
     const base = file.name.split('/').pop();
-    if (MODEL_FILES.has(base)) byName.set(base, file);
+    if (MODEL_FILES.has(base) || isPublishedWeights(base)) byName.set(base, file);
     else ignored.push(base);
   }
+  const weights = [...byName.keys()].filter((name) => WEIGHTS.includes(name) || isPublishedWeights(name));
   const missing = [];
-  if (!byName.has(CONFIG)) missing.push(CONFIG);
-  if (!WEIGHTS.some((w) => byName.has(w))) missing.push(`weights (${WEIGHTS.join(' or ')})`);
+  if (!byName.has(CONFIG) && !weights.some(isPublishedWeights)) missing.push(CONFIG);
+  if (!weights.length) missing.push(`weights (${WEIGHTS.join(' or ')}, or a published .pth)`);
   if (missing.length) {
     say(ui.error, `The model files lack ${missing.join(' and ')}: drop the whole model folder or all its files.`, { error: true });
     return;
   }
   const label = folderName || 'dropped model';
   try {
-    for (const w of WEIGHTS) if (byName.has(w)) checkFitsInTab(label, w, byName.get(w).size, 'nothing was read');
+    for (const w of weights) checkFitsInTab(label, w, byName.get(w).size, 'nothing was read');
   } catch (err) {
     say(ui.error, messageOf(err), { error: true });
     return;

@@ -49,10 +49,18 @@ pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     if let Some(bytes) = files.take("pytorch_model.bin") {
         return pytorch::read(&source("pytorch_model.bin"), bytes);
     }
+    // Published `torch.save` files named after their model (DNAGPT's `dna_gpt0.1b_h.pth`).
+    let pth = files
+        .file_names()
+        .find(|f| f.ends_with(".pth"))
+        .map(String::from);
+    if let Some((name, bytes)) = pth.and_then(|name| files.take(&name).map(|bytes| (name, bytes))) {
+        return pytorch::read(&source(&name), bytes);
+    }
     Err(Error::in_file(
         &files.name,
-        "no weights: expected model.safetensors or pytorch_model.bin (sharded checkpoints are not \
-         supported yet)",
+        "no weights: expected model.safetensors, pytorch_model.bin or a .pth file (sharded \
+         checkpoints are not supported yet)",
     ))
 }
 
@@ -82,6 +90,7 @@ impl HfModel {
             _ => None,
         };
         let window = hf_spec.as_ref().and_then(|hf| hf.window);
+        arch::complete_published_layout(&mut files);
         let fingerprint = files.fingerprint();
         let config = files.config()?;
         let arch_spec = arch::detect(&config)?;
@@ -326,7 +335,7 @@ impl HfModel {
         let hidden = hidden.cast(FloatDType::F32);
         match self.architecture.pooling() {
             Pooling::ClsToken => hidden.narrow(1, 0, 1).reshape([rows, self.dim()]),
-            Pooling::MaskedMean => {
+            Pooling::MaskedMean | Pooling::HeadLogitsMean => {
                 let mask = mask.cast(FloatDType::F32);
                 let inverse_count = batch
                     .iter()
@@ -346,7 +355,9 @@ impl HfModel {
 }
 
 /// Reads a local model folder: config.json, the tokenizer files and the weights (nothing else,
-/// so a folder that also holds TensorFlow or Flax weights is not read twice over).
+/// so a folder that also holds TensorFlow or Flax weights is not read twice over). Without
+/// `model.safetensors` or `pytorch_model.bin`, the first `.pth` file is the weights (DNAGPT's
+/// published files).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
     const WANTED: [&str; 8] = [
@@ -375,13 +386,28 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
         match std::fs::read(&path) {
             Ok(bytes) => files.insert(file, bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(Error::in_file(
-                    path.display().to_string(),
-                    format!("cannot read: {e}"),
-                ));
-            }
+            Err(e) => return Err(cannot_read(&path, e)),
+        }
+    }
+    if !files.contains("model.safetensors") && !files.contains("pytorch_model.bin") {
+        let listing = std::fs::read_dir(folder).map_err(|e| cannot_read(folder, e))?;
+        let mut pth: Vec<std::path::PathBuf> = listing
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "pth"))
+            .collect();
+        pth.sort();
+        if let Some(path) = pth.first() {
+            let bytes = std::fs::read(path).map_err(|e| cannot_read(path, e))?;
+            files.insert(
+                &path.file_name().unwrap_or_default().to_string_lossy(),
+                bytes,
+            );
         }
     }
     Ok(files)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn cannot_read(path: &std::path::Path, e: std::io::Error) -> Error {
+    Error::in_file(path.display().to_string(), format!("cannot read: {e}"))
 }

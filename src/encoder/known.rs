@@ -92,7 +92,7 @@ const DNABERT2: &str = "DNABERT-2 (BERT, ALiBi, GLU)";
 const HYENA: &str = "HyenaDNA";
 const GENA: &str = "GENA-LM (BERT, pre-layer-norm)";
 
-static KNOWN: [KnownModel; 20] = [
+static KNOWN: [KnownModel; 22] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -308,6 +308,37 @@ static KNOWN: [KnownModel; 20] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE, DNABERT-2's layout (tokenizer.json)",
         architecture: "Genomics-FM (MosaicBERT, learned positions, [CLS] pooling)",
+        supported: true,
+        checked: Check::RandomWeightsTiny,
+    },
+    KnownModel {
+        hub_id: None,
+        weights: Some("https://github.com/wds-seu/DeepGene (Google Drive link in its README)"),
+        display: "DeepGene",
+        leaderboard: Some("deepgene"),
+        parameters: Some(85_000_000),
+        // RoFormerConfig's default max_position_embeddings, to which the extractor truncates;
+        // the published config.json is not on the hub to confirm it.
+        context: 5120,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE, DNABERT-2's layout (tokenizer.json), [CLS] [SEP] before the sequence",
+        architecture: "DeepGene (RoFormer: BERT, rotary positions in pairs)",
+        supported: true,
+        checked: Check::RandomWeightsTiny,
+    },
+    KnownModel {
+        hub_id: None,
+        weights: Some(
+            "https://github.com/TencentAILabHealthcare/DNAGPT (dna_gpt0.1b_h.pth: links in \
+             checkpoints/README.md)",
+        ),
+        display: "DNAGPT 0.1B human",
+        leaderboard: Some("dna_gpt0.1b_h"),
+        parameters: Some(100_000_000),
+        context: 4096,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "non-overlapping 6-mers (DNAGPT's KmerTokenizer)",
+        architecture: "DNAGPT (GPT-2 decoder; pooled over its masked-LM head's logits)",
         supported: true,
         checked: Check::RandomWeightsTiny,
     },

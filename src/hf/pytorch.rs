@@ -37,6 +37,16 @@ fn tensor_entries(bytes: &[u8]) -> std::result::Result<BTreeMap<String, TensorEn
             state.kind()
         ));
     };
+    // A checkpoint that nests the state dict under "model" beside other entries (DNAGPT's
+    // published files, read as `torch.load(f)["model"]`).
+    let is_nested = |(key, value): &(Value, Value)| matches!((key, value), (Value::Str(k), Value::Dict(_)) if k == "model");
+    let items = match items.iter().position(is_nested) {
+        Some(at) => match items.into_iter().nth(at) {
+            Some((_, Value::Dict(state_dict))) => state_dict,
+            _ => return Err(corrupt()),
+        },
+        None => items,
+    };
     let mut entries = BTreeMap::new();
     for (key, value) in items {
         let Value::Str(name) = key else {

@@ -22,8 +22,11 @@
 
 mod bpe;
 mod chars;
+mod dnagpt;
 mod kmer;
 mod pipeline;
+
+pub use dnagpt::vocab_size as dnagpt_vocab_size;
 
 use crate::hf::ModelFiles;
 use crate::{Error, Result};
@@ -42,6 +45,7 @@ pub struct Tokenizer {
 
 enum Kind {
     Chars(chars::Chars),
+    Chunks(dnagpt::Chunks),
     LongestMatch(kmer::LongestMatch),
     Pipeline(pipeline::Pipeline),
 }
@@ -62,7 +66,17 @@ pub enum TokenizerChoice {
     CaduceusOrFiles,
     /// Whatever the tokenizer files say: `tokenizer.json`, else a BERT `vocab.txt`.
     Files,
+    /// DeepGene's extractor: `tokenizer.json`'s tokens without its special tokens, after
+    /// [CLS] (id 1) and [SEP] (id 2), padded with id 3, to the model's length alone
+    /// (`tokenizer_config.json` is not read).
+    DeepGene,
+    /// DNAGPT's `KmerTokenizer`, from config.json's `kmer` and `dynamic_kmer`.
+    DnaGptKmers,
 }
+
+/// The ids DeepGene's extractor writes itself.
+const DEEPGENE_PREFIX: [u32; 2] = [1, 2];
+const DEEPGENE_PAD: u32 = 3;
 
 impl TokenizerChoice {
     pub fn describe(self) -> &'static str {
@@ -74,6 +88,10 @@ impl TokenizerChoice {
                 "characters (upper-cased), or the folder's tokenizer.json (PlantCaduceus)"
             }
             TokenizerChoice::Files => "tokenizer.json (BPE or WordPiece), or vocab.txt (WordPiece)",
+            TokenizerChoice::DeepGene => {
+                "tokenizer.json's tokens after [CLS] [SEP] (DeepGene's extractor)"
+            }
+            TokenizerChoice::DnaGptKmers => "non-overlapping k-mers (DNAGPT's KmerTokenizer)",
         }
     }
 }
@@ -95,6 +113,30 @@ impl Tokenizer {
             }
             TokenizerChoice::Esm if files.contains("vocab.txt") => {
                 kmer::esm_tokenizer(files, &settings)?
+            }
+            TokenizerChoice::DnaGptKmers => return dnagpt::dnagpt_tokenizer(files),
+            TokenizerChoice::DeepGene => {
+                if !files.contains("tokenizer.json") {
+                    return Err(Error::in_file(
+                        &files.name,
+                        "no tokenizer.json (DeepGene's tokenizer file)",
+                    ));
+                }
+                let mut tokenizer = pipeline::from_tokenizer_json(files, &settings)?;
+                if tokenizer.vocab_size <= DEEPGENE_PAD as usize {
+                    return Err(settings.error(
+                        "tokenizer.json",
+                        format!(
+                            "{} tokens: DeepGene's layout needs ids 1–3 for [CLS], [SEP], [PAD]",
+                            tokenizer.vocab_size
+                        ),
+                    ));
+                }
+                tokenizer.prefix = DEEPGENE_PREFIX.to_vec();
+                tokenizer.suffix.clear();
+                tokenizer.pad_id = DEEPGENE_PAD;
+                tokenizer.description += ", [CLS] [SEP] before the sequence (DeepGene)";
+                return Ok(tokenizer);
             }
             TokenizerChoice::Esm | TokenizerChoice::Files | TokenizerChoice::CaduceusOrFiles => {
                 if files.contains("tokenizer.json") {
@@ -136,6 +178,7 @@ impl Tokenizer {
     fn tokens(&self, sequence: &str) -> Vec<u32> {
         match &self.kind {
             Kind::Chars(chars) => chars.tokens(sequence),
+            Kind::Chunks(chunks) => chunks.tokens(sequence),
             Kind::LongestMatch(kmers) => kmers.tokens(sequence),
             Kind::Pipeline(pipeline) => pipeline.tokens(sequence),
         }

@@ -184,10 +184,10 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     }
   });
 
-  it('every architecture (BERT, DNABERT-2, GENA-LM, MutBERT, HyenaDNA, Caduceus PH and PS, PlantCaduceus) embeds PyTorch\'s pooled values on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 20 }, async () => {
+  it('every architecture (BERT, DNABERT-2, GENA-LM, MutBERT, Genomics-FM, DeepGene, DNAGPT, HyenaDNA, Caduceus PH and PS, PlantCaduceus) embeds PyTorch\'s pooled values on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 24 }, async () => {
     const server = await startServer({ port: 0, mounts: pkgMounts() });
     try {
-      for (const name of ['bert', 'dnabert2', 'gena/t2t-multi', 'gena/lastln', 'mutbert', 'hyena/tiny', 'caduceus/ph', 'caduceus/ps', 'plantcaduceus']) {
+      for (const name of ['bert', 'dnabert2', 'gena/t2t-multi', 'gena/lastln', 'mutbert', 'genomics_fm', 'deepgene', 'dnagpt', 'hyena/tiny', 'caduceus/ph', 'caduceus/ps', 'plantcaduceus']) {
         const folder = await folderFiles(join(REPO, 'tests', 'fixtures', 'models', ...name.split('/')));
         const expected = JSON.parse(folder['pipeline.json']);
         const app = await openApp(browser, server);

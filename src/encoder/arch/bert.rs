@@ -21,7 +21,7 @@ use super::{
     size, transformers_layer_norm_eps,
 };
 use crate::Result;
-use crate::encoder::layers::positions::{Alibi, Rotary, rotate};
+use crate::encoder::layers::positions::{Alibi, PairRotary, Rotary, rotate, rotate_pairs};
 use crate::encoder::layers::{
     Activation, LayerNorm, Linear, attention, checkpoint_prefix, config_error, head_dim, load_qkv,
     padding_bias, split_heads, upload,
@@ -35,7 +35,7 @@ use serde::Deserialize;
 /// Checkpoint prefixes: `BertForMaskedLM` stores `bert.…`, a bare `BertModel` nothing.
 const PREFIXES: [&str; 2] = ["bert.", ""];
 
-enum Positions {
+pub(super) enum Positions {
     /// [max_position_embeddings, hidden]
     Learned(Tensor<2>),
     /// DNABERT-2: attention biases instead of a table.
@@ -45,6 +45,8 @@ enum Positions {
     LearnedMosaic(Tensor<2>),
     /// MutBERT: queries and keys rotated (`rotate_half` over each head).
     Rotary(Rotary),
+    /// RoFormer (DeepGene): queries and keys rotated in adjacent pairs.
+    PairRotary(PairRotary),
 }
 
 enum SelfAttention {
@@ -69,7 +71,7 @@ enum FeedForward {
     },
 }
 
-struct Layer {
+pub(super) struct Layer {
     attention: SelfAttention,
     attention_out: Linear,
     /// Post-LN: after the attention's residual sum. Pre-LN (`pre_attention_ln`): on its input.
@@ -79,22 +81,208 @@ struct Layer {
     ffn_norm: LayerNorm,
 }
 
+/// The stack every member of the family shares; RoFormer (`roformer.rs`) builds one too.
 pub struct Bert {
     /// Floats per token of the widest activation (fused QKV, or the FFN's inner width).
-    widest: usize,
-    word_embeddings: Tensor<2>,
-    token_type: Tensor<1>,
-    positions: Positions,
-    embedding_norm: LayerNorm,
-    layers: Vec<Layer>,
-    pre_norm: bool,
+    pub(super) widest: usize,
+    pub(super) embeddings: Embeddings,
+    pub(super) positions: Positions,
+    pub(super) layers: Vec<Layer>,
+    pub(super) pre_norm: bool,
     /// GENA-LM's `last_layer_ln`, after the last pre-LN layer.
-    final_norm: Option<LayerNorm>,
-    heads: usize,
-    hidden: usize,
-    activation: Activation,
-    max_tokens: usize,
-    device: Device,
+    pub(super) final_norm: Option<LayerNorm>,
+    pub(super) heads: usize,
+    pub(super) hidden: usize,
+    pub(super) activation: Activation,
+    pub(super) max_tokens: usize,
+    pub(super) device: Device,
+}
+
+/// Word embeddings plus token type 0, then a LayerNorm (and RoFormer's projection to the hidden
+/// width, where its `embedding_size` differs).
+pub(super) struct Embeddings {
+    word: Tensor<2>,
+    token_type: Tensor<1>,
+    norm: LayerNorm,
+    pub(super) project: Option<Linear>,
+}
+
+impl Embeddings {
+    /// `{prefix}word_embeddings`, `{prefix}token_type_embeddings` and `{prefix}LayerNorm`, all
+    /// `width` wide.
+    pub(super) fn load(
+        ckpt: &mut Checkpoint,
+        prefix: &str,
+        vocab: usize,
+        width: usize,
+        type_vocab: usize,
+        eps: f64,
+        device: &Device,
+    ) -> Result<Embeddings> {
+        let word = ckpt.take(&format!("{prefix}word_embeddings.weight"), &[vocab, width])?;
+        if type_vocab == 0 {
+            return Err(config_error(
+                "'type_vocab_size' is 0, but every input is read as token type 0",
+            ));
+        }
+        let token_types = ckpt.take(
+            &format!("{prefix}token_type_embeddings.weight"),
+            &[type_vocab, width],
+        )?;
+        // Every GENEB input is a single segment: token type 0 for all tokens.
+        let token_type = upload(token_types[..width].to_vec(), [width], device);
+        // Buffers that hold no weights: position/token-type id ranges.
+        ckpt.skip(&format!("{prefix}position_ids"));
+        ckpt.skip(&format!("{prefix}token_type_ids"));
+        Ok(Embeddings {
+            word: upload(word, [vocab, width], device),
+            token_type,
+            norm: LayerNorm::load(ckpt, &format!("{prefix}LayerNorm"), width, eps, device)?,
+            project: None,
+        })
+    }
+
+    /// The word and token-type embeddings, before the LayerNorm: [batch, tokens, width].
+    fn lookup(&self, input_ids: Tensor<2, Int>) -> Tensor<3> {
+        let width = self.token_type.dims()[0];
+        embedding(self.word.clone(), input_ids) + self.token_type.clone().reshape([1, 1, width])
+    }
+
+    fn finish(&self, x: Tensor<3>) -> Tensor<3> {
+        let x = self.norm.forward(x);
+        match &self.project {
+            Some(project) => project.forward(x),
+            None => x,
+        }
+    }
+}
+
+/// One layer's widths and variants: the attention (fused `Wqkv` or separate), the LayerNorm
+/// placement and whether the linear layers have biases (RoFormer's `use_bias`).
+pub(super) struct LayerShape {
+    pub hidden: usize,
+    pub intermediate: usize,
+    pub eps: f64,
+    pub fused: bool,
+    pub pre_norm: bool,
+    pub bias: bool,
+}
+
+impl LayerShape {
+    /// Floats per token of the widest activation.
+    pub(super) fn widest(&self) -> usize {
+        let ffn = if self.fused {
+            2 * self.intermediate
+        } else {
+            self.intermediate
+        };
+        (3 * self.hidden).max(ffn)
+    }
+}
+
+/// Layers 0 … n−1, `name(i, tensor)` naming layer i's tensors in the checkpoint.
+pub(super) fn load_layers(
+    ckpt: &mut Checkpoint,
+    n_layers: usize,
+    shape: &LayerShape,
+    name: impl Fn(usize, &str) -> String,
+    device: &Device,
+) -> Result<Vec<Layer>> {
+    let n_layers = check_layers("num_hidden_layers", n_layers, ckpt, |i| {
+        name(i, "attention.output.dense.weight")
+    })?;
+    (0..n_layers)
+        .map(|i| load_layer(ckpt, shape, &|tensor| name(i, tensor), device))
+        .collect()
+}
+
+/// One layer, `l(tensor)` naming its tensors.
+fn load_layer(
+    ckpt: &mut Checkpoint,
+    shape: &LayerShape,
+    l: &dyn Fn(&str) -> String,
+    device: &Device,
+) -> Result<Layer> {
+    let LayerShape {
+        hidden,
+        intermediate,
+        eps,
+        fused,
+        pre_norm,
+        bias,
+    } = *shape;
+    let attention = if fused {
+        SelfAttention::Fused(Linear::load(
+            ckpt,
+            &l("attention.self.Wqkv"),
+            hidden,
+            3 * hidden,
+            true,
+            device,
+        )?)
+    } else {
+        let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, bias, device)?;
+        SelfAttention::Separate { query, key, value }
+    };
+    let attention_out = Linear::load(
+        ckpt,
+        &l("attention.output.dense"),
+        hidden,
+        hidden,
+        bias,
+        device,
+    )?;
+    let (attention_norm_name, ffn_norm_name) = if pre_norm {
+        ("pre_attention_ln", "post_attention_ln")
+    } else {
+        ("attention.output.LayerNorm", "output.LayerNorm")
+    };
+    let attention_norm = LayerNorm::load(ckpt, &l(attention_norm_name), hidden, eps, device)?;
+    let (ffn, ffn_norm) = if fused {
+        let gated = Linear::load(
+            ckpt,
+            &l("mlp.gated_layers"),
+            hidden,
+            2 * intermediate,
+            false,
+            device,
+        )?;
+        let output = Linear::load(ckpt, &l("mlp.wo"), intermediate, hidden, true, device)?;
+        let norm = LayerNorm::load(ckpt, &l("mlp.layernorm"), hidden, eps, device)?;
+        (
+            FeedForward::Gated {
+                gated,
+                output,
+                intermediate_size: intermediate,
+            },
+            norm,
+        )
+    } else {
+        let intermediate_dense = Linear::load(
+            ckpt,
+            &l("intermediate.dense"),
+            hidden,
+            intermediate,
+            bias,
+            device,
+        )?;
+        let output = Linear::load(ckpt, &l("output.dense"), intermediate, hidden, bias, device)?;
+        let norm = LayerNorm::load(ckpt, &l(ffn_norm_name), hidden, eps, device)?;
+        (
+            FeedForward::Standard {
+                intermediate: intermediate_dense,
+                output,
+            },
+            norm,
+        )
+    };
+    Ok(Layer {
+        attention,
+        attention_out,
+        attention_norm,
+        ffn,
+        ffn_norm,
+    })
 }
 
 pub const SPEC: ArchSpec = ArchSpec {
@@ -197,19 +385,15 @@ impl Bert {
             ));
         }
 
-        let word = ckpt.take(&p("embeddings.word_embeddings.weight"), &[vocab, hidden])?;
-        let type_vocab = c.type_vocab_size;
-        if type_vocab == 0 {
-            return Err(config_error(
-                "'type_vocab_size' is 0, but every input is read as token type 0",
-            ));
-        }
-        let token_types = ckpt.take(
-            &p("embeddings.token_type_embeddings.weight"),
-            &[type_vocab, hidden],
+        let embeddings = Embeddings::load(
+            ckpt,
+            &p("embeddings."),
+            vocab,
+            hidden,
+            c.type_vocab_size,
+            eps,
+            device,
         )?;
-        // Every GENEB input is a single segment: token type 0 for all tokens.
-        let token_type = upload(token_types[..hidden].to_vec(), [hidden], device);
         let position_table = p("embeddings.position_embeddings.weight");
         let learned_table = |ckpt: &mut Checkpoint| -> Result<(Tensor<2>, usize)> {
             let max_positions = c.max_position_embeddings.ok_or_else(|| {
@@ -252,100 +436,21 @@ impl Bert {
             let (table, max_positions) = learned_table(ckpt)?;
             (Positions::Learned(table), max_positions)
         };
-        // Buffers that hold no weights: position/token-type id ranges.
-        ckpt.skip(&p("embeddings.position_ids"));
-        ckpt.skip(&p("embeddings.token_type_ids"));
-        let embedding_norm =
-            LayerNorm::load(ckpt, &p("embeddings.LayerNorm"), hidden, eps, device)?;
-
-        let n_layers = check_layers("num_hidden_layers", n_layers, ckpt, |i| {
-            p(&format!("encoder.layer.{i}.attention.output.dense.weight"))
-        })?;
-        let mut layers = Vec::with_capacity(n_layers);
-        for i in 0..n_layers {
-            let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));
-            let attention = if fused {
-                SelfAttention::Fused(Linear::load(
-                    ckpt,
-                    &l("attention.self.Wqkv"),
-                    hidden,
-                    3 * hidden,
-                    true,
-                    device,
-                )?)
-            } else {
-                let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, device)?;
-                SelfAttention::Separate { query, key, value }
-            };
-            let attention_out = Linear::load(
-                ckpt,
-                &l("attention.output.dense"),
-                hidden,
-                hidden,
-                true,
-                device,
-            )?;
-            let (attention_norm_name, ffn_norm_name) = if pre_norm {
-                ("pre_attention_ln", "post_attention_ln")
-            } else {
-                ("attention.output.LayerNorm", "output.LayerNorm")
-            };
-            let attention_norm =
-                LayerNorm::load(ckpt, &l(attention_norm_name), hidden, eps, device)?;
-            let (ffn, ffn_norm) = if fused {
-                let gated = Linear::load(
-                    ckpt,
-                    &l("mlp.gated_layers"),
-                    hidden,
-                    2 * intermediate_size,
-                    false,
-                    device,
-                )?;
-                let output =
-                    Linear::load(ckpt, &l("mlp.wo"), intermediate_size, hidden, true, device)?;
-                let norm = LayerNorm::load(ckpt, &l("mlp.layernorm"), hidden, eps, device)?;
-                (
-                    FeedForward::Gated {
-                        gated,
-                        output,
-                        intermediate_size,
-                    },
-                    norm,
-                )
-            } else {
-                let intermediate = Linear::load(
-                    ckpt,
-                    &l("intermediate.dense"),
-                    hidden,
-                    intermediate_size,
-                    true,
-                    device,
-                )?;
-                let output = Linear::load(
-                    ckpt,
-                    &l("output.dense"),
-                    intermediate_size,
-                    hidden,
-                    true,
-                    device,
-                )?;
-                let norm = LayerNorm::load(ckpt, &l(ffn_norm_name), hidden, eps, device)?;
-                (
-                    FeedForward::Standard {
-                        intermediate,
-                        output,
-                    },
-                    norm,
-                )
-            };
-            layers.push(Layer {
-                attention,
-                attention_out,
-                attention_norm,
-                ffn,
-                ffn_norm,
-            });
-        }
+        let shape = LayerShape {
+            hidden,
+            intermediate: intermediate_size,
+            eps,
+            fused,
+            pre_norm,
+            bias: true,
+        };
+        let layers = load_layers(
+            ckpt,
+            n_layers,
+            &shape,
+            |i, tensor| p(&format!("encoder.layer.{i}.{tensor}")),
+            device,
+        )?;
         let final_norm = if c.last_layer_norm.unwrap_or(pre_norm) {
             Some(LayerNorm::load(
                 ckpt,
@@ -361,17 +466,10 @@ impl Bert {
         ckpt.skip_prefix(&p("pooler."));
         ckpt.skip_prefix("cls.");
         ckpt.skip_prefix("classifier.");
-        let ffn_width = if fused {
-            2 * intermediate_size
-        } else {
-            intermediate_size
-        };
         Ok(Bert {
-            widest: (3 * hidden).max(ffn_width),
-            word_embeddings: upload(word, [vocab, hidden], device),
-            token_type,
+            widest: shape.widest(),
+            embeddings,
             positions,
-            embedding_norm,
             layers,
             pre_norm,
             final_norm,
@@ -401,10 +499,10 @@ impl Arch for Bert {
     /// last_hidden_state [batch, tokens, hidden].
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
         let tokens = input_ids.dims()[1];
-        let mut x = embedding(self.word_embeddings.clone(), input_ids)
-            + self.token_type.clone().reshape([1, 1, self.hidden]);
+        let mut x = self.embeddings.lookup(input_ids);
         let mut bias = padding_bias(attention_mask);
         let mut rotary = None;
+        let mut pair_rotary = None;
         match &self.positions {
             Positions::Learned(table) | Positions::LearnedMosaic(table) => {
                 x = x + table
@@ -416,8 +514,11 @@ impl Arch for Bert {
                 bias = bias + alibi.bias(tokens, &self.device);
             }
             Positions::Rotary(table) => rotary = Some(table.tables(tokens, &self.device)),
+            Positions::PairRotary(table) => {
+                pair_rotary = Some(table.tables(tokens, &self.device));
+            }
         }
-        let mut x = self.embedding_norm.forward(x);
+        let mut x = self.embeddings.finish(x);
         let head_dim = self.hidden / self.heads;
         let scale = 1.0 / (head_dim as f64).sqrt();
         for layer in &self.layers {
@@ -439,9 +540,10 @@ impl Arch for Bert {
                 }
             };
             let (q, k) = (split_heads(q, self.heads), split_heads(k, self.heads));
-            let (q, k) = match &rotary {
-                Some((cos, sin)) => (rotate(q, cos, sin), rotate(k, cos, sin)),
-                None => (q, k),
+            let (q, k) = match (&rotary, &pair_rotary) {
+                (Some((cos, sin)), _) => (rotate(q, cos, sin), rotate(k, cos, sin)),
+                (_, Some((cos, sin))) => (rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)),
+                _ => (q, k),
             };
             let context = attention(q, k, split_heads(v, self.heads), scale, bias.clone());
             let attended = layer.attention_out.forward(context) + x;
@@ -498,6 +600,7 @@ impl Arch for Bert {
             }
             Positions::Learned(_) if self.pre_norm => "GENA-LM (BERT, pre-layer-norm)",
             Positions::Rotary(_) => "MutBERT (BERT with rotary positions)",
+            Positions::PairRotary(_) => super::roformer::SPEC.family,
             Positions::Learned(_) => SPEC.family,
         }
     }

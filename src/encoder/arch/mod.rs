@@ -11,8 +11,10 @@
 
 pub mod bert;
 pub mod caduceus;
+pub mod dnagpt;
 pub mod hyena;
 pub mod nt;
+pub mod roformer;
 
 use super::backend::Compute;
 use super::layers::config_error;
@@ -35,7 +37,7 @@ pub trait Arch: Send + Sync {
     /// Floats per token of the widest intermediate tensor, for sizing batches.
     fn widest_activation(&self) -> usize;
     /// How this model's reference extractor pools: one of its `ArchSpec::poolings`. Every
-    /// extractor but Genomics-FM's takes the masked mean.
+    /// extractor but Genomics-FM's and DNAGPT's takes the masked mean of the hidden states.
     fn pooling(&self) -> Pooling {
         Pooling::MaskedMean
     }
@@ -51,6 +53,9 @@ pub enum Pooling {
     MaskedMean,
     /// The first token's final hidden state (Genomics-FM's `sequence_output[:, 0]`).
     ClsToken,
+    /// The mean over the attention mask of the model's masked-LM head's logits (DNAGPT's
+    /// extractor pools the model's output, which is that head's).
+    HeadLogitsMean,
 }
 
 impl Pooling {
@@ -58,6 +63,7 @@ impl Pooling {
         match self {
             Pooling::MaskedMean => "mean over the attention mask, special tokens included",
             Pooling::ClsToken => "the first ([CLS]) token's final hidden state",
+            Pooling::HeadLogitsMean => "mean over the tokens of the masked-LM head's logits",
         }
     }
 }
@@ -80,7 +86,14 @@ pub struct ArchSpec {
 }
 
 /// Every architecture, in the order `config.json` is tested against them (the first match wins).
-pub const ARCHITECTURES: &[&ArchSpec] = &[&hyena::SPEC, &caduceus::SPEC, &nt::SPEC, &bert::SPEC];
+pub const ARCHITECTURES: &[&ArchSpec] = &[
+    &hyena::SPEC,
+    &caduceus::SPEC,
+    &nt::SPEC,
+    &bert::SPEC,
+    &roformer::SPEC,
+    &dnagpt::SPEC,
+];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.
 pub fn detect(config: &Value) -> Result<&'static ArchSpec> {
@@ -104,6 +117,18 @@ pub fn detect(config: &Value) -> Result<&'static ArchSpec> {
             supported()
         ),
     ))
+}
+
+/// Weights published without a Hugging Face config.json (DNAGPT's `.pth` files): the
+/// config.json their name implies is added to the files, which then read as any model folder.
+pub fn complete_published_layout(files: &mut crate::hf::ModelFiles) {
+    if files.contains("config.json") {
+        return;
+    }
+    let implied = files.file_names().find_map(dnagpt::published_config);
+    if let Some(config) = implied {
+        files.insert("config.json", config.to_string().into_bytes());
+    }
 }
 
 /// "HyenaDNA (…), Caduceus (…), …": what geneb runs, for messages and lists.

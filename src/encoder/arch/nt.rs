@@ -157,7 +157,7 @@ impl NucleotideTransformer {
         let mut inv_freq = None;
         for i in 0..n_layers {
             let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));
-            let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, device)?;
+            let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, true, device)?;
             // Every layer stores the same rotary frequencies (a buffer); the first copy is used.
             let freq = ckpt.take_buffer(
                 &l("attention.self.rotary_embeddings.inv_freq"),

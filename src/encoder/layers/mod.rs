@@ -91,11 +91,12 @@ impl Linear {
 }
 
 /// The separate query, key and value projections of an HF self-attention block
-/// (`{prefix}.query`, `.key`, `.value`, each [hidden, hidden] with bias).
+/// (`{prefix}.query`, `.key`, `.value`, each [hidden, hidden], with biases when `bias`).
 pub fn load_qkv(
     ckpt: &mut Checkpoint,
     prefix: &str,
     hidden: usize,
+    bias: bool,
     device: &Device,
 ) -> Result<(Linear, Linear, Linear)> {
     let mut proj = |name: &str| {
@@ -104,7 +105,7 @@ pub fn load_qkv(
             &format!("{prefix}.{name}"),
             hidden,
             hidden,
-            true,
+            bias,
             device,
         )
     };
@@ -113,7 +114,7 @@ pub fn load_qkv(
 
 pub struct LayerNorm {
     gamma: Tensor<1>,
-    beta: Tensor<1>,
+    beta: Option<Tensor<1>>,
     eps: f64,
 }
 
@@ -125,17 +126,33 @@ impl LayerNorm {
         eps: f64,
         device: &Device,
     ) -> Result<LayerNorm> {
+        Self::load_with_bias(ckpt, name, features, eps, true, device)
+    }
+
+    /// `load`, or a LayerNorm without `{name}.bias` (DNAGPT's `bias=False`).
+    pub fn load_with_bias(
+        ckpt: &mut Checkpoint,
+        name: &str,
+        features: usize,
+        eps: f64,
+        bias: bool,
+        device: &Device,
+    ) -> Result<LayerNorm> {
         let gamma = ckpt.take(&format!("{name}.weight"), &[features])?;
-        let beta = ckpt.take(&format!("{name}.bias"), &[features])?;
+        let beta = if bias {
+            Some(ckpt.take(&format!("{name}.bias"), &[features])?)
+        } else {
+            None
+        };
         Ok(LayerNorm {
             gamma: upload(gamma, [features], device),
-            beta: upload(beta, [features], device),
+            beta: beta.map(|b| upload(b, [features], device)),
             eps,
         })
     }
 
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        layer_norm(x, self.gamma.clone(), Some(self.beta.clone()), self.eps)
+        layer_norm(x, self.gamma.clone(), self.beta.clone(), self.eps)
     }
 }
 
@@ -307,6 +324,15 @@ where
 pub fn padding_bias(attention_mask: Tensor<2>) -> Tensor<4> {
     let [batch, tokens] = attention_mask.dims();
     ((attention_mask - 1.0) * 3.0e4).reshape([batch, 1, 1, tokens])
+}
+
+/// Additive bias that keeps each query from the keys after it (a causal decoder), with
+/// `padding_bias`'s value: [1, 1, tokens, tokens].
+pub fn causal_bias(tokens: usize, device: &Device) -> Tensor<4> {
+    let bias = (0..tokens)
+        .flat_map(|i| (0..tokens).map(move |j| if j > i { -3.0e4 } else { 0.0 }))
+        .collect();
+    upload(bias, [1, 1, tokens, tokens], device)
 }
 
 /// [batch, tokens, heads·head_dim] → [batch, heads, tokens, head_dim]

@@ -1,6 +1,6 @@
-//! Position encodings that act inside attention rather than on the embeddings: rotary
-//! (RoFormer's, in the half-split form of ESM/NT-v2's `rotate_half`) and ALiBi (MosaicBERT /
-//! DNABERT-2's linear biases).
+//! Position encodings that act inside attention rather than on the embeddings: rotary, in the
+//! half-split form of ESM/NT-v2's `rotate_half` and in RoFormer's own form over adjacent pairs,
+//! and ALiBi (MosaicBERT / DNABERT-2's linear biases).
 
 use super::upload;
 use burn::tensor::{Device, Tensor};
@@ -45,6 +45,55 @@ pub fn rotate(x: Tensor<4>, cos: &Tensor<4>, sin: &Tensor<4>) -> Tensor<4> {
     let second = x.clone().narrow(3, half, half);
     let rotated = Tensor::cat(vec![-second, first], 3);
     x * cos.clone() + rotated * sin.clone()
+}
+
+/// RoFormer's rotary positions: dimensions 2i and 2i+1 of each head rotated together by
+/// position · 10000^(−2i/head_dim), from the sinusoidal table `RoFormerSinusoidalPositionalEmbedding`
+/// builds (in f64, then rounded to f32: an f32 angle would be off by up to 3e-4 rad at position
+/// 5,000).
+pub struct PairRotary {
+    head_dim: usize,
+}
+
+impl PairRotary {
+    pub fn new(head_dim: usize) -> PairRotary {
+        PairRotary { head_dim }
+    }
+
+    /// cos and sin per position and pair: [1, 1, tokens, head_dim / 2, 1].
+    pub fn tables(&self, tokens: usize, device: &Device) -> (Tensor<5>, Tensor<5>) {
+        let half = self.head_dim / 2;
+        let mut cos = Vec::with_capacity(tokens * half);
+        let mut sin = Vec::with_capacity(tokens * half);
+        for t in 0..tokens {
+            for i in 0..half {
+                let angle = t as f64 / 10000f64.powf((2 * i) as f64 / self.head_dim as f64);
+                cos.push(angle.cos() as f32);
+                sin.push(angle.sin() as f32);
+            }
+        }
+        (
+            upload(cos, [1, 1, tokens, half, 1], device),
+            upload(sin, [1, 1, tokens, half, 1], device),
+        )
+    }
+}
+
+/// RoFormer's `apply_rotary`: each pair (x₁, x₂) = (x[2i], x[2i+1]) becomes
+/// (x₁·cos − x₂·sin, x₂·cos + x₁·sin). x: [batch, heads, tokens, head_dim].
+pub fn rotate_pairs(x: Tensor<4>, cos: &Tensor<5>, sin: &Tensor<5>) -> Tensor<4> {
+    let [batch, heads, tokens, head_dim] = x.dims();
+    let pairs = x.reshape([batch, heads, tokens, head_dim / 2, 2]);
+    let first = pairs.clone().narrow(4, 0, 1);
+    let second = pairs.narrow(4, 1, 1);
+    let rotated = Tensor::cat(
+        vec![
+            first.clone() * cos.clone() - second.clone() * sin.clone(),
+            second * cos.clone() + first * sin.clone(),
+        ],
+        4,
+    );
+    rotated.reshape([batch, heads, tokens, head_dim])
 }
 
 /// ALiBi: one slope per head, attention bias −slope_h · |i − j|.

@@ -1,0 +1,222 @@
+//! DNAGPT (TencentAILabHealthcare/DNAGPT, `dna_gpt/model/gpt.py` and `dna_gpt.py`): a GPT-2
+//! decoder — causal attention, pre-LayerNorm blocks, tanh-GELU MLP, learned positions, no biases
+//! in the published models (`bias=False`, LayerNorms included) — with DNAGPT's masked-LM head
+//! (Linear, SiLU, LayerNorm, Linear to the vocabulary) on top.
+//!
+//! GENEB's extractor (`embedding_pipeline/extractors/dnagpt.py`) pools what `model(input_ids,
+//! attention_mask)` returns, and DNAGPT's forward returns the masked-LM head's logits (the mask
+//! lands in its unused `numbers` argument): so the embedding is the mean of those logits over the
+//! tokens, one value per vocabulary entry, and that is what geneb returns (`Pooling::HeadLogitsMean`).
+//! It runs one sequence per batch (its default); geneb batches with right padding, which a causal
+//! model's real tokens never see.
+//!
+//! The published weights are one `torch.save` file per model (`dna_gpt0.1b_h.pth`, `{"model":
+//! state_dict}`) with no config.json: the model's name selects its shape, as `DNAGPT.from_name`
+//! does (`published_config`). A folder with a config.json giving the same keys runs any size.
+
+use super::{Arch, ArchSpec, Pooling, check_layers, parse_config, size};
+use crate::Result;
+use crate::encoder::layers::{
+    Activation, LayerNorm, Linear, attention, causal_bias, checkpoint_prefix, config_error,
+    head_dim, padding_bias, silu, split_heads, upload,
+};
+use crate::hf::Checkpoint;
+use crate::tokenize::TokenizerChoice;
+use burn::tensor::module::embedding;
+use burn::tensor::{Device, Int, Tensor};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// DNAGPT's own LayerNorm default.
+const EPS: f64 = 1e-5;
+
+pub const SPEC: ArchSpec = ArchSpec {
+    name: "dnagpt",
+    family: "DNAGPT (GPT-2 decoder, pooled over its masked-LM head's logits)",
+    serves: "DNAGPT (TencentAILabHealthcare/DNAGPT: dna_gpt0.1b_h, dna_gpt0.1b_m)",
+    matches,
+    tokenizer: TokenizerChoice::DnaGptKmers,
+    poolings: &[Pooling::HeadLogitsMean],
+    load: |config, ckpt, compute| Ok(Box::new(DnaGpt::load(config, ckpt, &compute.device)?)),
+};
+
+/// `DNAGPT.__init__`'s arguments, with the tokenizer's k-mer settings.
+#[derive(Deserialize)]
+struct Config {
+    #[serde(deserialize_with = "size")]
+    vocab_size: usize,
+    #[serde(deserialize_with = "size")]
+    max_len: usize,
+    #[serde(deserialize_with = "size")]
+    num_layers: usize,
+    #[serde(deserialize_with = "size")]
+    num_heads: usize,
+    #[serde(deserialize_with = "size")]
+    embedding_dim: usize,
+    bias: bool,
+}
+
+pub fn matches(config: &Value) -> bool {
+    config.get("model_type").and_then(|v| v.as_str()) == Some("dnagpt")
+}
+
+/// The config.json `DNAGPT.from_name` and the extractor imply for a published weights file,
+/// by its name: `KmerTokenizer(6, 34 reserved tokens, dynamic)` with `dynamic` false for
+/// dna_gpt0.1b_h only, and the model's shape.
+pub fn published_config(weights_file: &str) -> Option<Value> {
+    let (max_len, layers, heads, dim, dynamic) = match weights_file {
+        "dna_gpt0.1b_h.pth" => (4096, 12, 12, 768, false),
+        "dna_gpt0.1b_m.pth" => (512, 12, 12, 768, true),
+        "dna_gpt3b_m.pth" => (512, 60, 64, 2048, true),
+        _ => return None,
+    };
+    let kmer = 6;
+    Some(json!({
+        "model_type": "dnagpt",
+        "vocab_size": crate::tokenize::dnagpt_vocab_size(kmer, dynamic),
+        "max_len": max_len,
+        "num_layers": layers,
+        "num_heads": heads,
+        "embedding_dim": dim,
+        "bias": false,
+        "kmer": kmer,
+        "dynamic_kmer": dynamic,
+    }))
+}
+
+struct Block {
+    ln_1: LayerNorm,
+    /// [dim → 3·dim]: queries, keys, values.
+    c_attn: Linear,
+    attn_proj: Linear,
+    ln_2: LayerNorm,
+    c_fc: Linear,
+    mlp_proj: Linear,
+}
+
+/// The masked-LM head: Linear, SiLU, LayerNorm, Linear to the vocabulary.
+struct Head {
+    dense: Linear,
+    norm: LayerNorm,
+    decoder: Linear,
+}
+
+pub struct DnaGpt {
+    wte: Tensor<2>,
+    wpe: Tensor<2>,
+    blocks: Vec<Block>,
+    ln_f: LayerNorm,
+    head: Head,
+    heads: usize,
+    dim: usize,
+    vocab: usize,
+    max_len: usize,
+    device: Device,
+}
+
+impl DnaGpt {
+    fn load(config: &Value, ckpt: &mut Checkpoint, device: &Device) -> Result<DnaGpt> {
+        let c: Config = parse_config(config)?;
+        let (dim, heads, vocab, bias) = (c.embedding_dim, c.num_heads, c.vocab_size, c.bias);
+        head_dim(dim, heads)?;
+        // The published checkpoints nest nothing; a DDP-saved one prefixes `module.`.
+        let prefix = checkpoint_prefix(ckpt, &["", "module."], "transformer.wte.weight", "DNAGPT")?;
+        let p = |name: &str| format!("{prefix}{name}");
+        let linear = |ckpt: &mut Checkpoint, name: &str, inputs, outputs| {
+            Linear::load(ckpt, &p(name), inputs, outputs, bias, device)
+        };
+        let norm = |ckpt: &mut Checkpoint, name: &str| {
+            LayerNorm::load_with_bias(ckpt, &p(name), dim, EPS, bias, device)
+        };
+        let wte = ckpt.take(&p("transformer.wte.weight"), &[vocab, dim])?;
+        let wpe = ckpt.take(&p("transformer.wpe.weight"), &[c.max_len, dim])?;
+        let layers = check_layers("num_layers", c.num_layers, ckpt, |i| {
+            p(&format!("transformer.h.{i}.attn.c_attn.weight"))
+        })?;
+        let mut blocks = Vec::with_capacity(layers);
+        for i in 0..layers {
+            let b = |name: &str| format!("transformer.h.{i}.{name}");
+            blocks.push(Block {
+                ln_1: norm(ckpt, &b("ln_1"))?,
+                c_attn: linear(ckpt, &b("attn.c_attn"), dim, 3 * dim)?,
+                attn_proj: linear(ckpt, &b("attn.c_proj"), dim, dim)?,
+                ln_2: norm(ckpt, &b("ln_2"))?,
+                c_fc: linear(ckpt, &b("mlp.c_fc"), dim, 4 * dim)?,
+                mlp_proj: linear(ckpt, &b("mlp.c_proj"), 4 * dim, dim)?,
+            });
+        }
+        let ln_f = norm(ckpt, "transformer.ln_f")?;
+        let head = Head {
+            dense: linear(ckpt, "mlm_head.0", dim, dim)?,
+            norm: norm(ckpt, "mlm_head.2")?,
+            decoder: linear(ckpt, "mlm_head.3", dim, vocab)?,
+        };
+        // Heads for DNAGPT's numeric inputs and outputs, unused by the extractor.
+        ckpt.skip_prefix(&p("number_embedding."));
+        ckpt.skip_prefix(&p("num_regression."));
+        if c.max_len == 0 {
+            return Err(config_error("'max_len' is 0"));
+        }
+        Ok(DnaGpt {
+            wte: upload(wte, [vocab, dim], device),
+            wpe: upload(wpe, [c.max_len, dim], device),
+            blocks,
+            ln_f,
+            head,
+            heads,
+            dim,
+            vocab,
+            max_len: c.max_len,
+            device: device.clone(),
+        })
+    }
+}
+
+impl Arch for DnaGpt {
+    /// The logits the extractor pools: one value per vocabulary entry.
+    fn hidden_size(&self) -> usize {
+        self.vocab
+    }
+
+    /// The position table's length (the extractor truncates the tokens to it).
+    fn max_tokens(&self) -> usize {
+        self.max_len
+    }
+
+    fn widest_activation(&self) -> usize {
+        self.vocab.max(4 * self.dim)
+    }
+
+    fn pooling(&self) -> Pooling {
+        Pooling::HeadLogitsMean
+    }
+
+    /// The masked-LM head's logits [batch, tokens, vocab].
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+        let tokens = input_ids.dims()[1];
+        let positions = self.wpe.clone().narrow(0, 0, tokens).unsqueeze::<3>();
+        let mut x = embedding(self.wte.clone(), input_ids) + positions;
+        let bias = padding_bias(attention_mask) + causal_bias(tokens, &self.device);
+        let scale = 1.0 / ((self.dim / self.heads) as f64).sqrt();
+        for block in &self.blocks {
+            let qkv = block.c_attn.forward(block.ln_1.forward(x.clone()));
+            let mut parts = qkv.chunk(3, 2).into_iter();
+            let mut next = || split_heads(parts.next().expect("chunk(3) yields three"), self.heads);
+            let (q, k, v) = (next(), next(), next());
+            x = x + block
+                .attn_proj
+                .forward(attention(q, k, v, scale, bias.clone()));
+            let inner =
+                Activation::GeluTanh.apply(block.c_fc.forward(block.ln_2.forward(x.clone())));
+            x = x + block.mlp_proj.forward(inner);
+        }
+        let hidden = self.ln_f.forward(x);
+        let head = &self.head;
+        head.decoder
+            .forward(head.norm.forward(silu(head.dense.forward(hidden))))
+    }
+
+    fn family(&self) -> &'static str {
+        SPEC.family
+    }
+}
