@@ -27,7 +27,11 @@
    pooled by [CLS], as its extractor pools; every other model by the masked mean. DeepGene's
    (RoFormer, hidden 768, 12 layers, 5,120 positions; DNABERT-2's 4096-token BPE layout) by
    make_deepgene_fixtures.py, run in its published modeling_roformer.py ($DEEPGENE_SRC, default
-   target/deepgene-src/PanGeneGraphTrans) with its extractor's ids and positions.
+   target/deepgene-src/PanGeneGraphTrans) with its extractor's ids and positions. DNAGPT
+   0.1B human's (`DNAGPT.from_name("dna_gpt0.1b_h")`: GPT-2, 768 wide, 12 layers, 4,096 positions,
+   15,659 6-mer tokens) by make_dnagpt_fixtures.py, written as the published file alone
+   (dna_gpt0.1b_h.pth, no config.json), run in its published dna_gpt/ ($DNAGPT_SRC, default
+   target/dnagpt-src) and pooled over its masked-LM head's logits, as its extractor pools.
 2. Cuts real DNA from the other smoke tables into sequences of 200 and 1,000 nt.
 3. Times, each in its own process (peak RSS from wait4): PyTorch (HF tokenizer + model + masked
    mean, torch.set_num_threads(N)) at batch 1 and 32 after loading and one warm-up call; and
@@ -78,6 +82,11 @@ REAL_MODELS = os.environ.get("GENEB_REAL_MODELS", os.path.join(ROOT, "target", "
 MODELS = {
     "nt-v2-50m": dict(kind="nt", vocab=4107, hidden=512, layers=12, heads=16, inter=2048, positions=2050,
                       max_length=2048),
+    # NT-v2-250m-shaped (hidden 768, 24 layers, 16 heads, SwiGLU 3072: the 941 MB f32
+    # pytorch_model.bin the hub lists), the largest NT-v2 a tab takes (browser_bench.mjs measures
+    # its memory there).
+    "nt-v2-250m": dict(kind="nt", vocab=4107, hidden=768, layers=24, heads=16, inter=3072, positions=2050,
+                       max_length=2048),
     "dnabert2-117m": dict(kind="dnabert2", vocab=4096, hidden=768, layers=12, heads=12, inter=3072,
                           max_length=512),
     # Real weights (fetched, not written): the folder geneb reads is the one PyTorch loads.
@@ -100,6 +109,9 @@ MODELS = {
     # tokenizer has; tokenized and positioned as its extractor does (make_deepgene_fixtures.py).
     "deepgene": dict(kind="deepgene", vocab=4096, hidden=768, layers=12, heads=12, inter=3072, positions=5120,
                      max_length=5120),
+    # DNAGPT 0.1B human, its shape from its name as DNAGPT.from_name gives it; batches of the
+    # PyTorch peer are right-padded, which a causal model's real tokens never see.
+    "dnagpt-0.1b-h": dict(kind="dnagpt", name="dna_gpt0.1b_h", max_length=4096),
 }
 
 
@@ -269,6 +281,16 @@ def make_checkpoint(name, spec):
         dnabert2_tokenizer(folder, spec)
         open(done, "w").close()
         return folder
+    if spec["kind"] == "dnagpt":
+        dnagpt = oracle("make_dnagpt_fixtures")
+        DNAGPT, KmerTokenizer = dnagpt.dnagpt_code()
+        model = DNAGPT.from_name(spec["name"], vocab_size=len(KmerTokenizer(6, dnagpt.SPECIAL, False))).eval()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p) * 0.02)
+        dnagpt.save(Path(folder) / f"{spec['name']}.pth", model)
+        open(done, "w").close()
+        return folder
     if spec["kind"] == "deepgene":
         deepgene = oracle("make_deepgene_fixtures")
         model, config = deepgene.build(*deepgene.deepgene_code(), spec["vocab"], spec["hidden"], spec["layers"],
@@ -306,6 +328,17 @@ def load_torch_model(folder, spec, device):
         model = CaduceusForMaskedLM(caduceus_config(spec)).eval()
         model.load_state_dict(load_file(os.path.join(folder, "model.safetensors")), strict=True)
         return lambda ids, mask: model(ids, output_hidden_states=True, return_dict=True).hidden_states[-1]
+    if spec["kind"] == "dnagpt":
+        import torch
+
+        import contextlib
+
+        DNAGPT, KmerTokenizer = oracle("make_dnagpt_fixtures").dnagpt_code()
+        with contextlib.redirect_stdout(sys.stderr):  # GPT.__init__ prints; stdout carries the timings
+            model = DNAGPT.from_name(spec["name"], vocab_size=len(
+                KmerTokenizer(6, oracle("make_dnagpt_fixtures").SPECIAL, False))).eval()
+        model.load_state_dict(torch.load(os.path.join(folder, f"{spec['name']}.pth"))["model"], strict=True)
+        return lambda ids, mask: model(ids)  # the masked-LM head's logits
     state = load_file(os.path.join(folder, "model.safetensors"))
     if spec["kind"] in ("gena", "mutbert", "genomics-fm", "deepgene"):
         if spec["kind"] == "deepgene":
@@ -367,6 +400,9 @@ def torch_tokenizer(folder, spec):
         import tokenizers
 
         return tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    if spec["kind"] == "dnagpt":
+        dnagpt = oracle("make_dnagpt_fixtures")
+        return dnagpt.dnagpt_code()[1](6, dnagpt.SPECIAL, False)
     with open(os.path.join(folder, "tokenizer_config.json")) as f:
         tokenizer_class = json.load(f)["tokenizer_class"]
     return getattr(transformers, tokenizer_class).from_pretrained(folder)
@@ -393,6 +429,12 @@ def torch_child(job):
     def embed(batch):
         if spec["kind"] == "deepgene":
             return oracle("make_deepgene_fixtures").embed(forward, tokenizer, batch, spec["max_length"])
+        if spec["kind"] == "dnagpt":
+            ids = [tokenizer.encode(t, max_len=spec["max_length"], to_tensor=False) for t in batch]
+            width = max(len(i) for i in ids)
+            input_ids = torch.tensor([i + [tokenizer.pad_id] * (width - len(i)) for i in ids])
+            mask = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i in ids])
+            return ref.masked_mean(forward(input_ids, mask), mask), int(mask.sum())
         enc = tokenizer(batch, padding=True, truncation=True, max_length=spec["max_length"], return_tensors="pt")
         if spec["kind"] in ("hyena", "caduceus"):
             # One token per base. Their reference extractors run each sequence alone: a padded

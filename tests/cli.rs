@@ -729,6 +729,15 @@ fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profile
     assert_eq!(nt["supported"], true);
     assert_eq!(nt["contextUnit"], "tokens");
     assert_eq!(nt["checked"]["kind"], "random-weights-same-shape");
+    assert_eq!(nt["fitsTab"], true);
+    let limit = listing["tabWeightsLimit"]
+        .as_u64()
+        .expect("the tab's weights limit");
+    for model in known {
+        if let Some(parameters) = model["parameters"].as_u64() {
+            assert_eq!(model["fitsTab"], parameters * 4 <= limit, "{model}");
+        }
+    }
     let mutbert = known
         .iter()
         .find(|m| m["hubId"] == "JadenLong/MutBERT")

@@ -328,23 +328,22 @@ fn deepgene_is_a_roformer_with_its_extractors_special_tokens() {
 /// tests/oracle/make_transformer_fixtures.py --same-shape DIR`, `make_plantcaduceus_fixtures.py
 /// --same-shape DIR/plantcaduceus`, `make_gena_fixtures.py --same-shape DIR`,
 /// `make_mutbert_fixtures.py --same-shape DIR`, `make_genomics_fm_fixtures.py --same-shape
-/// DIR` and `make_deepgene_fixtures.py --same-shape DIR` write them, then
-/// `GENEB_SAME_SHAPE=DIR cargo test --test hf_models -- --ignored`.
+/// DIR`, `make_deepgene_fixtures.py --same-shape DIR` and `make_dnagpt_fixtures.py --same-shape
+/// DIR` write them, then `GENEB_SAME_SHAPE=DIR cargo test --test hf_models -- --ignored`
+/// (`GENEB_SAME_SHAPE_MODELS=deepgene,dnagpt` for some of them).
 #[test]
 #[ignore = "needs the same-shape checkpoints the oracle scripts write (hundreds of MB)"]
 fn same_shape_checkpoints_embed_like_the_published_code() {
     let root = PathBuf::from(
         std::env::var_os("GENEB_SAME_SHAPE").expect("GENEB_SAME_SHAPE names the folder"),
     );
-    for name in [
-        "splicebert",
-        "plantcaduceus",
-        "gena",
-        "mutbert",
-        "genomics-fm",
-        "deepgene",
-        "dnagpt",
-    ] {
+    let all = "splicebert,plantcaduceus,gena,mutbert,genomics-fm,deepgene,dnagpt";
+    let chosen = std::env::var("GENEB_SAME_SHAPE_MODELS").unwrap_or_else(|_| all.to_string());
+    for name in chosen.split(',') {
+        assert!(
+            all.split(',').any(|known| known == name),
+            "no same-shape model '{name}'"
+        );
         pipeline_in(&root.join(name), BackendKind::Cpu);
     }
 }

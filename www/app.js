@@ -462,7 +462,7 @@ function onWorkerMessage(msg) {
     case 'ready': {
       state.workerReady = true;
       state.models = Array.isArray(msg.models) ? msg.models : [];
-      setKnownModels(msg.known);
+      setKnownModels(msg.known, msg.tabWeightsLimit);
       state.backend = msg.backend ?? null;
       state.threads = msg.threads ?? null;
       el.version.textContent = msg.version || '—';

@@ -23,11 +23,10 @@ const MODEL_FILES = new Set([CONFIG, ...WEIGHTS, ...TOKENIZER_FILES]);
 const isPublishedWeights = (name) => name.endsWith('.pth');
 
 /**
- * The largest weights file a tab can load: WebAssembly memory is at most 4 GiB, and it must hold
- * the file's bytes, the tensors built from them (as large again, in f32) and up to 1 GiB of a
- * task's embeddings (tasks.js EMBEDDING_BUDGET). Larger models are refused before any download.
+ * The largest weights file a tab can load (the core's known::TAB_WEIGHTS_LIMIT, from the
+ * worker's ready message). Larger models are refused before any download or read.
  */
-const TAB_WEIGHTS_LIMIT = 1.5 * 2 ** 30;
+let tabWeightsLimit = null;
 
 const HUB_ID = /^([A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*)(?:@([\w.\-/]+))?$/;
 
@@ -54,6 +53,7 @@ export function parseHubId(text) {
 
 /** What loading a model will download: config, the tokenizer files it has, one weights file. */
 async function plan(b) {
+  await whenCoreReady();
   const config = await probe(b, CONFIG);
   if (!config) throw new Error(`${b.label}: no config.json on ${b.endpoint}: check the id and the revision`);
   const files = [config];
@@ -79,9 +79,9 @@ async function plan(b) {
  * `untouched` says which of the two was spared.
  */
 function checkFitsInTab(label, name, size, untouched) {
-  if (Number.isFinite(size) && size > TAB_WEIGHTS_LIMIT) {
+  if (Number.isFinite(size) && tabWeightsLimit != null && size > tabWeightsLimit) {
     throw new Error(`${label}: its weights (${name}, ${bytesText(size)}) do not fit in a browser tab, which can load `
-      + `at most ${bytesText(TAB_WEIGHTS_LIMIT)} of weights beside the tensors built from them and a task's embeddings: `
+      + `at most ${bytesText(tabWeightsLimit)} of weights beside the tensors built from them and a task's embeddings: `
       + `${untouched}; run it with the command line (geneb eval), which has the whole machine's memory`);
   }
 }
@@ -130,12 +130,19 @@ function say(node, text, { error = false } = {}) {
   node.classList.toggle('error', error);
 }
 
+/** "yes", or why not and what runs it instead. */
+function fitsText(m) {
+  if (m.fitsTab == null) return '—';
+  return m.fitsTab ? 'yes' : `no: ${bytesText(m.parameters * 4)} of f32 weights; use geneb eval`;
+}
+
 function knownTable() {
   const categories = [...new Set(known.flatMap((m) => Object.keys(m.published?.categoryMcc ?? {})))].sort();
   const head = h('tr', {},
     h('th', { scope: 'col' }, 'Model (hub id)'), h('th', { scope: 'col' }, 'Parameters'),
     h('th', { scope: 'col' }, 'Context'), h('th', { scope: 'col' }, 'Tokenizer'),
-    h('th', { scope: 'col' }, 'Runs in geneb'), h('th', { scope: 'col' }, 'Checked against'),
+    h('th', { scope: 'col' }, 'Runs in geneb'), h('th', { scope: 'col' }, 'Fits a tab'),
+    h('th', { scope: 'col' }, 'Checked against'),
     h('th', { scope: 'col' }, 'GENEB macro MCC'),
     categories.map((c) => h('th', { scope: 'col', class: 'cat' }, c)));
   const rows = known.map((m) => {
@@ -150,6 +157,7 @@ function knownTable() {
       h('td', { class: 'num' }, `${Number(m.context).toLocaleString('en')} ${m.contextUnit === 'tokens' ? 'tokens' : 'nt'}`),
       h('td', {}, m.tokenizer),
       h('td', {}, m.supported ? 'yes ' : `not yet (${m.architecture})`, useButton),
+      h('td', { 'data-testid': 'known-model-fits' }, fitsText(m)),
       h('td', { 'data-testid': 'known-model-checked' }, m.supported ? m.checked.description : '—'),
       h('td', { class: 'num' }, m.published ? m.published.macroMcc.toFixed(3) : '—'),
       categories.map((c) => {
@@ -257,6 +265,7 @@ async function onModelFiles(list, folderName) {
   }
   const label = folderName || 'dropped model';
   try {
+    await whenCoreReady();
     for (const w of weights) checkFitsInTab(label, w, byName.get(w).size, 'nothing was read');
   } catch (err) {
     say(ui.error, messageOf(err), { error: true });
@@ -429,9 +438,10 @@ export function initModels(root, { getWorker, onChange }) {
   refreshCached();
 }
 
-/** The known models from the worker's ready message. */
-export function setKnownModels(list) {
+/** The known models and the tab's weights limit from the worker's ready message. */
+export function setKnownModels(list, limit) {
   known = Array.isArray(list) ? list : [];
+  tabWeightsLimit = Number.isFinite(limit) ? limit : null;
   const details = panel?.querySelector('[data-testid="known-models"]')?.closest('.table-wrap');
   if (details) details.replaceWith(knownTable());
 }

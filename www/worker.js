@@ -215,17 +215,19 @@ async function start() {
   wasm = mod;
   let models = [];
   let known = [];
+  let tabWeightsLimit = null;
   try {
     const catalogue = plain(parseIfString(mod.models())) ?? {};
     models = catalogue.builtin ?? [];
     known = catalogue.known ?? []; // foundation models by hub id (www/models.js shows them)
+    tabWeightsLimit = catalogue.tabWeightsLimit ?? null;
   } catch (err) {
     self.postMessage({ type: 'error', fatal: true, message: `Could not list the encoders: ${messageOf(err)}` });
     return;
   }
   let version = '';
   try { version = String(mod.version()); } catch { version = ''; }
-  self.postMessage({ type: 'ready', version, models, known, backend: await backendP, threads });
+  self.postMessage({ type: 'ready', version, models, known, tabWeightsLimit, backend: await backendP, threads });
 }
 
 async function run({ id, request, forceBackend }) {

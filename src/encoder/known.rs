@@ -309,7 +309,7 @@ static KNOWN: [KnownModel; 22] = [
         tokenizer: "BPE, DNABERT-2's layout (tokenizer.json)",
         architecture: "Genomics-FM (MosaicBERT, learned positions, [CLS] pooling)",
         supported: true,
-        checked: Check::RandomWeightsTiny,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: None,
@@ -324,7 +324,7 @@ static KNOWN: [KnownModel; 22] = [
         tokenizer: "BPE, DNABERT-2's layout (tokenizer.json), [CLS] [SEP] before the sequence",
         architecture: "DeepGene (RoFormer: BERT, rotary positions in pairs)",
         supported: true,
-        checked: Check::RandomWeightsTiny,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: None,
@@ -340,7 +340,7 @@ static KNOWN: [KnownModel; 22] = [
         tokenizer: "non-overlapping 6-mers (DNAGPT's KmerTokenizer)",
         architecture: "DNAGPT (GPT-2 decoder; pooled over its masked-LM head's logits)",
         supported: true,
-        checked: Check::RandomWeightsTiny,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: Some("AIRI-Institute/gena-lm-bert-base"),
@@ -405,11 +405,21 @@ pub struct PublishedProfile {
     pub category_mcc: std::collections::BTreeMap<String, f64>,
 }
 
+/// The largest weights file a browser tab loads: wasm32's 4 GiB of memory must hold the file's
+/// bytes, the f32 tensors built from them (as large again) and up to 1 GiB of a task's
+/// embeddings (www/tasks.js EMBEDDING_BUDGET). The page refuses larger files before reading or
+/// downloading them.
+pub const TAB_WEIGHTS_LIMIT: u64 = 3 << 29;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct KnownWithProfile {
     #[serde(flatten)]
     pub model: &'static KnownModel,
     pub published: Option<PublishedProfile>,
+    /// Whether its f32 weights are within `TAB_WEIGHTS_LIMIT` (unknown without a parameter
+    /// count).
+    #[serde(rename = "fitsTab")]
+    pub fits_tab: Option<bool>,
 }
 
 /// Every known model with its full-data leaderboard row, for display beside the user's own runs.
@@ -419,6 +429,9 @@ pub fn with_published_profiles() -> crate::Result<Vec<KnownWithProfile>> {
         .iter()
         .map(|model| KnownWithProfile {
             model,
+            fits_tab: model
+                .parameters
+                .map(|parameters| parameters * 4 <= TAB_WEIGHTS_LIMIT),
             published: model
                 .leaderboard
                 .and_then(|key| rows.iter().find(|r| r.model == key))

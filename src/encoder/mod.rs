@@ -113,11 +113,15 @@ pub struct Catalogue {
     #[cfg(feature = "burn")]
     pub architectures: Vec<arch::ArchInfo>,
     pub known: Vec<known::KnownWithProfile>,
+    /// `known::TAB_WEIGHTS_LIMIT`, in bytes, for the page's checks.
+    #[serde(rename = "tabWeightsLimit")]
+    pub tab_weights_limit: u64,
 }
 
 pub fn catalogue() -> Result<Catalogue> {
     Ok(Catalogue {
         builtin: builtin_models(),
+        tab_weights_limit: known::TAB_WEIGHTS_LIMIT,
         #[cfg(feature = "burn")]
         architectures: arch::list(),
         known: known::with_published_profiles()?,

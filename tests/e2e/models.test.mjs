@@ -59,6 +59,9 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       // Each runnable row says what its numbers were checked against.
       const checked = await byTestId(app.page, 'known-model-checked').allTextContents();
       assert.ok(checked.includes('published code, random weights of the same shape'), checked.join(' | '));
+      // And whether it fits a tab: the small ones do, a 3B model is sent to the CLI.
+      const fits = await byTestId(app.page, 'known-model-fits').allTextContents();
+      assert.ok(fits.includes('yes') && fits.some((f) => /^no: .* of f32 weights; use geneb eval$/.test(f)), fits.join(' | '));
       await dropModel(app.page, files); // pipeline.json and expected.json ride along: ignored
       await waitLoaded(app.page, 'hf:dropped-model');
       assert.match(await byTestId(app.page, 'loaded-model').textContent(), /ignored .*pipeline\.json/);
