@@ -138,6 +138,22 @@ pub fn version() -> String {
     crate::VERSION.to_string()
 }
 
+/// The protocol facts the page shows, so www/ does not restate them: `{categories: [the 13,
+/// in the leaderboard's order], officialTasks: 100}`.
+#[wasm_bindgen]
+pub fn protocol() -> std::result::Result<JsValue, JsError> {
+    #[derive(Serialize)]
+    struct Facts {
+        categories: &'static [&'static str],
+        #[serde(rename = "officialTasks")]
+        official_tasks: usize,
+    }
+    to_js(&Facts {
+        categories: &crate::protocol::CATEGORIES,
+        official_tasks: crate::task::catalogue::tasks().len(),
+    })
+}
+
 /// `{builtin: [{spec, name, description, needsBackend}], known: [{hubId (null off the hub),
 /// weights (where those are), display, leaderboard,
 /// parameters, context, contextUnit, tokenizer, architecture, supported, checked: {kind,

@@ -6,7 +6,7 @@
 
 import { downloadText, formatBytes, h, messageOf, plural } from './dom.js';
 import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.js';
-import { CATEGORIES, renderProfile } from './profile-view.js';
+import { renderProfile, setProtocol } from './profile-view.js';
 import { keepTaskFiles, keptTaskFiles } from './store.js';
 import { cacheSize, clearCache } from './embedding-cache.js';
 import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './models.js';
@@ -463,6 +463,11 @@ function onWorkerMessage(msg) {
       state.workerReady = true;
       state.models = Array.isArray(msg.models) ? msg.models : [];
       setKnownModels(msg.known, msg.tabWeightsLimit);
+      setProtocol(msg.protocol);
+      // GENEB's categories, for the user's own tasks (the first option, "from the task id", stays).
+      if (el.category.options.length <= 1) {
+        for (const c of msg.protocol?.categories ?? []) el.category.append(h('option', { value: c }, c));
+      }
       state.backend = msg.backend ?? null;
       state.threads = msg.threads ?? null;
       el.version.textContent = msg.version || '—';
@@ -933,7 +938,6 @@ function onDownloadClick() {
 // Wiring
 
 function init() {
-  for (const c of CATEGORIES) el.category.append(h('option', { value: c }, c));
   el.filesInput.accept = DATA_ACCEPT;
   el.setup.addEventListener('submit', onRunClick);
   el.cancel.addEventListener('click', onCancelClick);

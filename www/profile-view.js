@@ -4,12 +4,17 @@
 
 import { fmt, h, plural } from './dom.js';
 
-/** GENEB's 13 categories, in the published leaderboard order (PROTOCOL.md). */
-export const CATEGORIES = [
-  'Histone Mod.', 'Promoters', 'Enhancers', 'DNA Methyl.', 'Splice Sites', 'lncRNA',
-  'Mouse Enh.', 'TF Binding', 'Species Clf.', 'Regulatory', 'Virus/Phage', 'Coding/NC',
-  'Chromatin Acc.',
-];
+/**
+ * A full GENEB run, from the core's protocol facts (the worker's ready message): only its macro
+ * and micro compare with the published leaderboard.
+ */
+const FULL_GENEB = { tasks: null, categories: null };
+
+/** Takes the core's `{categories, officialTasks}`. */
+export function setProtocol(protocol) {
+  FULL_GENEB.tasks = protocol?.officialTasks ?? null;
+  FULL_GENEB.categories = Array.isArray(protocol?.categories) ? protocol.categories.length : null;
+}
 
 export const REGIME_LABELS = {
   full: 'Full data',
@@ -21,9 +26,6 @@ const REGIME_NOTES = {
   '10shot': '10 examples per class; mean ± std over 5 seeds',
   '1shot': '1 example per class; mean ± std over 5 seeds',
 };
-
-/** A full GENEB run: only its macro and micro compare with the published leaderboard. */
-const FULL_GENEB = { tasks: 100, categories: CATEGORIES.length };
 
 /**
  * Fill `container` with the profile's tables. `prefix` keeps ids and test ids unique when two
@@ -52,7 +54,7 @@ export function renderProfile(container, profile, submissions, { prefix, modelNa
   const partial = profile.regimes.flatMap((r) => (Array.isArray(r.rows) ? r.rows : []))
     .find((r) => Number.isInteger(r.n_tasks) && Number.isInteger(r.n_categories)
       && (r.n_tasks !== FULL_GENEB.tasks || r.n_categories !== FULL_GENEB.categories));
-  if (partial) {
+  if (partial && FULL_GENEB.tasks != null) {
     container.append(h('p', { class: 'hint scope-note', 'data-testid': `${prefix}-scope-note` },
       `macro and micro average the ${plural(partial.n_tasks, 'task')} in `
       + `${plural(partial.n_categories, 'category', 'categories')} given here; only a full GENEB run `

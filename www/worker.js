@@ -216,7 +216,9 @@ async function start() {
   let models = [];
   let known = [];
   let tabWeightsLimit = null;
+  let protocol = null;
   try {
+    protocol = plain(parseIfString(mod.protocol()));
     const catalogue = plain(parseIfString(mod.models())) ?? {};
     models = catalogue.builtin ?? [];
     known = catalogue.known ?? []; // foundation models by hub id (www/models.js shows them)
@@ -227,7 +229,9 @@ async function start() {
   }
   let version = '';
   try { version = String(mod.version()); } catch { version = ''; }
-  self.postMessage({ type: 'ready', version, models, known, tabWeightsLimit, backend: await backendP, threads });
+  self.postMessage({
+    type: 'ready', version, models, known, tabWeightsLimit, protocol, backend: await backendP, threads,
+  });
 }
 
 async function run({ id, request, forceBackend }) {

@@ -59,6 +59,10 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       // Each runnable row says what its numbers were checked against.
       const checked = await byTestId(app.page, 'known-model-checked').allTextContents();
       assert.ok(checked.includes('published code, random weights of the same shape'), checked.join(' | '));
+      // The categories a user's own task can be put in are the core's 13.
+      const categories = await app.page.locator('[data-testid="category"] option').allTextContents();
+      assert.equal(categories.length, 14, categories.join(' | '));
+      assert.deepEqual([categories[1], categories[13]], ['Histone Mod.', 'Chromatin Acc.']);
       // And whether it fits a tab: the small ones do, a 3B model is sent to the CLI.
       const fits = await byTestId(app.page, 'known-model-fits').allTextContents();
       assert.ok(fits.includes('yes') && fits.some((f) => /^no: .* of f32 weights; use geneb eval$/.test(f)), fits.join(' | '));
