@@ -387,6 +387,23 @@ fn unsupported_models_and_missing_files_are_clear_errors() {
     std::fs::write(tmp.join("model.safetensors"), &weights[..weights.len() / 2]).unwrap();
     let message = err(&spec);
     assert!(message.contains("truncated"), "{message}");
+    // Another model's tokenizer, whose ids run past this model's 10-row embedding table: an
+    // error naming both, not an out-of-bounds lookup.
+    std::fs::write(tmp.join("model.safetensors"), &weights).unwrap();
+    let vocab = std::fs::read_to_string(fixture.join("vocab.txt")).unwrap();
+    // The nucleotides again: a repeated token keeps its last id, 10 to 14.
+    let moved = format!("{}\nN\nA\nC\nG\nT\n", vocab.trim_end());
+    std::fs::write(tmp.join("vocab.txt"), moved).unwrap();
+    let tokenizer_config = std::fs::read(fixture.join("tokenizer_config.json")).unwrap();
+    std::fs::write(tmp.join("tokenizer_config.json"), tokenizer_config).unwrap();
+    let encoder = pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu)).unwrap();
+    let message = pollster::block_on(encoder.embed(&["ACGT".to_string()]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("token id 1") && message.contains("embedding table has 10 rows"),
+        "{message}"
+    );
     std::fs::remove_dir_all(&tmp).unwrap();
 }
 

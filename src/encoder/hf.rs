@@ -234,6 +234,22 @@ impl HfModel {
             .iter()
             .map(|s| self.tokenizer.encode(s, Some(self.max_length)))
             .collect();
+        // Tokenizer files from another model (or a damaged one) can give ids past the
+        // embedding table, which the forward pass would index out of bounds.
+        let rows = self.architecture.token_rows();
+        let ids = tokens.iter().flatten().copied();
+        if let Some(id) = std::iter::once(self.tokenizer.pad_id())
+            .chain(ids)
+            .find(|&id| id as usize >= rows)
+        {
+            return Err(Error::in_file(
+                &self.spec,
+                format!(
+                    "the tokenizer gives token id {id}, but the model's embedding table has \
+                     {rows} rows: are the tokenizer files this model's own?"
+                ),
+            ));
+        }
         let mut order: Vec<usize> = (0..tokens.len()).collect();
         order.sort_by_key(|&i| (tokens[i].len(), i));
         let mut out = Array2::<f32>::zeros((sequences.len(), self.dim()));

@@ -491,6 +491,10 @@ impl Arch for Bert {
         self.hidden
     }
 
+    fn token_rows(&self) -> usize {
+        self.embeddings.word.dims()[0]
+    }
+
     /// The longest input the position table allows (unbounded for ALiBi).
     fn max_tokens(&self) -> usize {
         self.max_tokens

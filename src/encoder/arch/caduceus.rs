@@ -306,6 +306,10 @@ impl Arch for Caduceus {
         }
     }
 
+    fn token_rows(&self) -> usize {
+        self.embeddings.dims()[0]
+    }
+
     fn max_tokens(&self) -> usize {
         MAX_TOKENS
     }

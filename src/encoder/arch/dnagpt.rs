@@ -178,6 +178,10 @@ impl Arch for DnaGpt {
         self.vocab
     }
 
+    fn token_rows(&self) -> usize {
+        self.vocab
+    }
+
     /// The position table's length (the extractor truncates the tokens to it).
     fn max_tokens(&self) -> usize {
         self.max_len

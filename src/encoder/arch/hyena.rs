@@ -315,6 +315,10 @@ impl Arch for Hyena {
         self.hidden
     }
 
+    fn token_rows(&self) -> usize {
+        self.word_embeddings.dims()[0]
+    }
+
     /// `max_seq_len`: the positional embedding of the implicit filters has that many positions.
     fn max_tokens(&self) -> usize {
         self.max_seq_len

@@ -32,6 +32,8 @@ pub trait Arch: Send + Sync {
     /// [batch, tokens] (1 for real tokens, then 0 for right padding).
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3>;
     fn hidden_size(&self) -> usize;
+    /// Rows of the token embedding table: every id fed in must be below it.
+    fn token_rows(&self) -> usize;
     /// The most tokens one input may have (the caller truncates to it).
     fn max_tokens(&self) -> usize;
     /// Floats per token of the widest intermediate tensor, for sizing batches.

@@ -236,6 +236,10 @@ impl Arch for NucleotideTransformer {
         self.hidden
     }
 
+    fn token_rows(&self) -> usize {
+        self.word_embeddings.dims()[0]
+    }
+
     fn max_tokens(&self) -> usize {
         self.max_tokens
     }
