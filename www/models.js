@@ -53,7 +53,7 @@ export function parseHubId(text) {
 
 /** What loading a model will download: config, the tokenizer files it has, one weights file. */
 async function plan(b) {
-  await whenCoreReady();
+  await waitForCore(b.label);
   const config = await probe(b, CONFIG);
   if (!config) throw new Error(`${b.label}: no config.json on ${b.endpoint}: check the id and the revision`);
   const files = [config];
@@ -218,10 +218,15 @@ function renderLoaded() {
   ctx.onChange();
 }
 
+/** Until the core is up (it knows the tab's limits and checks the model), saying so. */
+function waitForCore(spec) {
+  return whenCoreReady(() => say(ui.status, `${spec}: waiting for the WebAssembly core to load, then checking it…`));
+}
+
 /** Try the model on one short sequence, so a bad model is reported now rather than mid-run. */
 async function addModel({ files, ...model }) {
   try {
-    await whenCoreReady(() => say(ui.status, `${model.spec}: waiting for the WebAssembly core to load, then checking it…`));
+    await waitForCore(model.spec);
   } catch (err) {
     say(ui.status, '');
     say(ui.error, `${model.spec} cannot be used: ${messageOf(err)}`, { error: true });
@@ -264,8 +269,9 @@ async function onModelFiles(list, folderName) {
     return;
   }
   const label = folderName || 'dropped model';
+  const spec = `hf:${label.replace(/[^\w.-]+/g, '-')}`;
   try {
-    await whenCoreReady();
+    await waitForCore(spec);
     for (const w of weights) checkFitsInTab(label, w, byName.get(w).size, 'nothing was read');
   } catch (err) {
     say(ui.error, messageOf(err), { error: true });
@@ -273,7 +279,6 @@ async function onModelFiles(list, folderName) {
   }
   const files = [];
   for (const [name, file] of byName) files.push({ name, blob: file });
-  const spec = `hf:${label.replace(/[^\w.-]+/g, '-')}`;
   const note = ignored.length ? `; ignored ${ignored.join(', ')}` : '';
   await addModel({ spec, label, source: `from files${note}`, files });
 }
