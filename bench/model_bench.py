@@ -331,12 +331,9 @@ def load_torch_model(folder, spec, device):
     if spec["kind"] == "dnagpt":
         import torch
 
-        import contextlib
-
         DNAGPT, KmerTokenizer = oracle("make_dnagpt_fixtures").dnagpt_code()
-        with contextlib.redirect_stdout(sys.stderr):  # GPT.__init__ prints; stdout carries the timings
-            model = DNAGPT.from_name(spec["name"], vocab_size=len(
-                KmerTokenizer(6, oracle("make_dnagpt_fixtures").SPECIAL, False))).eval()
+        model = DNAGPT.from_name(spec["name"], vocab_size=len(
+            KmerTokenizer(6, oracle("make_dnagpt_fixtures").SPECIAL, False))).eval()
         model.load_state_dict(torch.load(os.path.join(folder, f"{spec['name']}.pth"))["model"], strict=True)
         return lambda ids, mask: model(ids)  # the masked-LM head's logits
     state = load_file(os.path.join(folder, "model.safetensors"))
@@ -410,9 +407,11 @@ def torch_tokenizer(folder, spec):
 
 def torch_child(job):
     """One PyTorch timing in this process: load, one warm-up call, then passes over every sequence
-    in order until MIN_RUN_S."""
+    in order until MIN_RUN_S. Its stdout carries only the timings: what the published code prints
+    (DNAGPT's parameter count, Genomics-FM's vocabulary checks) goes to stderr."""
     import torch
 
+    timings, sys.stdout = sys.stdout, sys.stderr
     torch.set_num_threads(job["threads"])
     device = torch.device(job["device"])
     # Modules, the oracle's helper tensors and the tokenizers' outputs are made on this device.
@@ -467,7 +466,7 @@ def torch_child(job):
                 torch.cuda.synchronize()
         run_s = time.perf_counter() - started
     np.save(job["out"], np.concatenate(pooled).astype(np.float32))
-    json.dump({"load_s": load_s, "run_s": run_s, "tokens": tokens, "passes": passes}, sys.stdout)
+    json.dump({"load_s": load_s, "run_s": run_s, "tokens": tokens, "passes": passes}, timings)
 
 
 def peak_rss_kib(pid):

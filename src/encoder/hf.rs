@@ -139,7 +139,7 @@ impl HfModel {
     }
 
     pub fn dim(&self) -> usize {
-        self.architecture.hidden_size()
+        self.architecture.embedding_size()
     }
 
     pub fn compute(&self) -> &Compute {
@@ -349,8 +349,9 @@ impl HfModel {
         // Pooled in f32 whatever the model ran in: an f16 sum over a thousand tokens loses
         // digits and can overflow. (A no-op on an f32 device.)
         let hidden = hidden.cast(FloatDType::F32);
-        match self.architecture.pooling() {
-            Pooling::ClsToken => hidden.narrow(1, 0, 1).reshape([rows, self.dim()]),
+        let width = self.architecture.hidden_size();
+        let pooled = match self.architecture.pooling() {
+            Pooling::ClsToken => hidden.narrow(1, 0, 1).reshape([rows, width]),
             Pooling::MaskedMean | Pooling::HeadLogitsMean => {
                 let mask = mask.cast(FloatDType::F32);
                 let inverse_count = batch
@@ -363,10 +364,11 @@ impl HfModel {
                 );
                 (hidden * mask.unsqueeze_dim::<3>(2))
                     .sum_dim(1)
-                    .reshape([rows, self.dim()])
+                    .reshape([rows, width])
                     * inverse_count
             }
-        }
+        };
+        self.architecture.after_pooling(pooled)
     }
 }
 

@@ -6,7 +6,9 @@
 //! GENEB's extractor (`embedding_pipeline/extractors/dnagpt.py`) pools what `model(input_ids,
 //! attention_mask)` returns, and DNAGPT's forward returns the masked-LM head's logits (the mask
 //! lands in its unused `numbers` argument): so the embedding is the mean of those logits over the
-//! tokens, one value per vocabulary entry, and that is what geneb returns (`Pooling::HeadLogitsMean`).
+//! tokens, one value per vocabulary entry, and that is what geneb returns (`Pooling::HeadLogitsMean`):
+//! the head's last layer is linear, so it is applied to the mean of the states before it, once
+//! per sequence (the same numbers, without a [batch, tokens, 15,659] tensor).
 //! It runs one sequence per batch (its default); geneb batches with right padding, which a causal
 //! model's real tokens never see.
 //!
@@ -173,9 +175,19 @@ impl DnaGpt {
 }
 
 impl Arch for DnaGpt {
-    /// The logits the extractor pools: one value per vocabulary entry.
+    /// The states the head's last layer reads.
     fn hidden_size(&self) -> usize {
+        self.dim
+    }
+
+    /// The logits the extractor pools: one value per vocabulary entry.
+    fn embedding_size(&self) -> usize {
         self.vocab
+    }
+
+    /// The masked-LM head's last layer, on the mean of the states it reads.
+    fn after_pooling(&self, pooled: Tensor<2>) -> Tensor<2> {
+        self.head.decoder.forward(pooled)
     }
 
     fn token_rows(&self) -> usize {
@@ -188,14 +200,14 @@ impl Arch for DnaGpt {
     }
 
     fn widest_activation(&self) -> usize {
-        self.vocab.max(4 * self.dim)
+        4 * self.dim
     }
 
     fn pooling(&self) -> Pooling {
         Pooling::HeadLogitsMean
     }
 
-    /// The masked-LM head's logits [batch, tokens, vocab].
+    /// The masked-LM head's states before its last layer [batch, tokens, dim].
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
         let tokens = input_ids.dims()[1];
         let positions = self.wpe.clone().narrow(0, 0, tokens).unsqueeze::<3>();
@@ -216,8 +228,7 @@ impl Arch for DnaGpt {
         }
         let hidden = self.ln_f.forward(x);
         let head = &self.head;
-        head.decoder
-            .forward(head.norm.forward(silu(head.dense.forward(hidden))))
+        head.norm.forward(silu(head.dense.forward(hidden)))
     }
 
     fn family(&self) -> &'static str {

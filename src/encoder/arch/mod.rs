@@ -31,7 +31,18 @@ pub trait Arch: Send + Sync {
     /// last_hidden_state [batch, tokens, hidden] for ids [batch, tokens] and the attention mask
     /// [batch, tokens] (1 for real tokens, then 0 for right padding).
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3>;
+    /// The width of `forward`'s states.
     fn hidden_size(&self) -> usize;
+    /// What follows the pooling, [batch, hidden] → [batch, embedding_size]: nothing, except where
+    /// the reference pools the output of a linear layer, which commutes with the mean and is
+    /// applied once per sequence instead of once per token (DNAGPT's logits).
+    fn after_pooling(&self, pooled: Tensor<2>) -> Tensor<2> {
+        pooled
+    }
+    /// The width of the embedding (after `after_pooling`).
+    fn embedding_size(&self) -> usize {
+        self.hidden_size()
+    }
     /// Rows of the token embedding table: every id fed in must be below it.
     fn token_rows(&self) -> usize;
     /// The most tokens one input may have (the caller truncates to it).
