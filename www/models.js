@@ -150,7 +150,9 @@ function knownTable() {
     const useButton = m.supported && m.hubId
       ? h('button', { type: 'button', class: 'linkish', 'data-hub-id': m.hubId }, 'load')
       : null;
-    const source = m.hubId ? h('code', {}, m.hubId) : h('span', {}, `not on the hub: ${m.weights}; choose its folder`);
+    const source = m.hubId
+      ? h('code', {}, m.hubId)
+      : h('span', {}, `not on the hub: ${m.weights}${m.supported ? '; choose its folder' : ''}`);
     return h('tr', { 'data-testid': 'known-model' },
       h('th', { scope: 'row' }, h('span', { class: 'model-name' }, m.display), h('br'), source),
       h('td', { class: 'num' }, m.parameters ? `${(m.parameters / 1e6).toFixed(m.parameters < 1e7 ? 2 : 0)} M` : '—'),

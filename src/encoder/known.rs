@@ -91,8 +91,10 @@ const NT_V2: &str = "Nucleotide Transformer v2 (ESM, rotary, SwiGLU)";
 const DNABERT2: &str = "DNABERT-2 (BERT, ALiBi, GLU)";
 const HYENA: &str = "HyenaDNA";
 const GENA: &str = "GENA-LM (BERT, pre-layer-norm)";
+const JANUS_WEIGHTS: &str =
+    "https://github.com/Qihao-Duan/JanusDNA (Harvard Dataverse link in its README)";
 
-static KNOWN: [KnownModel; 22] = [
+static KNOWN: [KnownModel; 24] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -380,6 +382,36 @@ static KNOWN: [KnownModel; 22] = [
         architecture: GENA,
         supported: true,
         checked: Check::RandomWeightsTiny,
+    },
+    KnownModel {
+        hub_id: None,
+        weights: Some(JANUS_WEIGHTS),
+        display: "JanusDNA 72 with mid-attention",
+        leaderboard: Some("JanusDNA_72_w"),
+        parameters: Some(1_980_000),
+        // GENEB's extractor pads every sequence to 1,024 characters and runs the bidirectional
+        // model over the padding too, which geneb would have to reproduce.
+        context: 1024,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "characters (CaduceusTokenizer), padded to 1,024",
+        architecture: "JanusDNA (bidirectional Mamba, attention, mixture of experts)",
+        supported: false,
+        checked: Check::NotChecked,
+    },
+    KnownModel {
+        hub_id: None,
+        weights: Some(JANUS_WEIGHTS),
+        display: "JanusDNA 72 without mid-attention",
+        leaderboard: Some("JanusDNA_72_wo"),
+        parameters: Some(1_980_000),
+        // GENEB's extractor pads every sequence to 1,024 characters and runs the bidirectional
+        // model over the padding too, which geneb would have to reproduce.
+        context: 1024,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "characters (CaduceusTokenizer), padded to 1,024",
+        architecture: "JanusDNA (bidirectional Mamba, mixture of experts)",
+        supported: false,
+        checked: Check::NotChecked,
     },
     KnownModel {
         hub_id: Some("InstaDeepAI/agro-nucleotide-transformer-1b"),
