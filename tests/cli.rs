@@ -730,6 +730,10 @@ fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profile
     assert_eq!(nt["contextUnit"], "tokens");
     assert_eq!(nt["checked"]["kind"], "random-weights-same-shape");
     assert_eq!(nt["fitsTab"], true);
+    // The files a model folder is read for, as the page reads them too.
+    assert_eq!(listing["modelFiles"]["config"], "config.json");
+    assert_eq!(listing["modelFiles"]["weights"][0], "model.safetensors");
+    assert_eq!(listing["modelFiles"]["publishedWeightsSuffix"], ".pth");
     let limit = listing["tabWeightsLimit"]
         .as_u64()
         .expect("the tab's weights limit");

@@ -462,7 +462,7 @@ function onWorkerMessage(msg) {
     case 'ready': {
       state.workerReady = true;
       state.models = Array.isArray(msg.models) ? msg.models : [];
-      setKnownModels(msg.known, msg.tabWeightsLimit);
+      setKnownModels(msg);
       setProtocol(msg.protocol);
       // GENEB's categories, for the user's own tasks (the first option, "from the task id", stays).
       if (el.category.options.length <= 1) {

@@ -11,16 +11,17 @@ import { whenCoreReady } from './queue.js';
 
 const CACHE_NAME = 'geneb-models-v1';
 
-const CONFIG = 'config.json';
-const WEIGHTS = ['model.safetensors', 'pytorch_model.bin'];
-const TOKENIZER_FILES = ['tokenizer.json', 'vocab.txt', 'tokenizer_config.json', 'special_tokens_map.json'];
-/** What a Hugging Face model folder holds that geneb reads; anything else dropped is ignored. */
-const MODEL_FILES = new Set([CONFIG, ...WEIGHTS, ...TOKENIZER_FILES]);
+/**
+ * What a model folder holds that geneb reads (the core's hf::MODEL_FILE_NAMES, from the worker's
+ * ready message): {config, weights (preferred first), tokenizer, publishedWeightsSuffix}.
+ * Anything else dropped is ignored. Null until the core is up.
+ */
+let modelFileNames = null;
 /**
  * A torch.save file named after its model, published without a config.json (DNAGPT's
  * dna_gpt0.1b_h.pth): the core takes the shape from the name, or says it cannot.
  */
-const isPublishedWeights = (name) => name.endsWith('.pth');
+const isPublishedWeights = (name) => name.endsWith(modelFileNames.publishedWeightsSuffix);
 
 /**
  * The largest weights file a tab can load (the core's known::TAB_WEIGHTS_LIMIT, from the
@@ -54,20 +55,20 @@ export function parseHubId(text) {
 /** What loading a model will download: config, the tokenizer files it has, one weights file. */
 async function plan(b) {
   await waitForCore(b.label);
-  const config = await probe(b, CONFIG);
+  const config = await probe(b, modelFileNames.config);
   if (!config) throw new Error(`${b.label}: no config.json on ${b.endpoint}: check the id and the revision`);
   const files = [config];
-  for (const name of TOKENIZER_FILES) {
+  for (const name of modelFileNames.tokenizer) {
     const f = await probe(b, name);
     if (f) files.push(f);
   }
   let weights = null;
-  for (const name of WEIGHTS) {
+  for (const name of modelFileNames.weights) {
     weights = await probe(b, name);
     if (weights) break;
   }
   if (!weights) {
-    throw new Error(`${b.label}: no model.safetensors or pytorch_model.bin (sharded checkpoints are not supported yet)`);
+    throw new Error(`${b.label}: no ${modelFileNames.weights.join(' or ')} (sharded checkpoints are not supported yet)`);
   }
   checkFitsInTab(b.label, weights.name, weights.size, 'nothing was downloaded');
   files.push(weights);
@@ -255,25 +256,32 @@ async function addModel({ files, ...model }) {
 
 async function onModelFiles(list, folderName) {
   say(ui.error, '');
+  const label = folderName || 'dropped model';
+  const spec = `hf:${label.replace(/[^\w.-]+/g, '-')}`;
+  try {
+    await waitForCore(spec); // it knows which files a model folder holds, and the tab's limit
+  } catch (err) {
+    say(ui.error, messageOf(err), { error: true });
+    return;
+  }
+  const { config, weights: weightNames, tokenizer } = modelFileNames;
+  const wanted = new Set([config, ...weightNames, ...tokenizer]);
   const byName = new Map();
   const ignored = [];
   for (const file of list) {
     const base = file.name.split('/').pop();
-    if (MODEL_FILES.has(base) || isPublishedWeights(base)) byName.set(base, file);
+    if (wanted.has(base) || isPublishedWeights(base)) byName.set(base, file);
     else ignored.push(base);
   }
-  const weights = [...byName.keys()].filter((name) => WEIGHTS.includes(name) || isPublishedWeights(name));
+  const weights = [...byName.keys()].filter((name) => weightNames.includes(name) || isPublishedWeights(name));
   const missing = [];
-  if (!byName.has(CONFIG) && !weights.some(isPublishedWeights)) missing.push(CONFIG);
-  if (!weights.length) missing.push(`weights (${WEIGHTS.join(' or ')}, or a published .pth)`);
+  if (!byName.has(config) && !weights.some(isPublishedWeights)) missing.push(config);
+  if (!weights.length) missing.push(`weights (${weightNames.join(' or ')}, or a published ${modelFileNames.publishedWeightsSuffix})`);
   if (missing.length) {
     say(ui.error, `The model files lack ${missing.join(' and ')}: drop the whole model folder or all its files.`, { error: true });
     return;
   }
-  const label = folderName || 'dropped model';
-  const spec = `hf:${label.replace(/[^\w.-]+/g, '-')}`;
   try {
-    await waitForCore(spec);
     for (const w of weights) checkFitsInTab(label, w, byName.get(w).size, 'nothing was read');
   } catch (err) {
     say(ui.error, messageOf(err), { error: true });
@@ -445,10 +453,11 @@ export function initModels(root, { getWorker, onChange }) {
   refreshCached();
 }
 
-/** The known models and the tab's weights limit from the worker's ready message. */
-export function setKnownModels(list, limit) {
+/** The known models, the tab's weights limit and the model-file names from the worker's ready message. */
+export function setKnownModels({ known: list, tabWeightsLimit: limit, modelFiles: names }) {
   known = Array.isArray(list) ? list : [];
   tabWeightsLimit = Number.isFinite(limit) ? limit : null;
+  modelFileNames = names ?? null;
   const details = panel?.querySelector('[data-testid="known-models"]')?.closest('.table-wrap');
   if (details) details.replaceWith(knownTable());
 }

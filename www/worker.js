@@ -216,6 +216,7 @@ async function start() {
   let models = [];
   let known = [];
   let tabWeightsLimit = null;
+  let modelFiles = null;
   let protocol = null;
   try {
     protocol = plain(parseIfString(mod.protocol()));
@@ -223,6 +224,7 @@ async function start() {
     models = catalogue.builtin ?? [];
     known = catalogue.known ?? []; // foundation models by hub id (www/models.js shows them)
     tabWeightsLimit = catalogue.tabWeightsLimit ?? null;
+    modelFiles = catalogue.modelFiles ?? null;
   } catch (err) {
     self.postMessage({ type: 'error', fatal: true, message: `Could not list the encoders: ${messageOf(err)}` });
     return;
@@ -230,7 +232,7 @@ async function start() {
   let version = '';
   try { version = String(mod.version()); } catch { version = ''; }
   self.postMessage({
-    type: 'ready', version, models, known, tabWeightsLimit, protocol, backend: await backendP, threads,
+    type: 'ready', version, models, known, tabWeightsLimit, modelFiles, protocol, backend: await backendP, threads,
   });
 }
 

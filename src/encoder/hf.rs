@@ -43,16 +43,18 @@ const LIVE_ACTIVATIONS: usize = 4;
 pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     let name = files.name.clone();
     let source = |f: &str| format!("{name}/{f}");
-    if let Some(bytes) = files.take("model.safetensors") {
-        return safetensors::read(&source("model.safetensors"), bytes);
+    let [safetensors_file, pytorch_file] = crate::hf::MODEL_FILE_NAMES.weights;
+    if let Some(bytes) = files.take(safetensors_file) {
+        return safetensors::read(&source(safetensors_file), bytes);
     }
-    if let Some(bytes) = files.take("pytorch_model.bin") {
-        return pytorch::read(&source("pytorch_model.bin"), bytes);
+    if let Some(bytes) = files.take(pytorch_file) {
+        return pytorch::read(&source(pytorch_file), bytes);
     }
     // Published `torch.save` files named after their model (DNAGPT's `dna_gpt0.1b_h.pth`).
+    let suffix = crate::hf::MODEL_FILE_NAMES.published_weights_suffix;
     let pth = files
         .file_names()
-        .find(|f| f.ends_with(".pth"))
+        .find(|f| f.ends_with(suffix))
         .map(String::from);
     if let Some((name, bytes)) = pth.and_then(|name| files.take(&name).map(|bytes| (name, bytes))) {
         return pytorch::read(&source(&name), bytes);
@@ -378,16 +380,7 @@ impl HfModel {
 /// published files).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
-    const WANTED: [&str; 8] = [
-        "config.json",
-        crate::hf::MODEL_CARD,
-        "tokenizer.json",
-        "tokenizer_config.json",
-        "special_tokens_map.json",
-        "vocab.txt",
-        "model.safetensors",
-        "pytorch_model.bin",
-    ];
+    let names = crate::hf::MODEL_FILE_NAMES;
     let name = folder.display().to_string();
     if !folder.is_dir() {
         return Err(Error::in_file(
@@ -396,9 +389,14 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
         ));
     }
     let mut files = ModelFiles::new(&name);
-    for file in WANTED {
+    let [safetensors, pytorch] = names.weights;
+    let wanted = [names.config, crate::hf::MODEL_CARD]
+        .into_iter()
+        .chain(names.tokenizer)
+        .chain(names.weights);
+    for file in wanted {
         let path = folder.join(file);
-        if file == "pytorch_model.bin" && files.contains("model.safetensors") {
+        if file == pytorch && files.contains(safetensors) {
             continue;
         }
         match std::fs::read(&path) {
@@ -407,11 +405,14 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
             Err(e) => return Err(cannot_read(&path, e)),
         }
     }
-    if !files.contains("model.safetensors") && !files.contains("pytorch_model.bin") {
+    if !names.weights.iter().any(|weights| files.contains(weights)) {
         let listing = std::fs::read_dir(folder).map_err(|e| cannot_read(folder, e))?;
         let mut pth: Vec<std::path::PathBuf> = listing
             .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|path| path.extension().is_some_and(|ext| ext == "pth"))
+            .filter(|path| {
+                path.to_string_lossy()
+                    .ends_with(names.published_weights_suffix)
+            })
             .collect();
         pth.sort();
         if let Some(path) = pth.first() {

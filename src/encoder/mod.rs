@@ -116,12 +116,16 @@ pub struct Catalogue {
     /// `known::TAB_WEIGHTS_LIMIT`, in bytes, for the page's checks.
     #[serde(rename = "tabWeightsLimit")]
     pub tab_weights_limit: u64,
+    /// The files of a model folder geneb reads, for the page's picks and downloads.
+    #[serde(rename = "modelFiles")]
+    pub model_files: crate::hf::ModelFileNames,
 }
 
 pub fn catalogue() -> Result<Catalogue> {
     Ok(Catalogue {
         builtin: builtin_models(),
         tab_weights_limit: known::TAB_WEIGHTS_LIMIT,
+        model_files: crate::hf::MODEL_FILE_NAMES,
         #[cfg(feature = "burn")]
         architectures: arch::list(),
         known: known::with_published_profiles()?,

@@ -15,6 +15,33 @@ use std::collections::BTreeMap;
 /// The model card's file name in a Hugging Face model folder.
 pub const MODEL_CARD: &str = "README.md";
 
+/// The files of a model folder geneb reads, whoever reads it (`encoder::hf::read_folder`, the
+/// page, the hub download): anything else there (TensorFlow or Flax weights, code, training
+/// state) is left alone.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ModelFileNames {
+    pub config: &'static str,
+    /// In the order they are preferred: safetensors, as transformers prefers it.
+    pub weights: [&'static str; 2],
+    pub tokenizer: [&'static str; 4],
+    /// The ending of a weights file published under its model's name, without a config.json
+    /// (DNAGPT's `dna_gpt0.1b_h.pth`), read when neither of `weights` is there.
+    #[serde(rename = "publishedWeightsSuffix")]
+    pub published_weights_suffix: &'static str,
+}
+
+pub const MODEL_FILE_NAMES: ModelFileNames = ModelFileNames {
+    config: "config.json",
+    weights: ["model.safetensors", "pytorch_model.bin"],
+    tokenizer: [
+        "tokenizer.json",
+        "vocab.txt",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+    ],
+    published_weights_suffix: ".pth",
+};
+
 /// The files of one model as bytes by file name (`config.json`, `model.safetensors`, …),
 /// however they arrived: a local folder, files dropped on the page, or the hub cache.
 #[derive(Default)]
