@@ -404,8 +404,6 @@ static KNOWN: [KnownModel; 24] = [
         display: "JanusDNA 72 without mid-attention",
         leaderboard: Some("JanusDNA_72_wo"),
         parameters: Some(1_980_000),
-        // GENEB's extractor pads every sequence to 1,024 characters and runs the bidirectional
-        // model over the padding too, which geneb would have to reproduce.
         context: 1024,
         context_unit: ContextUnit::Tokens,
         tokenizer: "characters (CaduceusTokenizer), padded to 1,024",

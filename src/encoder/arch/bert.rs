@@ -293,6 +293,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     tokenizer: TokenizerChoice::Files,
     poolings: &[Pooling::MaskedMean, Pooling::ClsToken],
     load: |config, ckpt, compute| Ok(Box::new(Bert::load(config, ckpt, &compute.device)?)),
+    published_config: None,
 };
 
 /// The `config.json` keys `BertModel` (and DNABERT-2's MosaicBERT code) read.

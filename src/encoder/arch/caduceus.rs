@@ -63,6 +63,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     tokenizer: TokenizerChoice::CaduceusOrFiles,
     poolings: &[Pooling::MaskedMean],
     load: |config, ckpt, compute| Ok(Box::new(Caduceus::load(config, ckpt, &compute.device)?)),
+    published_config: None,
 };
 
 /// The `config.json` keys Caduceus's modeling code reads. Flags are optional booleans: the

@@ -40,6 +40,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     tokenizer: TokenizerChoice::DnaGptKmers,
     poolings: &[Pooling::HeadLogitsMean],
     load: |config, ckpt, compute| Ok(Box::new(DnaGpt::load(config, ckpt, &compute.device)?)),
+    published_config: Some(published_config),
 };
 
 /// `DNAGPT.__init__`'s arguments, with the tokenizer's k-mer settings.
@@ -65,7 +66,7 @@ pub fn matches(config: &Value) -> bool {
 /// The config.json `DNAGPT.from_name` and the extractor imply for a published weights file,
 /// by its name: `KmerTokenizer(6, 34 reserved tokens, dynamic)` with `dynamic` false for
 /// dna_gpt0.1b_h only, and the model's shape.
-pub fn published_config(weights_file: &str) -> Option<Value> {
+fn published_config(weights_file: &str) -> Option<Value> {
     let (max_len, layers, heads, dim, dynamic) = match weights_file {
         "dna_gpt0.1b_h.pth" => (4096, 12, 12, 768, false),
         "dna_gpt0.1b_m.pth" => (512, 12, 12, 768, true),

@@ -61,6 +61,7 @@ pub const SPEC: ArchSpec = ArchSpec {
             long_conv,
         )?))
     },
+    published_config: None,
 };
 
 /// The `config.json` keys HyenaDNA's modeling code reads.

@@ -96,6 +96,9 @@ pub struct ArchSpec {
     /// Builds the model from `config.json` and the checkpoint, taking every tensor it uses
     /// (the caller calls `ckpt.finish()` afterwards, so no tensor goes unused silently).
     pub load: fn(&Value, &mut Checkpoint, &Compute) -> Result<Box<dyn Arch>>,
+    /// For weights published without a config.json (DNAGPT's `.pth` files): the config.json a
+    /// file's name implies, if it is one of this architecture's.
+    pub published_config: Option<fn(&str) -> Option<Value>>,
 }
 
 /// Every architecture, in the order `config.json` is tested against them (the first match wins).
@@ -133,12 +136,18 @@ pub fn detect(config: &Value) -> Result<&'static ArchSpec> {
 }
 
 /// Weights published without a Hugging Face config.json (DNAGPT's `.pth` files): the
-/// config.json their name implies is added to the files, which then read as any model folder.
+/// config.json their name implies (`ArchSpec::published_config`) is added to the files, which
+/// then read as any model folder.
 pub fn complete_published_layout(files: &mut crate::hf::ModelFiles) {
     if files.contains("config.json") {
         return;
     }
-    let implied = files.file_names().find_map(dnagpt::published_config);
+    let implied = files.file_names().find_map(|name| {
+        ARCHITECTURES
+            .iter()
+            .filter_map(|spec| spec.published_config)
+            .find_map(|config_for| config_for(name))
+    });
     if let Some(config) = implied {
         files.insert("config.json", config.to_string().into_bytes());
     }

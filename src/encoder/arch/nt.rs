@@ -61,6 +61,7 @@ pub const SPEC: ArchSpec = ArchSpec {
             &compute.device,
         )?))
     },
+    published_config: None,
 };
 
 /// The `config.json` keys the checkpoints' `modeling_esm.py` reads.

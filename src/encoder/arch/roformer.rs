@@ -30,6 +30,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     tokenizer: TokenizerChoice::DeepGene,
     poolings: &[Pooling::MaskedMean],
     load: |config, ckpt, compute| Ok(Box::new(load(config, ckpt, &compute.device)?)),
+    published_config: None,
 };
 
 /// The `config.json` keys DeepGene's `RoFormerConfig` sets, with its defaults.
