@@ -43,7 +43,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import {
-  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, launchBrowser, openApp, pkgMounts, waitReady, wasmBuilt,
+  LOAD_TIMEOUT, NO_WASM, REPO, byTestId, launchBrowser, openApp, pkgMounts, waitReady, wasmBuilt, wasmMemoryMib,
 } from '../tests/e2e/helpers.mjs';
 import { startServer } from '../scripts/serve.mjs';
 
@@ -206,24 +206,6 @@ function memorySampler(rootPid = process.pid) {
     },
     stop() { clearInterval(timer); },
   };
-}
-
-/** The page's compute worker (www/worker.js), for reading its wasm memory. */
-async function wasmMemoryMib(page, origin) {
-  const worker = page.workers().find((w) => new URL(w.url()).pathname.endsWith('/worker.js'));
-  if (!worker) return null;
-  try {
-    // The worker imported this same URL: the module (and its instance) is the worker's, and
-    // wasm-bindgen's init returns the live exports when the instance exists.
-    // The worker runs the threaded build where the page is cross-origin isolated (www/worker.js).
-    return await worker.evaluate(async (urls) => {
-      const mod = await import(self.crossOriginIsolated ? urls.threads : urls.one);
-      const exports = await mod.default();
-      return exports.memory.buffer.byteLength / 2 ** 20;
-    }, { one: new URL('pkg/geneb.js', origin).href, threads: new URL('pkg-threads/geneb.js', origin).href });
-  } catch (err) {
-    return `unreadable: ${err.message.split('\n')[0]}`;
-  }
 }
 
 /** Hand a model folder to the page's folder input and wait until the page lists the model. */

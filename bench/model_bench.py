@@ -589,7 +589,7 @@ def main():
                     help="torch.set_num_threads and RAYON_NUM_THREADS (default: the CPUs this process may use)")
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated, of: " + ", ".join(MODELS))
     ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)), help="sequence lengths in nt")
-    ap.add_argument("--backends", default="cpu,wgpu", help="geneb backends to time")
+    ap.add_argument("--backends", default="cpu,wgpu", help="geneb backends to time (none: PyTorch alone)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed to one geneb run")
     ap.add_argument("--torch-device", default="cpu", help="where PyTorch runs: cpu, or cuda on a GPU machine")
     ap.add_argument("--torch-child", help=argparse.SUPPRESS)
@@ -599,13 +599,14 @@ def main():
         return torch_child(json.loads(args.torch_child))
     if args.make_checkpoint:
         return make_checkpoint(args.make_checkpoint, MODELS[args.make_checkpoint])
-    geneb = args.geneb or build_geneb()
-    backends = args.backends.split(",")
+    # "none": PyTorch alone, writing the models and runs the browser bench reuses.
+    backends = [b for b in args.backends.split(",") if b not in ("", "none")]
+    geneb = (args.geneb or build_geneb()) if backends else None
     counts = QUICK_COUNTS if args.quick else COUNTS
     lengths = [int(n) for n in args.lengths.split(",")]
     if not set(lengths) <= set(counts):
         sys.exit(f"model_bench: --lengths takes {', '.join(map(str, LENGTHS))}")
-    print(f"geneb: {os.path.normpath(geneb)}; threads: {args.threads} (torch.set_num_threads, RAYON_NUM_THREADS); "
+    print(f"geneb: {os.path.normpath(geneb) if geneb else 'not run'}; threads: {args.threads} (torch.set_num_threads, RAYON_NUM_THREADS); "
           f"PyTorch on {args.torch_device}")
     rows, failures = [], []
     for name in args.models.split(","):

@@ -27,6 +27,16 @@ impl PartsHasher {
         self.0.update(bytes);
     }
 
+    /// Starts a part of `len` bytes given in pieces (`more`): the same hash as `part` on them
+    /// joined, without joining them.
+    pub fn begin_part(&mut self, len: u64) {
+        self.0.update(len.to_le_bytes());
+    }
+
+    pub fn more(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
     pub fn finish(self) -> String {
         hex(&self.0.finalize())
     }
@@ -43,5 +53,10 @@ mod tests {
         assert_ne!(ab_c, a_bc);
         assert_eq!(ab_c.len(), 64);
         assert_eq!(hex(&[0, 15, 255]), "000fff");
+        let mut pieces = PartsHasher::default();
+        pieces.part(b"ab");
+        pieces.begin_part(1);
+        pieces.more(b"c");
+        assert_eq!(pieces.finish(), ab_c);
     }
 }

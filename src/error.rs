@@ -32,6 +32,15 @@ impl Error {
         }
     }
 
+    /// The error, said of `file` unless it already names one (a byte source's read error, said
+    /// of the file the reader was given).
+    pub fn or_in_file(mut self, file: impl Into<String>) -> Self {
+        if self.file.is_none() {
+            self.file = Some(file.into());
+        }
+        self
+    }
+
     pub fn at_line(file: impl Into<String>, line: usize, message: impl Into<String>) -> Self {
         Error {
             file: Some(file.into()),

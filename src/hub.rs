@@ -741,10 +741,10 @@ pub fn fetch_model_files(
                 Ok(false)
             };
         };
-        let bytes = fs::read(&local).map_err(|e| {
+        let file = crate::hf::source::LocalFile::open(&local).map_err(|e| {
             Error::in_file(local.display().to_string(), format!("cannot read: {e}"))
         })?;
-        files.insert(path, bytes);
+        files.insert_source(path, Box::new(file))?;
         Ok(true)
     };
     get(MODEL_CONFIG, true)?;

@@ -180,7 +180,7 @@ struct Request {
     /// The files of each `hf:NAME` model in `models`, keyed by that spec: dropped by the user
     /// or read from the page's hub cache. The weights are moved into the model, not copied.
     #[serde(default, rename = "modelFiles")]
-    model_files: std::collections::BTreeMap<String, Vec<DroppedFile>>,
+    model_files: std::collections::BTreeMap<String, Vec<ModelFile>>,
     /// The page's key for each `hf:` model's current load (see [`HeldEncoder`]); the files
     /// of a model the core still holds under its key are left out.
     #[serde(default, rename = "modelKeys")]
@@ -203,6 +203,93 @@ struct DroppedFile {
     name: String,
     #[serde(with = "serde_bytes")]
     bytes: Vec<u8>,
+}
+
+/// One file of a model from the page: a Blob (a dropped file, or the hub cache's) that the core
+/// reads by range, so the weights enter the tab's memory one tensor at a time and never beside
+/// the whole file; or its bytes, where there is no Blob to read synchronously (Node).
+#[derive(Deserialize)]
+struct ModelFile {
+    name: String,
+    #[serde(default, with = "serde_bytes")]
+    bytes: Option<Vec<u8>>,
+    #[serde(default, with = "serde_wasm_bindgen::preserve")]
+    blob: JsValue,
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// The part of the Blob API the core reads model files through.
+    #[wasm_bindgen(js_name = Blob)]
+    type JsBlob;
+    #[wasm_bindgen(method, getter)]
+    fn size(this: &JsBlob) -> f64;
+    #[wasm_bindgen(method)]
+    fn slice(this: &JsBlob, start: f64, end: f64) -> JsBlob;
+
+    /// Synchronous reads, which a worker has: the checkpoint readers are synchronous, and the
+    /// core runs in the page's worker.
+    type FileReaderSync;
+    #[wasm_bindgen(constructor, catch)]
+    fn new() -> std::result::Result<FileReaderSync, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = readAsArrayBuffer)]
+    fn read_as_array_buffer(
+        this: &FileReaderSync,
+        blob: &JsBlob,
+    ) -> std::result::Result<js_sys::ArrayBuffer, JsValue>;
+}
+
+/// A model file the page holds as a Blob, read by range.
+struct BlobFile {
+    blob: JsBlob,
+    reader: FileReaderSync,
+    size: u64,
+}
+
+impl BlobFile {
+    fn new(blob: JsValue) -> Result<BlobFile> {
+        let blob: JsBlob = blob
+            .dyn_into()
+            .map_err(|_| Error::new("the page sent neither the file's bytes nor a Blob"))?;
+        let reader = FileReaderSync::new().map_err(|e| {
+            Error::new(format!(
+                "model files are read in the page's worker, which has no FileReaderSync here ({})",
+                js_message(&e)
+            ))
+        })?;
+        let size = blob.size() as u64;
+        Ok(BlobFile { blob, reader, size })
+    }
+}
+
+impl crate::hf::ByteSource for BlobFile {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        crate::hf::source::check_range(self.size, offset, len)?;
+        let part = self.blob.slice(offset as f64, (offset + len as u64) as f64);
+        let cannot = |why: String| {
+            Error::new(format!(
+                "cannot read it (was it moved or changed since it was dropped?): {why}"
+            ))
+        };
+        let buffer = self
+            .reader
+            .read_as_array_buffer(&part)
+            .map_err(|e| cannot(js_message(&e)))?;
+        let array = js_sys::Uint8Array::new(&buffer);
+        if array.length() as usize != len {
+            return Err(cannot(format!(
+                "{} bytes came back where {len} were asked for",
+                array.length()
+            )));
+        }
+        let mut bytes = vec![0; len];
+        array.copy_to(&mut bytes);
+        Ok(bytes)
+    }
 }
 
 impl From<DroppedFile> for InputFile {
@@ -318,10 +405,10 @@ impl eval::EmbeddingStore for PageStore {
                 &js_sys::Float32Array::from(values.as_slice()),
             );
             settled(stored).await.map(|_| ()).map_err(|e| {
-                let why = e
-                    .dyn_ref::<js_sys::Error>()
-                    .map_or_else(|| format!("{e:?}"), |e| String::from(e.message()));
-                Error::new(format!("cannot keep the embeddings in this browser: {why}"))
+                Error::new(format!(
+                    "cannot keep the embeddings in this browser: {}",
+                    js_message(&e)
+                ))
             })
         })
     }
@@ -441,7 +528,7 @@ struct PredictRequest {
     /// The encoder's spec; its files (`hf:`) as for `evaluate`.
     model: String,
     #[serde(default, rename = "modelFiles")]
-    model_files: Option<Vec<DroppedFile>>,
+    model_files: Option<Vec<ModelFile>>,
     #[serde(default, rename = "modelKey")]
     model_key: Option<String>,
     /// FASTA, a table with a text or sequence column, or one sequence per line.
@@ -530,7 +617,7 @@ pub fn release_model() {
 /// the held model was used.
 async fn load_encoder(
     spec: &str,
-    files: Option<Vec<DroppedFile>>,
+    files: Option<Vec<ModelFile>>,
     key: Option<&str>,
     backend: BackendKind,
 ) -> Result<(Rc<Encoder>, bool)> {
@@ -565,7 +652,7 @@ async fn load_encoder(
 
 async fn build_from_files(
     spec: &str,
-    files: Vec<DroppedFile>,
+    files: Vec<ModelFile>,
     backend: BackendKind,
 ) -> Result<Encoder> {
     let crate::encoder::spec::ModelSpec::Hf(hf) = crate::encoder::spec::ModelSpec::parse(spec)?
@@ -576,7 +663,14 @@ async fn build_from_files(
     };
     let mut model = crate::hf::ModelFiles::new(&hf.source);
     for file in files {
-        model.insert(&file.name, file.bytes);
+        match file.bytes {
+            Some(bytes) => model.insert(&file.name, bytes),
+            None => {
+                let source = BlobFile::new(file.blob)
+                    .map_err(|e| e.or_in_file(format!("{}/{}", hf.source, file.name)))?;
+                model.insert_source(&file.name, Box::new(source))?;
+            }
+        }
     }
     Encoder::from_model_files(spec.to_string(), model, backend).await
 }
@@ -603,6 +697,12 @@ pub fn unsplit_tables(request: JsValue) -> std::result::Result<JsValue, JsError>
     to_js(&seq::unsplit_tables(&files).map_err(|e| JsError::new(&e.to_string()))?)
 }
 
+/// What a thrown JS value says: an Error's (or DOMException's) message, else its debug form.
+fn js_message(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map_or_else(|| format!("{e:?}"), |e| String::from(e.message()))
+}
+
 fn to_js(value: &impl Serialize) -> std::result::Result<JsValue, JsError> {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
@@ -621,7 +721,7 @@ struct EmbedRequest {
     /// The model's files when `model` is an `hf:` model; absent when the core holds it under
     /// `model_key`.
     #[serde(default, rename = "modelFiles")]
-    model_files: Option<Vec<DroppedFile>>,
+    model_files: Option<Vec<ModelFile>>,
     #[serde(default, rename = "modelKey")]
     model_key: Option<String>,
 }

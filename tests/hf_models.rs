@@ -25,7 +25,7 @@ fn fixture(name: &str) -> (serde_json::Value, Checkpoint, Expected) {
         .join(name);
     let read = |f: &str| std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{name}/{f}: {e}"));
     let config = serde_json::from_slice(&read("config.json")).unwrap();
-    let ckpt = safetensors::read("model.safetensors", read("model.safetensors")).unwrap();
+    let ckpt = safetensors::read("model.safetensors", Box::new(read("model.safetensors"))).unwrap();
     let expected = serde_json::from_slice(&read("expected.json")).unwrap();
     (config, ckpt, expected)
 }

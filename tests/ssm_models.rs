@@ -28,7 +28,8 @@ fn read_json(path: &Path) -> serde_json::Value {
 /// The checkpoint in a model folder: model.safetensors, else pytorch_model.bin (the real
 /// anticapt checkpoints come as the latter, read by geneb's own PyTorch-zip reader).
 fn read_checkpoint(path: &Path) -> Checkpoint {
-    let (path, read): (PathBuf, fn(&str, Vec<u8>) -> geneb::Result<Checkpoint>) = if path.exists() {
+    type Reader = fn(&str, Box<dyn geneb::hf::ByteSource>) -> geneb::Result<Checkpoint>;
+    let (path, read): (PathBuf, Reader) = if path.exists() {
         (path.to_path_buf(), safetensors::read)
     } else {
         (
@@ -37,7 +38,7 @@ fn read_checkpoint(path: &Path) -> Checkpoint {
         )
     };
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    read(&path.display().to_string(), bytes).unwrap_or_else(|e| panic!("{e}"))
+    read(&path.display().to_string(), Box::new(bytes)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// What the oracle computed: token ids per sequence, each sequence's token states one after

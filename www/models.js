@@ -112,7 +112,7 @@ export function embedInWorker(spec, sequences, { backend = 'auto' } = {}) {
     };
     worker.addEventListener('message', onMessage);
     worker.addEventListener('error', onError);
-    // Blob handles, not bytes: the worker reads them (www/worker.js readModelFiles).
+    // Blob handles, not bytes: the core reads them by range in the worker (src/web.rs BlobFile).
     worker.postMessage({
       type: 'embed', id, model: spec, sequences, modelFiles: model.files, modelKey: model.key,
       forceBackend: backend === 'auto' ? undefined : backend,

@@ -264,18 +264,16 @@ async function run({ id, request, forceBackend }) {
     } catch { /* progress must never break the run */ }
   };
 
-  // Built inline in the call below and held nowhere else: once the core has copied the model
-  // files in, the browser can free the JS copies while the run goes on.
-  const fullRequest = async () => ({
+  const fullRequest = () => ({
     files: request.files,
     models: request.models,
     regimes: request.regimes,
     backend: backend.kind,
     adapter: backend.adapter ?? '',
     category: request.category || null,
-    modelFiles: Object.fromEntries(await Promise.all(Object.entries(request.modelFiles ?? {})
+    modelFiles: Object.fromEntries(Object.entries(request.modelFiles ?? {})
       .filter(([spec]) => !core.holdsModel(request.modelKeys?.[spec] ?? '', spec, backend.kind))
-      .map(async ([spec, files]) => [spec, await readModelFiles(files)]))), // www/models.js
+      .map(([spec, files]) => [spec, modelBlobs(files)])),
     modelKeys: request.modelKeys ?? {},
     ...(request.split ? { split: request.split } : {}),
     ...(request.meta ? { meta: request.meta } : {}),
@@ -286,7 +284,7 @@ async function run({ id, request, forceBackend }) {
   const cache = request.reuseEmbeddings === false ? null : storeForRun(cacheWarnings);
   let raw;
   try {
-    raw = await core.evaluate(await fullRequest(), onProgress, cache);
+    raw = await core.evaluate(fullRequest(), onProgress, cache);
   } catch (err) {
     const failure = failureOf(core, err);
     self.postMessage({
@@ -312,17 +310,12 @@ async function run({ id, request, forceBackend }) {
 }
 
 /**
- * A model's files as the core takes them: the page sends Blobs ([{name, blob}], www/models.js), read
- * here just before the core needs them, so only this worker holds the bytes, and only for the call.
+ * A model's files as the core takes them: the Blobs the page sends ([{name, blob}],
+ * www/models.js), unread. The core reads the weights by range, one tensor at a time
+ * (src/web.rs BlobFile), so the tab never holds the weights file beside the model built from it.
  */
-function readModelFiles(files) {
-  return Promise.all(files.map(async ({ name, blob }) => {
-    try {
-      return { name, bytes: new Uint8Array(await blob.arrayBuffer()) };
-    } catch (err) {
-      throw new Error(`cannot read the model file ${name} (was it moved or changed since it was dropped?): ${messageOf(err)}`);
-    }
-  }));
+function modelBlobs(files) {
+  return files.map(({ name, blob }) => ({ name, blob }));
 }
 
 // --- foundation models (www/models.js): pooled embeddings of a few sequences ---
@@ -339,7 +332,7 @@ async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend 
   try {
     r = plain(parseIfString(await core.embed({
       model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelKey,
-      modelFiles: modelFiles && !held ? await readModelFiles(modelFiles) : undefined,
+      modelFiles: modelFiles && !held ? modelBlobs(modelFiles) : undefined,
     })));
   } catch (err) {
     // A trapped instance stays broken (re-importing the glue returns the same one): the page
@@ -366,7 +359,7 @@ async function predict({ id, request }) {
   try {
     r = plain(parseIfString(await core.predict({
       ...request, backend: backend.kind,
-      modelFiles: request.modelFiles && !held ? await readModelFiles(request.modelFiles) : undefined,
+      modelFiles: request.modelFiles && !held ? modelBlobs(request.modelFiles) : undefined,
     })));
   } catch (err) {
     self.postMessage({ type: 'predict-error', id, ...failureOf(core, err) });

@@ -93,14 +93,14 @@ impl HfModel {
         };
         let window = hf_spec.as_ref().and_then(|hf| hf.window);
         arch::complete_published_layout(&mut files);
-        let fingerprint = files.fingerprint();
+        let fingerprint = files.fingerprint()?;
         let config = files.config()?;
         let arch_spec = arch::detect(&config)?;
         let tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
         let mut ckpt = read_weights(&mut files)?;
         let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
-        let parameters = ckpt.encoder_parameters();
-        let model_parameters = ckpt.model_parameters();
+        let parameters = ckpt.encoder_parameters()?;
+        let model_parameters = ckpt.model_parameters()?;
         ckpt.finish()?;
         let max_length = tokenizer
             .model_max_length()
@@ -399,8 +399,8 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
         if file == pytorch && files.contains(safetensors) {
             continue;
         }
-        match std::fs::read(&path) {
-            Ok(bytes) => files.insert(file, bytes),
+        match crate::hf::source::LocalFile::open(&path) {
+            Ok(local) => files.insert_source(file, Box::new(local))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(cannot_read(&path, e)),
         }
@@ -416,11 +416,12 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
             .collect();
         pth.sort();
         if let Some(path) = pth.first() {
-            let bytes = std::fs::read(path).map_err(|e| cannot_read(path, e))?;
-            files.insert(
+            let local =
+                crate::hf::source::LocalFile::open(path).map_err(|e| cannot_read(path, e))?;
+            files.insert_source(
                 &path.file_name().unwrap_or_default().to_string_lossy(),
-                bytes,
-            );
+                Box::new(local),
+            )?;
         }
     }
     Ok(files)

@@ -1,10 +1,12 @@
-//! A checkpoint as named tensors that an architecture takes one by one. Taking converts a single
-//! tensor to contiguous f32 (so a model is built tensor by tensor, never holding a second full
-//! copy of the weights), checks its shape, and records that it was consumed; `finish` then names
-//! every tensor nobody took, so a renamed or unsupported layer can never be silently ignored.
+//! A checkpoint as named tensors that an architecture takes one by one. Taking reads a single
+//! tensor's bytes from the file (`ByteSource`) and converts them to contiguous f32, so a model is
+//! built tensor by tensor and never holds the file's bytes beside its weights; it checks the
+//! shape and records that the tensor was consumed. `finish` then names every tensor nobody took,
+//! so a renamed or unsupported layer can never be silently ignored.
 
+use super::ByteSource;
 use crate::{Error, Result};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Element types found in HF checkpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +75,14 @@ impl TensorEntry {
         self.shape.iter().product()
     }
 
+    /// The bytes the tensor spans in its buffer (a strided view's too): its first element's
+    /// offset and the length up to one past its last. Only for entries `Checkpoint::new` checked.
+    fn span(&self) -> (usize, usize) {
+        let start = self.byte_offset + self.element_offset * self.dtype.size();
+        let end = self.checked_end().expect("checked by Checkpoint::new");
+        (start, end.saturating_sub(start))
+    }
+
     /// Elements, or `None` when the shape a file declares overflows.
     fn checked_numel(&self) -> Option<usize> {
         self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
@@ -114,7 +124,7 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
 pub struct Checkpoint {
     /// The file name the user gave, for messages.
     source: String,
-    buffers: Vec<Vec<u8>>,
+    buffers: Vec<Box<dyn ByteSource>>,
     entries: BTreeMap<String, TensorEntry>,
     consumed: BTreeSet<String>,
     /// The parameters taken (buffers excluded), in order.
@@ -124,11 +134,12 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// Builds a checkpoint from raw buffers and tensor entries, checking that every entry lies
-    /// inside its buffer (a truncated download must fail here, not as garbage weights).
+    /// Builds a checkpoint from its files (read by range) and tensor entries, checking that
+    /// every entry lies inside its buffer (a truncated download must fail here, not as garbage
+    /// weights).
     pub fn new(
         source: impl Into<String>,
-        buffers: Vec<Vec<u8>>,
+        buffers: Vec<Box<dyn ByteSource>>,
         entries: BTreeMap<String, TensorEntry>,
     ) -> Result<Checkpoint> {
         let source = source.into();
@@ -151,20 +162,20 @@ impl Checkpoint {
                     entry.shape, entry.strides
                 ))
             })?;
-            if end > buffer.len() {
+            if end as u64 > buffer.size() {
                 return Err(corrupt(format!(
                     "needs bytes up to {end} but its data has {}",
-                    buffer.len()
+                    buffer.size()
                 )));
             }
             // Every element a file really stores takes at least a byte, so this bounds what
             // converting the tensor allocates by the file's size (a view repeating one element
             // with stride 0 could otherwise declare terabytes).
-            if entry.numel() > buffer.len() {
+            if entry.numel() as u64 > buffer.size() {
                 return Err(corrupt(format!(
                     "declares {} elements, more than its {} bytes of data hold",
                     entry.numel(),
-                    buffer.len()
+                    buffer.size()
                 )));
             }
         }
@@ -234,7 +245,7 @@ impl Checkpoint {
                 ),
             ));
         }
-        let data = to_f32(&self.buffers[entry.buffer], entry);
+        let data = to_f32(&self.read(entry)?, entry);
         // A NaN or infinite weight makes every embedding NaN, and the probe would then fit
         // garbage quietly: refuse the model here, naming the tensor.
         if let Some(at) = data.iter().position(|v| !v.is_finite()) {
@@ -265,32 +276,51 @@ impl Checkpoint {
         Ok(data)
     }
 
+    /// The bytes `entry` spans, read from its buffer.
+    fn read(&self, entry: &TensorEntry) -> Result<Vec<u8>> {
+        let (start, len) = entry.span();
+        self.buffers[entry.buffer]
+            .read_at(start as u64, len)
+            .map_err(|e| e.or_in_file(&self.source))
+    }
+
     /// Parameters of the encoder: the tensors taken so far, buffers and tied copies excluded.
-    pub fn encoder_parameters(&self) -> u64 {
+    pub fn encoder_parameters(&self) -> Result<u64> {
         self.parameters(&self.taken)
     }
 
     /// Parameters of the whole checkpoint as `num_parameters()` counts them for its model
     /// class, which is what GENEB reports: the encoder's and the skipped heads' (`skip_prefix`),
     /// each tied weight once, buffers not at all.
-    pub fn model_parameters(&self) -> u64 {
+    pub fn model_parameters(&self) -> Result<u64> {
         let all: Vec<String> = self.taken.iter().chain(&self.heads).cloned().collect();
         self.parameters(&all)
     }
 
     /// Elements of the float tensors `names`, in order, each tied copy of an earlier one left
     /// out (tied weights are one parameter; a `.bin` or a hand-made file stores both names).
-    fn parameters(&self, names: &[String]) -> u64 {
+    fn parameters(&self, names: &[String]) -> Result<u64> {
         let mut counted: Vec<&TensorEntry> = Vec::new();
+        let mut prefixes = HashMap::new();
         let mut elements = 0;
         for name in names {
             let entry = &self.entries[name];
-            if entry.dtype.is_float() && !counted.iter().any(|c| self.is_tied_copy(entry, c)) {
+            if !entry.dtype.is_float() {
+                continue;
+            }
+            let mut tied = false;
+            for other in &counted {
+                if self.is_tied_copy(entry, other, &mut prefixes)? {
+                    tied = true;
+                    break;
+                }
+            }
+            if !tied {
                 elements += entry.numel() as u64;
                 counted.push(entry);
             }
         }
-        elements
+        Ok(elements)
     }
 
     /// Marks a buffer that holds no weights (position or token-type id ranges, a complement
@@ -316,35 +346,51 @@ impl Checkpoint {
         self.heads.extend(names);
     }
 
-    /// Whether `entry` repeats `other`: the same storage (a `.bin`'s tied names), or a matrix
-    /// of the same shape and bytes (tied weights written twice). Only matrices are compared
-    /// by value: the weights models tie are matrices (embeddings, Caduceus's shared Mamba
-    /// projections), and two vectors can be equal by chance (a fresh layer norm's ones).
-    fn is_tied_copy(&self, entry: &TensorEntry, other: &TensorEntry) -> bool {
+    /// Whether `entry` repeats `other`: the same storage (a `.bin`'s tied names), or a
+    /// contiguous matrix of the same shape and bytes (tied weights written twice). Only
+    /// matrices are compared by value: the weights models tie are matrices (embeddings,
+    /// Caduceus's shared Mamba projections), and two vectors can be equal by chance (a fresh
+    /// layer norm's ones). The weights are not in memory, so the first bytes of each are read
+    /// once (`prefixes`) and two matrices are read whole only when those agree.
+    fn is_tied_copy(
+        &self,
+        entry: &TensorEntry,
+        other: &TensorEntry,
+        prefixes: &mut HashMap<(usize, usize), Vec<u8>>,
+    ) -> Result<bool> {
         let same_storage = other.buffer == entry.buffer
             && other.byte_offset == entry.byte_offset
             && other.element_offset == entry.element_offset
             && other.shape == entry.shape
             && other.strides == entry.strides;
-        same_storage
-            || (entry.shape.len() == 2
-                && other.shape == entry.shape
-                && other.dtype == entry.dtype
-                && matches!(
-                    (self.raw_bytes(other), self.raw_bytes(entry)),
-                    (Some(a), Some(b)) if a == b
-                ))
-    }
-
-    /// A tensor's bytes when it is contiguous (all a tied copy can be compared by); `None`
-    /// for a strided view.
-    fn raw_bytes(&self, entry: &TensorEntry) -> Option<&[u8]> {
-        if entry.strides != contiguous_strides(&entry.shape) {
-            return None;
+        if same_storage {
+            return Ok(true);
         }
-        let start = entry.byte_offset + entry.element_offset * entry.dtype.size();
-        let end = start + entry.numel() * entry.dtype.size();
-        self.buffers[entry.buffer].get(start..end)
+        let contiguous = |e: &TensorEntry| e.strides == contiguous_strides(&e.shape);
+        if entry.shape.len() != 2
+            || other.shape != entry.shape
+            || other.dtype != entry.dtype
+            || !contiguous(entry)
+            || !contiguous(other)
+        {
+            return Ok(false);
+        }
+        for e in [entry, other] {
+            let (start, len) = e.span();
+            if let std::collections::hash_map::Entry::Vacant(slot) =
+                prefixes.entry((e.buffer, start))
+            {
+                let prefix = self.buffers[e.buffer]
+                    .read_at(start as u64, len.min(PREFIX_BYTES))
+                    .map_err(|err| err.or_in_file(&self.source))?;
+                slot.insert(prefix);
+            }
+        }
+        let prefix = |e: &TensorEntry| &prefixes[&(e.buffer, e.span().0)];
+        if prefix(entry) != prefix(other) {
+            return Ok(false);
+        }
+        Ok(self.read(entry)? == self.read(other)?)
     }
 
     /// Ends loading: an error naming the tensors nobody consumed, so a checkpoint that does not
@@ -377,12 +423,17 @@ impl Checkpoint {
     }
 }
 
-fn to_f32(buffer: &[u8], entry: &TensorEntry) -> Vec<f32> {
+/// Bytes of a tensor compared before the whole: two matrices that differ almost always differ
+/// in their first elements.
+const PREFIX_BYTES: usize = 64;
+
+/// `bytes` (the tensor's span, `TensorEntry::span`) as contiguous row-major f32.
+fn to_f32(bytes: &[u8], entry: &TensorEntry) -> Vec<f32> {
     let n = entry.numel();
     let size = entry.dtype.size();
     let read = |element: usize| -> f32 {
-        let at = entry.byte_offset + element * size;
-        let b = &buffer[at..at + size];
+        let at = (element - entry.element_offset) * size;
+        let b = &bytes[at..at + size];
         match entry.dtype {
             DType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
             DType::F64 => f64::from_le_bytes(b.try_into().expect("8 bytes")) as f32,
@@ -447,14 +498,18 @@ mod tests {
             ("head.norm.weight".to_string(), entry(2, 8, vec![2])),
             ("rotary.inv_freq".to_string(), entry(3, 0, vec![2])),
         ]);
+        let buffers = buffers
+            .into_iter()
+            .map(|b| Box::new(b) as Box<dyn ByteSource>)
+            .collect();
         let mut ckpt = Checkpoint::new("test", buffers, entries).unwrap();
         ckpt.take("embed.weight", &[2, 2]).unwrap();
         ckpt.take("norm.weight", &[2]).unwrap();
         ckpt.take_buffer("rotary.inv_freq", &[2]).unwrap();
         ckpt.skip_prefix("head.");
-        assert_eq!(ckpt.encoder_parameters(), 4 + 2);
+        assert_eq!(ckpt.encoder_parameters().unwrap(), 4 + 2);
         // The decoder and the copy are the embedding; the head's norm is a parameter of its own.
-        assert_eq!(ckpt.model_parameters(), 4 + 2 + 2);
+        assert_eq!(ckpt.model_parameters().unwrap(), 4 + 2 + 2);
         ckpt.finish().unwrap();
     }
 }

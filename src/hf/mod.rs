@@ -6,8 +6,10 @@
 pub mod checkpoint;
 pub mod pytorch;
 pub mod safetensors;
+pub mod source;
 
 pub use checkpoint::{Checkpoint, DType};
+pub use source::ByteSource;
 
 use crate::{Error, Result};
 use std::collections::BTreeMap;
@@ -42,13 +44,49 @@ pub const MODEL_FILE_NAMES: ModelFileNames = ModelFileNames {
     published_weights_suffix: ".pth",
 };
 
-/// The files of one model as bytes by file name (`config.json`, `model.safetensors`, …),
-/// however they arrived: a local folder, files dropped on the page, or the hub cache.
+impl ModelFileNames {
+    /// Whether `file` (a base name) holds weights, which are read tensor by tensor where they
+    /// lie rather than whole.
+    pub fn is_weights(&self, file: &str) -> bool {
+        self.weights.contains(&file) || file.ends_with(self.published_weights_suffix)
+    }
+}
+
+/// A dropped file's name without the folders it came in.
+fn base_name(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
+
+/// What `fingerprint` reads of the weights at a time.
+const FINGERPRINT_CHUNK: usize = 16 << 20;
+
+/// The largest file besides the weights that a model folder has a use for (a tokenizer.json
+/// of a large vocabulary is tens of MB): anything larger is refused before it is read whole.
+pub const MAX_SMALL_FILE_BYTES: u64 = 256 << 20;
+
+/// One file of a model: read whole (config, tokenizer, card) or, for the weights, a source
+/// read by range.
+enum Contents {
+    Bytes(Vec<u8>),
+    Source(Box<dyn ByteSource>),
+}
+
+impl Contents {
+    fn source(&self) -> &dyn ByteSource {
+        match self {
+            Contents::Bytes(bytes) => bytes,
+            Contents::Source(source) => source.as_ref(),
+        }
+    }
+}
+
+/// The files of one model by file name (`config.json`, `model.safetensors`, …), however they
+/// arrived: a local folder, files dropped on the page, or the hub cache.
 #[derive(Default)]
 pub struct ModelFiles {
     /// How the user named the model (a folder, `owner/name@rev`), for messages.
     pub name: String,
-    files: BTreeMap<String, Vec<u8>>,
+    files: BTreeMap<String, Contents>,
     /// The model card (`README.md`): metadata only, so not part of the model's identity.
     readme: Option<String>,
 }
@@ -65,12 +103,38 @@ impl ModelFiles {
     /// Adds a file under its base name (folders dropped on the page carry paths); the model
     /// card is kept aside (`readme`).
     pub fn insert(&mut self, path: &str, bytes: Vec<u8>) {
-        let base = path.rsplit(['/', '\\']).next().unwrap_or(path);
+        let base = base_name(path);
         if base == MODEL_CARD {
             self.readme = Some(String::from_utf8_lossy(&bytes).into_owned());
             return;
         }
-        self.files.insert(base.to_string(), bytes);
+        self.files.insert(base.to_string(), Contents::Bytes(bytes));
+    }
+
+    /// Adds a file that can be read by range: the weights stay where they are (a local file, a
+    /// dropped Blob) and are read tensor by tensor; any other file is read whole now.
+    pub fn insert_source(&mut self, path: &str, source: Box<dyn ByteSource>) -> Result<()> {
+        let base = base_name(path);
+        if MODEL_FILE_NAMES.is_weights(base) {
+            self.files
+                .insert(base.to_string(), Contents::Source(source));
+            return Ok(());
+        }
+        let size = source.size();
+        if size > MAX_SMALL_FILE_BYTES {
+            return Err(Error::in_file(
+                format!("{}/{base}", self.name),
+                format!(
+                    "{size} bytes, more than the {MAX_SMALL_FILE_BYTES} a model's {base} can \
+                     need: is it the right file?"
+                ),
+            ));
+        }
+        let bytes = source
+            .read_at(0, size as usize)
+            .map_err(|e| e.or_in_file(format!("{}/{base}", self.name)))?;
+        self.insert(path, bytes);
+        Ok(())
     }
 
     /// The model card's text, where the model came with one.
@@ -78,17 +142,25 @@ impl ModelFiles {
         self.readme.as_deref()
     }
 
+    /// A file read whole (config, tokenizer); `None` for a missing file or the weights.
     pub fn get(&self, file: &str) -> Option<&[u8]> {
-        self.files.get(file).map(Vec::as_slice)
+        match self.files.get(file)? {
+            Contents::Bytes(bytes) => Some(bytes),
+            Contents::Source(_) => None,
+        }
     }
 
     pub fn contains(&self, file: &str) -> bool {
         self.files.contains_key(file)
     }
 
-    /// Removes a file, handing over its bytes (the weights are moved, never copied).
-    pub fn take(&mut self, file: &str) -> Option<Vec<u8>> {
-        self.files.remove(file)
+    /// Removes a file, handing over its contents to read by range (the weights: moved, never
+    /// copied).
+    pub fn take(&mut self, file: &str) -> Option<Box<dyn ByteSource>> {
+        Some(match self.files.remove(file)? {
+            Contents::Bytes(bytes) => Box::new(bytes),
+            Contents::Source(source) => source,
+        })
     }
 
     pub fn file_names(&self) -> impl Iterator<Item = &str> {
@@ -96,13 +168,17 @@ impl ModelFiles {
     }
 
     /// SHA-256 over every file's name and bytes, in name order: what the model is, whatever
-    /// folder or cache it came from.
-    pub fn fingerprint(&self) -> String {
-        crate::digest::sha256_of_parts(
-            self.files
-                .iter()
-                .flat_map(|(name, bytes)| [name.as_bytes(), bytes.as_slice()]),
-        )
+    /// folder or cache it came from. The weights are read for it in chunks, never whole.
+    pub fn fingerprint(&self) -> Result<String> {
+        let mut hasher = crate::digest::PartsHasher::default();
+        for (name, contents) in &self.files {
+            hasher.part(name.as_bytes());
+            let source = contents.source();
+            hasher.begin_part(source.size());
+            source::for_each_chunk(source, FINGERPRINT_CHUNK, |chunk| hasher.more(chunk))
+                .map_err(|e| e.or_in_file(format!("{}/{name}", self.name)))?;
+        }
+        Ok(hasher.finish())
     }
 
     /// `config.json` parsed, or an error saying the folder is not an HF model.

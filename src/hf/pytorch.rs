@@ -5,18 +5,22 @@
 //! pickle machine that knows only the opcodes and globals `torch.save` emits for a state dict, so
 //! anything else is refused by name instead of being executed or guessed at.
 
+use super::ByteSource;
 use super::checkpoint::{Checkpoint, DType, TensorEntry};
 use crate::{Error, Result};
 use std::collections::{BTreeMap, HashMap};
 
-/// Reads a whole `pytorch_model.bin`. The bytes are kept once (tensors point into the
-/// archive's stored entries) and converted when an architecture takes them.
-pub fn read(source: &str, bytes: Vec<u8>) -> Result<Checkpoint> {
-    let entries = tensor_entries(&bytes).map_err(|message| Error::in_file(source, message))?;
-    Checkpoint::new(source, vec![bytes], entries)
+/// Reads a `pytorch_model.bin`'s directory and pickle; each tensor is read from `file` (the
+/// archive's stored entries) when an architecture takes it.
+pub fn read(source: &str, file: Box<dyn ByteSource>) -> Result<Checkpoint> {
+    let entries =
+        tensor_entries(file.as_ref()).map_err(|message| Error::in_file(source, message))?;
+    Checkpoint::new(source, vec![file], entries)
 }
 
-fn tensor_entries(bytes: &[u8]) -> std::result::Result<BTreeMap<String, TensorEntry>, String> {
+fn tensor_entries(
+    bytes: &dyn ByteSource,
+) -> std::result::Result<BTreeMap<String, TensorEntry>, String> {
     let archive = Archive::read(bytes)?;
     let pickle_name = archive.data_pickle_name()?;
     let folder = &pickle_name[..pickle_name.len() - "data.pkl".len()];
@@ -25,12 +29,12 @@ fn tensor_entries(bytes: &[u8]) -> std::result::Result<BTreeMap<String, TensorEn
         if order != b"little" {
             return Err(format!(
                 "its tensors are stored {}-endian; geneb reads little-endian checkpoints only",
-                String::from_utf8_lossy(order)
+                String::from_utf8_lossy(&order)
             ));
         }
     }
     let pickle = archive.stored_bytes(bytes, archive.get(&pickle_name).expect("found above"))?;
-    let state = Unpickler::new(pickle).run()?;
+    let state = Unpickler::new(&pickle).run()?;
     let Value::Dict(items) = state else {
         return Err(format!(
             "{pickle_name} holds {}, not a state dict; save model.state_dict()",
@@ -96,6 +100,34 @@ const LEGACY_MAGIC: [u8; 12] = [
     0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19,
 ];
 
+/// The largest part of an archive read whole (the central directory, `data.pkl`): a state
+/// dict's are tens of kB, and a claim beyond this is a corrupt or hostile file.
+const MAX_READ_WHOLE: usize = 256 << 20;
+
+/// `len` bytes of the archive from `at`, refused past its end or beyond `MAX_READ_WHOLE`.
+fn read_bytes(
+    file: &dyn ByteSource,
+    at: usize,
+    len: usize,
+) -> std::result::Result<Vec<u8>, String> {
+    if len > MAX_READ_WHOLE {
+        return Err(format!(
+            "a part of the archive claims {len} bytes, more than a checkpoint's directory or \
+             pickle has: the file is corrupt"
+        ));
+    }
+    match at.checked_add(len) {
+        Some(end) if end as u64 <= file.size() => {}
+        _ => return Err("the archive is truncated: download it again".into()),
+    }
+    file.read_at(at as u64, len).map_err(|e| e.to_string())
+}
+
+/// A little-endian number read straight from the archive.
+fn le_at(file: &dyn ByteSource, at: usize, len: usize) -> std::result::Result<u64, String> {
+    le(&read_bytes(file, at, len)?, 0, len)
+}
+
 fn le(bytes: &[u8], at: usize, len: usize) -> std::result::Result<u64, String> {
     let slice = at
         .checked_add(len)
@@ -112,15 +144,20 @@ fn le_usize(bytes: &[u8], at: usize, len: usize) -> std::result::Result<usize, S
 }
 
 impl Archive {
-    fn read(bytes: &[u8]) -> std::result::Result<Archive, String> {
-        if bytes.starts_with(&[0x80, 0x02]) && bytes[2..].starts_with(&LEGACY_MAGIC) {
+    /// Reads the central directory: the end record is found in the file's last 64 KiB, the
+    /// directory read whole, and nothing else.
+    fn read(file: &dyn ByteSource) -> std::result::Result<Archive, String> {
+        let size = usize::try_from(file.size())
+            .map_err(|_| "the file is larger than this build can address".to_string())?;
+        let head = read_bytes(file, 0, size.min(2 + LEGACY_MAGIC.len()))?;
+        if head.starts_with(&[0x80, 0x02]) && head[2..].starts_with(&LEGACY_MAGIC) {
             return Err(
                 "it is in PyTorch's legacy (pre-1.6) format, which geneb does not read: \
                         re-save it with a current torch.save or convert it to model.safetensors"
                     .into(),
             );
         }
-        if !bytes.starts_with(b"PK") {
+        if !head.starts_with(b"PK") {
             return Err(
                 "not a PyTorch checkpoint (torch.save writes a zip archive, and this is \
                         not one)"
@@ -128,29 +165,35 @@ impl Archive {
             );
         }
         // The end record (22 bytes) is last, followed only by a comment of up to 64 KiB.
-        let search_from = bytes.len().saturating_sub(22 + 0xffff);
-        let eocd = bytes[search_from..bytes.len().saturating_sub(18)]
+        let search_from = size.saturating_sub(22 + 0xffff);
+        let tail = read_bytes(file, search_from, size - search_from)?;
+        let eocd = tail[..tail.len().saturating_sub(18)]
             .windows(4)
             .rposition(|w| w == EOCD.to_le_bytes())
-            .map(|at| search_from + at)
             .ok_or("the zip archive has no end record: the file is truncated, download it again")?;
-        let mut count = le_usize(bytes, eocd + 10, 2)?;
-        let mut directory = le_usize(bytes, eocd + 16, 4)?;
-        if count == 0xffff || directory == 0xffff_ffff {
+        let mut count = le_usize(&tail, eocd + 10, 2)?;
+        let mut directory_len = le_usize(&tail, eocd + 12, 4)?;
+        let mut directory = le_usize(&tail, eocd + 16, 4)?;
+        if count == 0xffff || directory == 0xffff_ffff || directory_len == 0xffff_ffff {
             // A zip64 archive: the real values sit in the zip64 end record its locator points to.
-            let locator = eocd
+            let locator = (search_from + eocd)
                 .checked_sub(20)
-                .filter(|&at| le(bytes, at, 4) == Ok(u64::from(EOCD64_LOCATOR)))
+                .filter(|&at| le_at(file, at, 4) == Ok(u64::from(EOCD64_LOCATOR)))
                 .ok_or("the zip64 end record locator is missing: the file is corrupt")?;
-            let record = le_usize(bytes, locator + 8, 8)?;
-            if le(bytes, record, 4)? != u64::from(EOCD64) {
+            let record = usize::try_from(le_at(file, locator + 8, 8)?)
+                .map_err(|_| "an offset does not fit in memory".to_string())?;
+            let end = read_bytes(file, record, 56)?;
+            if le(&end, 0, 4)? != u64::from(EOCD64) {
                 return Err("the zip64 end record is missing: the file is corrupt".into());
             }
-            count = le_usize(bytes, record + 32, 8)?;
-            directory = le_usize(bytes, record + 48, 8)?;
+            count = le_usize(&end, 32, 8)?;
+            directory_len = le_usize(&end, 40, 8)?;
+            directory = le_usize(&end, 48, 8)?;
         }
+        let directory = read_bytes(file, directory, directory_len)?;
+        let bytes = directory.as_slice();
         let mut entries = BTreeMap::new();
-        let mut at = directory;
+        let mut at = 0;
         for _ in 0..count {
             if le(bytes, at, 4)? != u64::from(CENTRAL_HEADER) {
                 return Err("the zip central directory is corrupt: download the file again".into());
@@ -206,13 +249,12 @@ impl Archive {
     }
 
     /// An entry's bytes, which must be stored uncompressed.
-    fn stored_bytes<'b>(
+    fn stored_bytes(
         &self,
-        bytes: &'b [u8],
+        file: &dyn ByteSource,
         entry: Stored,
-    ) -> std::result::Result<&'b [u8], String> {
-        let start = data_start(bytes, entry)?;
-        Ok(&bytes[start..start + entry.size])
+    ) -> std::result::Result<Vec<u8>, String> {
+        read_bytes(file, data_start(file, entry)?, entry.size)
     }
 }
 
@@ -246,7 +288,7 @@ fn zip64_sizes(extra: &[u8], size: &mut u64, header: &mut u64) -> std::result::R
 
 /// Where an entry's data begins: after its local header, whose extra field torch pads so that
 /// storages are aligned (so it differs from the central directory's).
-fn data_start(bytes: &[u8], entry: Stored) -> std::result::Result<usize, String> {
+fn data_start(file: &dyn ByteSource, entry: Stored) -> std::result::Result<usize, String> {
     if entry.method != 0 {
         return Err(format!(
             "an entry is compressed (zip method {}); geneb reads torch.save's uncompressed \
@@ -254,16 +296,14 @@ fn data_start(bytes: &[u8], entry: Stored) -> std::result::Result<usize, String>
             entry.method
         ));
     }
-    if le(bytes, entry.header, 4)? != u64::from(LOCAL_HEADER) {
+    let header = read_bytes(file, entry.header, 30)?;
+    if le(&header, 0, 4)? != u64::from(LOCAL_HEADER) {
         return Err("a zip entry's header is corrupt: download the file again".into());
     }
-    let start = entry.header
-        + 30
-        + le_usize(bytes, entry.header + 26, 2)?
-        + le_usize(bytes, entry.header + 28, 2)?;
+    let start = entry.header + 30 + le_usize(&header, 26, 2)? + le_usize(&header, 28, 2)?;
     if start
         .checked_add(entry.size)
-        .is_none_or(|end| end > bytes.len())
+        .is_none_or(|end| end as u64 > file.size())
     {
         return Err("the archive is truncated: download it again".into());
     }
@@ -796,6 +836,10 @@ mod tests {
 
     fn fixture() -> Vec<u8> {
         std::fs::read(format!("{FIXTURE}small_state.bin")).unwrap()
+    }
+
+    fn read(source: &str, bytes: Vec<u8>) -> Result<Checkpoint> {
+        super::read(source, Box::new(bytes))
     }
 
     /// Every tensor torch.save wrote, read back as torch.load reads it (the oracle's values).

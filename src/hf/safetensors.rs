@@ -1,6 +1,7 @@
 //! The safetensors format: an 8-byte little-endian header length, a JSON header mapping each
 //! tensor name to its dtype, shape and byte range, then the raw little-endian data.
 
+use super::ByteSource;
 use super::checkpoint::{Checkpoint, DType, TensorEntry};
 use crate::{Error, Result};
 use serde::Deserialize;
@@ -33,15 +34,18 @@ fn dtype(name: &str) -> Option<DType> {
 /// few hundred bytes per tensor, and a claimed length is checked against this before parsing.
 const MAX_HEADER_BYTES: usize = 100 << 20;
 
-/// Reads a whole `.safetensors` file. The bytes are kept once; tensors are converted when taken.
-pub fn read(source: &str, bytes: Vec<u8>) -> Result<Checkpoint> {
+/// Reads a `.safetensors` file's header; each tensor is read from `file` when it is taken.
+pub fn read(source: &str, file: Box<dyn ByteSource>) -> Result<Checkpoint> {
     let bad = |message: String| Error::in_file(source, message);
-    if bytes.len() < 8 {
+    let read_at =
+        |offset: u64, len: usize| file.read_at(offset, len).map_err(|e| e.or_in_file(source));
+    let file_len = file.size();
+    if file_len < 8 {
         return Err(bad(
             "not a safetensors file (shorter than its 8-byte header length)".into(),
         ));
     }
-    let header_len = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+    let header_len = u64::from_le_bytes(read_at(0, 8)?.try_into().expect("8 bytes"));
     if header_len > MAX_HEADER_BYTES as u64 {
         return Err(bad(format!(
             "not a safetensors file: its header claims {header_len} bytes, more than the \
@@ -49,18 +53,20 @@ pub fn read(source: &str, bytes: Vec<u8>) -> Result<Checkpoint> {
         )));
     }
     let header_len = header_len as usize;
-    let data_start = 8usize
-        .checked_add(header_len)
-        .filter(|end| *end <= bytes.len())
-        .ok_or_else(|| {
-            bad(format!(
-                "not a safetensors file, or truncated: its header claims {header_len} bytes, the file has {}",
-                bytes.len()
-            ))
-        })?;
-    let header: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&bytes[8..data_start])
-        .map_err(|e| bad(format!("the safetensors header is not valid JSON ({e})")))?;
-    let data_len = bytes.len() - data_start;
+    if 8 + header_len as u64 > file_len {
+        return Err(bad(format!(
+            "not a safetensors file, or truncated: its header claims {header_len} bytes, the file has {file_len}"
+        )));
+    }
+    let data_start = 8 + header_len;
+    let header: BTreeMap<String, serde_json::Value> =
+        serde_json::from_slice(&read_at(8, header_len)?)
+            .map_err(|e| bad(format!("the safetensors header is not valid JSON ({e})")))?;
+    let data_len = usize::try_from(file_len - data_start as u64).map_err(|_| {
+        bad(format!(
+            "{file_len} bytes, more than this build can address"
+        ))
+    })?;
     let mut entries = BTreeMap::new();
     let mut ranges = Vec::new();
     for (name, value) in header {
@@ -107,18 +113,18 @@ pub fn read(source: &str, bytes: Vec<u8>) -> Result<Checkpoint> {
             )));
         }
     }
-    Checkpoint::new(source, vec![bytes], entries)
+    Checkpoint::new(source, vec![file], entries)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn file(header: &str, data: &[u8]) -> Vec<u8> {
+    fn file(header: &str, data: &[u8]) -> Box<dyn ByteSource> {
         let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
         bytes.extend_from_slice(header.as_bytes());
         bytes.extend_from_slice(data);
-        bytes
+        Box::new(bytes)
     }
 
     #[test]
@@ -149,6 +155,51 @@ mod tests {
         );
     }
 
+    /// A model is built tensor by tensor from the file: no read spans more than one tensor, and
+    /// a head's tied copy of a matrix (the same bytes written twice) is found by reading it,
+    /// once, not by holding the file.
+    #[test]
+    fn tensors_are_read_one_at_a_time() {
+        use crate::hf::source::tests::Recorded;
+        let matrix = |seed: u32| -> Vec<u8> {
+            (0..64 * 256)
+                .flat_map(|i| ((i * 7 + seed) as f32).to_le_bytes())
+                .collect()
+        };
+        let tensor_bytes = 64 * 256 * 4;
+        let names = ["a", "b", "c", "head.tied"];
+        let data: Vec<u8> = [matrix(1), matrix(2), matrix(3), matrix(1)].concat();
+        let header: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                format!(
+                    r#""{name}":{{"dtype":"F32","shape":[64,256],"data_offsets":[{},{}]}}"#,
+                    i * tensor_bytes,
+                    (i + 1) * tensor_bytes
+                )
+            })
+            .collect();
+        let header = format!("{{{}}}", header.join(","));
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.extend_from_slice(&data);
+        let file = std::rc::Rc::new(Recorded::new(bytes));
+        let mut ckpt = read("m.safetensors", Box::new(std::rc::Rc::clone(&file))).unwrap();
+        for name in &names[..3] {
+            ckpt.take(name, &[64, 256]).unwrap();
+        }
+        ckpt.skip_prefix("head.");
+        assert_eq!(ckpt.encoder_parameters().unwrap(), 3 * 64 * 256);
+        assert_eq!(ckpt.model_parameters().unwrap(), 3 * 64 * 256);
+        ckpt.finish().unwrap();
+        assert_eq!(file.largest_read(), tensor_bytes);
+        // The header, each tensor taken once, the first 64 bytes of each matrix compared (three
+        // for the encoder's count, four for the model's) and the tied pair in full: no more.
+        let read: usize = file.reads.borrow().iter().map(|r| r.1).sum();
+        assert_eq!(read, 8 + header.len() + 5 * tensor_bytes + 7 * 64);
+    }
+
     #[test]
     fn truncated_and_garbage_files_are_errors() {
         let header = r#"{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#;
@@ -157,10 +208,13 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(err.contains("truncated"), "{err}");
-        let err = read("g.safetensors", b"PK\x03\x04garbage-bytes".to_vec())
-            .err()
-            .unwrap()
-            .to_string();
+        let err = read(
+            "g.safetensors",
+            Box::new(b"PK\x03\x04garbage-bytes".to_vec()),
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(
             err.starts_with("g.safetensors: not a safetensors file"),
             "{err}"

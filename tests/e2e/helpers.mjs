@@ -186,6 +186,24 @@ export async function folderFiles(dir) {
   return out;
 }
 
+/** The page's compute worker (www/worker.js), for reading its wasm memory. */
+export async function wasmMemoryMib(page, origin) {
+  const worker = page.workers().find((w) => new URL(w.url()).pathname.endsWith('/worker.js'));
+  if (!worker) return null;
+  try {
+    // The worker imported this same URL: the module (and its instance) is the worker's, and
+    // wasm-bindgen's init returns the live exports when the instance exists.
+    // The worker runs the threaded build where the page is cross-origin isolated (www/worker.js).
+    return await worker.evaluate(async (urls) => {
+      const mod = await import(self.crossOriginIsolated ? urls.threads : urls.one);
+      const exports = await mod.default();
+      return exports.memory.buffer.byteLength / 2 ** 20;
+    }, { one: new URL('pkg/geneb.js', origin).href, threads: new URL('pkg-threads/geneb.js', origin).href });
+  } catch (err) {
+    return `unreadable: ${err.message.split('\n')[0]}`;
+  }
+}
+
 /** Drop files onto the model panel as a user's drag and drop would. */
 export async function dropModel(page, files) {
   const payload = Object.entries(files).map(([name, bytes]) => ({ name, bytes: [...bytes] }));

@@ -5,11 +5,13 @@
 // give a clear message while the page stays usable.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import {
   LOAD_TIMEOUT, NO_WASM, REPO, byTestId, downloadResult, dropModel, embedThroughPage, folderFiles, launchBrowser, nativeGeneb, openApp,
-  pkgMounts, profileRows, runWithoutError, startFakeHub, waitLoaded, waitModelError, waitReady, wasmBuilt,
+  pkgMounts, profileRows, runWithoutError, startFakeHub, waitLoaded, waitModelError, waitReady, wasmBuilt, wasmMemoryMib,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
@@ -25,6 +27,63 @@ function withFirstElement(bytes, name, value) {
   const header = JSON.parse(copy.subarray(8, 8 + headerLength).toString());
   copy.writeFloatLE(value, 8 + headerLength + header[name].data_offsets[0]);
   return copy;
+}
+
+/**
+ * A model folder of NT-v2's architecture, wide enough (hidden 384, 8 layers: 76 MB of f32
+ * weights) that holding its weights file beside its weights shows in the tab's memory; the
+ * tokenizer and the rest of config.json are the NT-v2 fixture's. Values are a fixed LCG's,
+ * uniform in ±1/√fan-in as torch.nn.Linear draws them. Returns {folder, weightsBytes}.
+ */
+function writeWideNtV2() {
+  const hidden = 384, layers = 8, inter = 1536;
+  const folder = mkdtempSync(join(tmpdir(), 'geneb-wide-nt-v2-'));
+  const config = JSON.parse(readFileSync(join(NT_V2, 'config.json'), 'utf8'));
+  const heads = config.num_attention_heads;
+  Object.assign(config, { hidden_size: hidden, num_hidden_layers: layers, intermediate_size: inter });
+  writeFileSync(join(folder, 'config.json'), JSON.stringify(config));
+  for (const f of ['vocab.txt', 'special_tokens_map.json', 'tokenizer_config.json']) copyFileSync(join(NT_V2, f), join(folder, f));
+  let state = 12345;
+  const uniform = () => { state = (Math.imul(state, 1103515245) + 12345) >>> 0; return state / 2 ** 32 * 2 - 1; };
+  const tensors = [];
+  const dense = (name, ...shape) => {
+    const values = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    const bound = 1 / Math.sqrt(shape.at(-1));
+    for (let i = 0; i < values.length; i += 1) values[i] = uniform() * bound;
+    tensors.push([name, shape, values]);
+  };
+  const linear = (name, out, inp, bias = true) => { dense(`${name}.weight`, out, inp); if (bias) dense(`${name}.bias`, out); };
+  const norm = (name) => {
+    tensors.push([`${name}.weight`, [hidden], Float32Array.from({ length: hidden }, () => 1 + uniform() * 0.1)]);
+    dense(`${name}.bias`, hidden);
+  };
+  const headDim = hidden / heads;
+  dense('esm.embeddings.word_embeddings.weight', config.vocab_size, hidden);
+  for (let i = 0; i < layers; i += 1) {
+    const p = `esm.encoder.layer.${i}.`;
+    norm(`${p}attention.LayerNorm`);
+    for (const proj of ['query', 'key', 'value']) linear(`${p}attention.self.${proj}`, hidden, hidden);
+    tensors.push([`${p}attention.self.rotary_embeddings.inv_freq`, [headDim / 2],
+      Float32Array.from({ length: headDim / 2 }, (_, k) => 1 / 10000 ** ((2 * k) / headDim))]);
+    linear(`${p}attention.output.dense`, hidden, hidden);
+    norm(`${p}LayerNorm`);
+    linear(`${p}intermediate.dense`, 2 * inter, hidden, false);
+    linear(`${p}output.dense`, hidden, inter, false);
+  }
+  norm('esm.encoder.emb_layer_norm_after');
+  const header = {};
+  let offset = 0;
+  for (const [name, shape, values] of tensors) {
+    header[name] = { dtype: 'F32', shape, data_offsets: [offset, offset + values.byteLength] };
+    offset += values.byteLength;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(json.length));
+  const weights = Buffer.concat([length, Buffer.from(json), ...tensors.map(([, , v]) => Buffer.from(v.buffer))]);
+  writeFileSync(join(folder, 'model.safetensors'), weights);
+  return { folder, weightsBytes: weights.length };
 }
 
 function worstDifference(values, pooled) {
@@ -286,6 +345,37 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       await app.close();
       await server.close();
       await hub.close();
+    }
+  });
+
+  it('a model is built from its weights file tensor by tensor: the tab never holds the file beside the weights', { timeout: LOAD_TIMEOUT * 2 }, async () => {
+    const { folder, weightsBytes } = writeWideNtV2();
+    // No WebGPU: the model is checked on the CPU core, whose memory is the one read here.
+    const cpuBrowser = await launchBrowser({ webgpu: false });
+    const server = await startServer({ port: 0, mounts: pkgMounts() });
+    const app = await openApp(cpuBrowser, server);
+    try {
+      await waitReady(app.page);
+      const before = await wasmMemoryMib(app.page, app.origin);
+      assert.equal(typeof before, 'number', String(before));
+      await byTestId(app.page, 'model-folder').setInputFiles(folder);
+      const spec = `hf:${folder.split('/').pop()}`;
+      await waitLoaded(app.page, spec);
+      const grown = (await wasmMemoryMib(app.page, app.origin)) - before;
+      const weightsMib = weightsBytes / 2 ** 20;
+      console.log(`a ${weightsMib.toFixed(1)} MiB weights file grew the core's memory by ${grown.toFixed(1)} MiB`);
+      // The weights once (f32 file → f32 tensors), plus the packed copy of one layer at a time
+      // and the check's activations; the file read whole beside them would be 2×.
+      assert.ok(grown < 1.5 * weightsMib, `${grown} MiB for ${weightsMib} MiB of weights`);
+      const r = await embedThroughPage(app.page, spec, ['ACGTACGTACGTAGGCTTAACG'], { cpu: true });
+      assert.equal(r.dim, 384);
+      assert.ok(r.values.length === 384 && r.values.every(Number.isFinite), 'one finite 384-wide embedding');
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+      await server.close();
+      await cpuBrowser.close();
+      rmSync(folder, { recursive: true, force: true });
     }
   });
 

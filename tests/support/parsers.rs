@@ -101,14 +101,14 @@ fn take_all(mut ckpt: geneb::hf::Checkpoint) {
 
 /// `model.safetensors`.
 pub fn safetensors(data: &[u8]) {
-    if let Ok(ckpt) = safetensors::read("model.safetensors", data.to_vec()) {
+    if let Ok(ckpt) = safetensors::read("model.safetensors", Box::new(data.to_vec())) {
         take_all(ckpt);
     }
 }
 
 /// `pytorch_model.bin`: the zip archive and the pickle inside it.
 pub fn pytorch(data: &[u8]) {
-    if let Ok(ckpt) = pytorch::read("pytorch_model.bin", data.to_vec()) {
+    if let Ok(ckpt) = pytorch::read("pytorch_model.bin", Box::new(data.to_vec())) {
         take_all(ckpt);
     }
 }
