@@ -55,6 +55,7 @@ const REAL_MODELS = process.env.GENEB_REAL_MODELS || join(REPO, 'target', 'real-
 const MODELS = {
   'nt-v2-50m': join(MODELS_DIR, 'nt-v2-50m'),
   'nt-v2-250m': join(MODELS_DIR, 'nt-v2-250m'),
+  'nt-v2-500m': join(MODELS_DIR, 'nt-v2-500m'),
   'dnabert2-117m': join(MODELS_DIR, 'dnabert2-117m'),
   'hyenadna-tiny': MODELS_DIR_ARG > 0 ? join(MODELS_DIR, 'hyenadna-tiny') : join(REAL_MODELS, 'hyenadna-tiny-anticapt-dataset1'),
   'caduceus-ph-1k': join(MODELS_DIR, 'caduceus-ph-1k'),

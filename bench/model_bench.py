@@ -87,6 +87,10 @@ MODELS = {
     # its memory there).
     "nt-v2-250m": dict(kind="nt", vocab=4107, hidden=768, layers=24, heads=16, inter=3072, positions=2050,
                        max_length=2048),
+    # NT-v2-500m-shaped (hidden 1024, 29 layers, 16 heads, SwiGLU 4096: 1.96 GB of f32 weights),
+    # for what a tab holds now that the weights file is read tensor by tensor.
+    "nt-v2-500m": dict(kind="nt", vocab=4107, hidden=1024, layers=29, heads=16, inter=4096, positions=2050,
+                       max_length=2048),
     "dnabert2-117m": dict(kind="dnabert2", vocab=4096, hidden=768, layers=12, heads=12, inter=3072,
                           max_length=512),
     # Real weights (fetched, not written): the folder geneb reads is the one PyTorch loads.

@@ -435,11 +435,13 @@ pub struct PublishedProfile {
     pub category_mcc: std::collections::BTreeMap<String, f64>,
 }
 
-/// The largest weights file a browser tab loads: wasm32's 4 GiB of memory must hold the file's
-/// bytes, the f32 tensors built from them (as large again) and up to 1 GiB of a task's
-/// embeddings (www/tasks.js EMBEDDING_BUDGET). The page refuses larger files before reading or
-/// downloading them.
-pub const TAB_WEIGHTS_LIMIT: u64 = 3 << 29;
+/// The largest weights file a browser tab loads: wasm32's 4 GiB of memory must hold the f32
+/// tensors (the file itself is read tensor by tensor, never whole: `hf::source`), up to 512 MiB
+/// of activations in flight (`encoder::hf`), up to 1 GiB of a task's embeddings (www/tasks.js
+/// EMBEDDING_BUDGET) and the core itself: an NT-v2-500m shape (1.96 GB) measured 1,915 MiB of
+/// wasm memory loaded and embedding (bench/README.md). The page refuses larger files before
+/// reading or downloading them.
+pub const TAB_WEIGHTS_LIMIT: u64 = 2 << 30;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct KnownWithProfile {
