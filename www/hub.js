@@ -12,6 +12,7 @@
 // reach the real hub's hosts, so another endpoint works only where the server serving the page
 // adds it to the CSP (scripts/serve.mjs `hubOrigin`, used by the browser tests).
 
+import { Sha256, sha256OfBlob } from './sha256.js';
 import { askToKeep } from './storage.js';
 
 const DEFAULT_HUB = 'https://huggingface.co';
@@ -59,10 +60,11 @@ export function bundle(endpoint, repo, rev, { dir = '', label = `${repo}@${rev}`
   return { endpoint, label, base: `${endpoint}/${repo}/resolve/${encodeURIComponent(rev)}/${folder}` };
 }
 
-async function sha256Hex(bytes) {
-  const digest = await crypto.subtle.digest('SHA-256', bytes);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
-}
+/**
+ * Downloaded chunks gathered into Blobs of about this size: the browser keeps Blob data outside
+ * the page's heap (on disk when large), so a 2 GB model never sits in the page's memory.
+ */
+const BLOB_PART_BYTES = 32 << 20;
 
 /** The sha256 a hub response vouches for: LFS files carry it as their (linked) ETag. */
 function announcedSha256(response) {
@@ -91,9 +93,9 @@ export async function probe(b, name) {
 }
 
 /**
- * GET one file with streamed reads, reporting bytes as they arrive; verifies the size and the
- * sha256. The bytes stay in memory until the whole bundle is in (`store` writes it), so a cut
- * connection or a closed tab leaves nothing a later visit could take for the file.
+ * GET one file with streamed reads, reporting bytes as they arrive, hashing them on the way;
+ * verifies the size and the sha256. The file is a Blob until the whole bundle is in (`store`
+ * writes it), so a cut connection or a closed tab leaves nothing a later visit could take for it.
  */
 export async function download(b, file, onBytes) {
   const cut = (received, err) => new Error(`${b.label}: ${file.name}: the download was cut after ${bytesText(received)}`
@@ -106,7 +108,10 @@ export async function download(b, file, onBytes) {
   }
   if (!response.ok || !response.body) throw new Error(`${b.label}: ${file.name}: the hub answered ${response.status}`);
   const reader = response.body.getReader();
-  const chunks = [];
+  const hasher = new Sha256();
+  const parts = [];
+  let chunks = [];
+  let pending = 0;
   let received = 0;
   for (;;) {
     let next;
@@ -117,22 +122,27 @@ export async function download(b, file, onBytes) {
     }
     const { done, value } = next;
     if (done) break;
+    hasher.update(value);
     chunks.push(value);
+    pending += value.length;
+    if (pending >= BLOB_PART_BYTES) {
+      parts.push(new Blob(chunks));
+      chunks = [];
+      pending = 0;
+    }
     received += value.length;
     onBytes(value.length);
   }
-  const bytes = new Uint8Array(received);
-  let at = 0;
-  for (const c of chunks) { bytes.set(c, at); at += c.length; }
+  const blob = new Blob([...parts, ...chunks]);
   if (Number.isFinite(file.size) && file.size !== received) {
     throw new Error(`${b.label}: ${file.name}: got ${received} bytes, the hub announced ${file.size}: the download was cut; try again`);
   }
-  const sha256 = await sha256Hex(bytes);
+  const sha256 = hasher.hex();
   const expected = file.sha256 || announcedSha256(response);
   if (expected && expected !== sha256) {
     throw new Error(`${b.label}: ${file.name}: sha256 ${sha256} does not match the hub's ${expected}: the download is corrupt; try again`);
   }
-  return { name: file.name, bytes, sha256, verified: Boolean(expected) };
+  return { name: file.name, blob, sha256, verified: Boolean(expected) };
 }
 
 /** The bytes a plan announces (files of unknown size count 0). */
@@ -176,12 +186,13 @@ export async function fromCache(cacheName, b) {
   for (const entry of manifest.files) {
     const r = await cache.match(b.base + entry.name);
     if (!r) return null;
-    const bytes = new Uint8Array(await r.arrayBuffer());
-    if ((await sha256Hex(bytes)) !== entry.sha256) {
+    // A Blob backed by the cache's storage, hashed in slices: never whole in the page's memory.
+    const blob = await r.blob();
+    if ((await sha256OfBlob(blob)) !== entry.sha256) {
       await cache.delete(b.base + MANIFEST);
       throw new Error(`${b.label}: the cached ${entry.name} is damaged; it was removed, load it again`);
     }
-    files.push({ name: entry.name, bytes });
+    files.push({ name: entry.name, blob });
   }
   return { files, manifest };
 }
@@ -195,13 +206,13 @@ export async function store(cacheName, b, files, about = {}) {
   const cache = await openCache(cacheName);
   if (!cache) return false;
   for (const f of files) {
-    await cache.put(b.base + f.name, new Response(f.bytes, {
-      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(f.bytes.length) },
+    await cache.put(b.base + f.name, new Response(f.blob, {
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(f.blob.size) },
     }));
   }
   const manifest = {
     ...about, endpoint: b.endpoint, storedAt: new Date().toISOString(),
-    files: files.map((f) => ({ name: f.name, size: f.bytes.length, sha256: f.sha256, verified: f.verified })),
+    files: files.map((f) => ({ name: f.name, size: f.blob.size, sha256: f.sha256, verified: f.verified })),
   };
   await cache.put(b.base + MANIFEST, new Response(JSON.stringify(manifest), {
     headers: { 'Content-Type': 'application/json' },

@@ -240,7 +240,7 @@ async function addModel({ files, ...model }) {
     ...model,
     key: `${model.spec} load ${nextLoadKey++}`,
     window: { on: false, size: 1000, stride: 500 },
-    files: files.map((f) => ({ name: f.name, blob: f.blob ?? new Blob([f.bytes]) })),
+    files: files.map((f) => ({ name: f.name, blob: f.blob })),
   });
   try {
     const r = await embedInWorker(model.spec, ['ACGTACGTAC']);
@@ -326,7 +326,7 @@ async function onHubLoad(text) {
     await addModel({
       spec, label: id,
       source: `downloaded from ${endpoint}${kept ? ', kept for offline use' : ''}; ${verificationNote(got)}`,
-      files: got.map(({ name, bytes }) => ({ name, bytes })),
+      files: got.map(({ name, blob }) => ({ name, blob })),
     });
     refreshCached();
   } catch (err) {

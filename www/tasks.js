@@ -147,7 +147,7 @@ async function plan(tasks) {
 }
 
 function asEntries(task, files) {
-  return files.map((f) => ({ path: `${task.id}/${f.name}`, file: new File([f.bytes], f.name, { type: 'text/csv' }) }));
+  return files.map((f) => ({ path: `${task.id}/${f.name}`, file: new File([f.blob], f.name, { type: 'text/csv' }) }));
 }
 
 async function onFetch() {
@@ -188,7 +188,7 @@ async function onFetch() {
           ui.progress.value = before + done;
           say(ui.status, `downloading ${p.task.id}/${name}: ${bytesText(before + done)} of ${bytesText(total)}`);
         });
-        before += got.reduce((s, f) => s + f.bytes.length, 0);
+        before += got.reduce((s, f) => s + f.blob.size, 0);
         await store(CACHE_NAME, p.bundle, got, { id: p.task.id, rev: p.task.revision });
         notes.push(`${p.task.id}: ${verificationNote(got)}`);
         entries.push(...asEntries(p.task, got));

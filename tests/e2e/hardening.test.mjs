@@ -307,14 +307,14 @@ describe('the page holds up against hostile input and failures', { timeout: 15 *
       assert.equal(await byTestId(page, 'hub-plan').count(), 0, 'no download offered');
       assert.deepEqual(hub.hits.filter((h) => h.startsWith('GET')), []);
 
-      // A 2 GB weights file on disk (sparse: nothing is written): refused without being read.
+      // A 2.5 GB weights file on disk (sparse: nothing is written): refused without being read.
       for (const name of ['config.json', 'vocab.txt']) await copyFile(join(NT_V2, name), join(dir, name));
       await writeFile(join(dir, 'model.safetensors'), '');
-      await truncate(join(dir, 'model.safetensors'), 2 * 2 ** 30);
+      await truncate(join(dir, 'model.safetensors'), 2.5 * 2 ** 30);
       await page.evaluate(() => { document.querySelector('[data-testid="model-error"]').hidden = true; });
       await byTestId(page, 'model-files').setInputFiles(['config.json', 'vocab.txt', 'model.safetensors'].map((n) => join(dir, n)));
       const dropped = await waitModelError(page);
-      assert.match(dropped, /its weights \(model\.safetensors, 2\.0 GB\) do not fit in a browser tab.*nothing was read/, dropped);
+      assert.match(dropped, /its weights \(model\.safetensors, 2\.5 GB\) do not fit in a browser tab.*nothing was read/, dropped);
       assert.equal(await byTestId(page, 'loaded-model').count(), 0);
       assert.equal(await byTestId(page, 'status').textContent(), 'ready');
     } finally {
