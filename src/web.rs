@@ -178,7 +178,7 @@ struct Request {
     #[serde(default)]
     category: Option<String>,
     /// The files of each `hf:NAME` model in `models`, keyed by that spec: dropped by the user
-    /// or read from the page's hub cache. The weights are moved into the model, not copied.
+    /// or from the page's hub cache; the weights are read from them one tensor at a time.
     #[serde(default, rename = "modelFiles")]
     model_files: std::collections::BTreeMap<String, Vec<ModelFile>>,
     /// The page's key for each `hf:` model's current load (see [`HeldEncoder`]); the files
