@@ -78,9 +78,13 @@ impl TensorEntry {
     /// The bytes the tensor spans in its buffer (a strided view's too): its first element's
     /// offset and the length up to one past its last. Only for entries `Checkpoint::new` checked.
     fn span(&self) -> (usize, usize) {
+        // An empty tensor reads nothing, whatever offset its file declares.
+        if self.numel() == 0 {
+            return (self.byte_offset, 0);
+        }
         let start = self.byte_offset + self.element_offset * self.dtype.size();
         let end = self.checked_end().expect("checked by Checkpoint::new");
-        (start, end.saturating_sub(start))
+        (start, end - start)
     }
 
     /// Elements, or `None` when the shape a file declares overflows.
@@ -473,6 +477,32 @@ mod tests {
 
     fn f32_bytes(values: &[f32]) -> Vec<u8> {
         values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// An empty tensor whose file declares an absurd storage offset reads nothing and is empty,
+    /// beside a matrix of the same (empty) shape: no overflow, no read past the file.
+    #[test]
+    fn empty_tensors_read_nothing_whatever_their_offset() {
+        let mut entry = TensorEntry::contiguous(DType::F32, vec![0, 3], 0, 0);
+        entry.element_offset = usize::MAX / 2;
+        let entries = BTreeMap::from([
+            ("empty.weight".to_string(), entry),
+            (
+                "other.weight".to_string(),
+                TensorEntry::contiguous(DType::F32, vec![0, 3], 0, 4),
+            ),
+        ]);
+        let buffers: Vec<Box<dyn ByteSource>> = vec![Box::new(f32_bytes(&[1.0, 2.0]))];
+        let mut ckpt = Checkpoint::new("test", buffers, entries).unwrap();
+        assert_eq!(
+            ckpt.take("empty.weight", &[0, 3]).unwrap(),
+            Vec::<f32>::new()
+        );
+        assert_eq!(
+            ckpt.take("other.weight", &[0, 3]).unwrap(),
+            Vec::<f32>::new()
+        );
+        assert_eq!(ckpt.encoder_parameters().unwrap(), 0);
     }
 
     /// A 2 × 2 embedding, its tied copy in a head (shared storage, as a `.bin` keeps it, or the
