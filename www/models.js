@@ -326,7 +326,7 @@ async function onHubLoad(text) {
     await addModel({
       spec, label: id,
       source: `downloaded from ${endpoint}${kept ? ', kept for offline use' : ''}; ${verificationNote(got)}`,
-      files: got.map(({ name, blob }) => ({ name, blob })),
+      files: got,
     });
     refreshCached();
   } catch (err) {

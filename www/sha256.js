@@ -36,16 +36,10 @@ export class Sha256 {
       0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
     ]);
     this.block = new Uint8Array(64);
+    this.blockView = new DataView(this.block.buffer);
     this.filled = 0;
     this.length = 0;
     this.w = new Int32Array(64);
-  }
-
-  /** A big-endian view of `bytes`, kept while the same array is hashed. */
-  viewFor(bytes) {
-    this.viewOf = bytes;
-    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    return this.view;
   }
 
   /** Hash `bytes` (a Uint8Array) after everything given before. */
@@ -58,10 +52,11 @@ export class Sha256 {
       this.filled += take;
       at = take;
       if (this.filled < 64) return this;
-      this.compress(this.block, 0);
+      this.compress(this.blockView, 0);
       this.filled = 0;
     }
-    for (; at + 64 <= bytes.length; at += 64) this.compress(bytes, at);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (; at + 64 <= bytes.length; at += 64) this.compress(view, at);
     this.block.set(bytes.subarray(at), 0);
     this.filled = bytes.length - at;
     return this;
@@ -76,13 +71,13 @@ export class Sha256 {
     const view = new DataView(tail.buffer);
     view.setUint32(tail.length - 8, Math.floor(bits / 2 ** 32));
     view.setUint32(tail.length - 4, bits >>> 0);
-    for (let at = 0; at < tail.length; at += 64) this.compress(tail, at);
+    for (let at = 0; at < tail.length; at += 64) this.compress(view, at);
     return [...this.state].map((v) => (v >>> 0).toString(16).padStart(8, '0')).join('');
   }
 
-  compress(bytes, at) {
+  /** One 64-byte block at `at` of `view`, read as big-endian words. */
+  compress(view, at) {
     const w = this.w;
-    const view = bytes === this.viewOf ? this.view : this.viewFor(bytes);
     for (let i = 0; i < 16; i += 1) w[i] = view.getInt32(at + 4 * i);
     for (let i = 16; i < 64; i += 1) {
       const a = w[i - 15];

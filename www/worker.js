@@ -271,9 +271,9 @@ async function run({ id, request, forceBackend }) {
     backend: backend.kind,
     adapter: backend.adapter ?? '',
     category: request.category || null,
+    // Blobs, unread: the core reads the weights one tensor at a time (src/web.rs BlobFile).
     modelFiles: Object.fromEntries(Object.entries(request.modelFiles ?? {})
-      .filter(([spec]) => !core.holdsModel(request.modelKeys?.[spec] ?? '', spec, backend.kind))
-      .map(([spec, files]) => [spec, modelBlobs(files)])),
+      .filter(([spec]) => !core.holdsModel(request.modelKeys?.[spec] ?? '', spec, backend.kind))),
     modelKeys: request.modelKeys ?? {},
     ...(request.split ? { split: request.split } : {}),
     ...(request.meta ? { meta: request.meta } : {}),
@@ -309,15 +309,6 @@ async function run({ id, request, forceBackend }) {
   });
 }
 
-/**
- * A model's files as the core takes them: the Blobs the page sends ([{name, blob}],
- * www/models.js), unread. The core reads the weights by range, one tensor at a time
- * (src/web.rs BlobFile), so the tab never holds the weights file beside the model built from it.
- */
-function modelBlobs(files) {
-  return files.map(({ name, blob }) => ({ name, blob }));
-}
-
 // --- foundation models (www/models.js): pooled embeddings of a few sequences ---
 async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend }) {
   await started;
@@ -332,7 +323,7 @@ async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend 
   try {
     r = plain(parseIfString(await core.embed({
       model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelKey,
-      modelFiles: modelFiles && !held ? modelBlobs(modelFiles) : undefined,
+      modelFiles: held ? undefined : modelFiles,
     })));
   } catch (err) {
     // A trapped instance stays broken (re-importing the glue returns the same one): the page
@@ -359,7 +350,7 @@ async function predict({ id, request }) {
   try {
     r = plain(parseIfString(await core.predict({
       ...request, backend: backend.kind,
-      modelFiles: request.modelFiles && !held ? modelBlobs(request.modelFiles) : undefined,
+      modelFiles: held ? undefined : request.modelFiles,
     })));
   } catch (err) {
     self.postMessage({ type: 'predict-error', id, ...failureOf(core, err) });

@@ -382,8 +382,11 @@ fn is_bracketed(token: &str) -> bool {
 pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Result<Tokenizer> {
     const FILE: &str = "tokenizer.json";
     let bad = |message: String| settings.error(FILE, message);
-    let json: Value = serde_json::from_slice(files.get(FILE).expect("checked by the caller"))
-        .map_err(|e| bad(format!("not valid JSON ({e})")))?;
+    let bytes = files
+        .get(FILE)
+        .ok_or_else(|| bad("the model's files have none".into()))?;
+    let json: Value =
+        serde_json::from_slice(bytes).map_err(|e| bad(format!("not valid JSON ({e})")))?;
     let model_json = &json["model"];
     let model_type = model_json["type"].as_str().unwrap_or("(none)");
     // Read in place: the vocabulary is most of the file, and a copy of it is most of the time.
