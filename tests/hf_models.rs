@@ -207,6 +207,8 @@ fn model_folders_embed_like_the_reference_extractors() {
         "genomics_fm",
         "deepgene",
         "dnagpt",
+        "janus/w",
+        "janus/wo-mlp",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -217,6 +219,7 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("genomics_fm", BackendKind::Wgpu);
     pipeline("deepgene", BackendKind::Wgpu);
     pipeline("dnagpt", BackendKind::Wgpu);
+    pipeline("janus/w", BackendKind::Wgpu);
 }
 
 /// Genomics-FM is told from DNABERT-2 by its checkpoint alone (a position table beside the fused

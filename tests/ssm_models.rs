@@ -1,6 +1,7 @@
 //! The long-convolution and state-space architectures against their PyTorch oracles
-//! (tests/oracle/make_hyena_fixtures.py, make_caduceus_fixtures.py): committed tiny random
-//! checkpoints (HyenaDNA, Caduceus-PH, Caduceus-PS), and the real
+//! (tests/oracle/make_hyena_fixtures.py, make_caduceus_fixtures.py, make_janus_fixtures.py):
+//! committed tiny random checkpoints (HyenaDNA, Caduceus-PH, Caduceus-PS, JanusDNA with the mid
+//! attention layer and without it, with `final_mlp`), and the real
 //! HyenaDNA-tiny weights when `scripts/fetch-real-models.sh` has put them in place. Sequences
 //! run as one right-padded batch and must match the reference (each sequence run alone, as the
 //! GENEB extractor runs it) to 1e-4 at every token and after pooling, on the CPU backend and on
@@ -251,6 +252,23 @@ fn caduceus_ph_matches_the_reference_on_cpu() {
 fn caduceus_ps_matches_the_reference_on_cpu() {
     let dir = fixtures().join("caduceus/ps");
     check("caduceus", &dir, &dir, &backend::cpu());
+}
+
+#[test]
+fn janus_matches_the_reference_on_cpu() {
+    for variant in ["w", "wo-mlp"] {
+        let dir = fixtures().join("janus").join(variant);
+        check("janusdna", &dir, &dir, &backend::cpu());
+    }
+}
+
+#[test]
+fn janus_matches_the_reference_on_wgpu() {
+    let compute = wgpu();
+    for variant in ["w", "wo-mlp"] {
+        let dir = fixtures().join("janus").join(variant);
+        check("janusdna", &dir, &dir, &compute);
+    }
 }
 
 #[test]

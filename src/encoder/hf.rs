@@ -262,7 +262,7 @@ impl HfModel {
         while start < order.len() {
             let mut end = start + 1;
             while end < order.len() {
-                let width = tokens[order[end]].len().max(1);
+                let width = self.architecture.positions(tokens[order[end]].len()).max(1);
                 let rows = end + 1 - start;
                 // Every tensor of the pass must fit one GPU buffer: the widest activation, and
                 // one head's attention scores (attention() splits the heads).

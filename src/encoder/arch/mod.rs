@@ -13,6 +13,7 @@ pub mod bert;
 pub mod caduceus;
 pub mod dnagpt;
 pub mod hyena;
+pub mod janus;
 pub mod nt;
 pub mod roformer;
 
@@ -47,6 +48,12 @@ pub trait Arch: Send + Sync {
     fn token_rows(&self) -> usize;
     /// The most tokens one input may have (the caller truncates to it).
     fn max_tokens(&self) -> usize;
+    /// Positions one forward pass computes for a sequence of `tokens` tokens, for sizing
+    /// batches: the tokens themselves, except where the reference pads every input to one
+    /// length (JanusDNA).
+    fn positions(&self, tokens: usize) -> usize {
+        tokens
+    }
     /// Floats per token of the widest intermediate tensor, for sizing batches.
     fn widest_activation(&self) -> usize;
     /// How this model's reference extractor pools: one of its `ArchSpec::poolings`. Every
@@ -109,6 +116,7 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &bert::SPEC,
     &roformer::SPEC,
     &dnagpt::SPEC,
+    &janus::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.

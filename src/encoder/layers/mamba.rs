@@ -1,14 +1,15 @@
 //! Mamba (Gu & Dao 2023) as mamba_ssm's `Mamba` module with `selective_scan_ref` computes it:
 //! in_proj → causal depthwise conv + SiLU → x_proj to (dt, B, C) → dt_proj + softplus → the
 //! selective scan `h_t = exp(Δ_t A) h_{t-1} + Δ_t B_t x_t`, `y_t = C_t h_t + D x_t` → gate by
-//! SiLU(z) → out_proj. Shared by the architectures built on Mamba blocks (Caduceus).
+//! SiLU(z) → out_proj. Shared by the architectures built on Mamba blocks (Caduceus, and
+//! JanusDNA, whose Jamba-style mixer also RMS-normalises Δ, B and C after x_proj).
 //!
 //! The scan is sequential over positions, in Burn tensor ops, so it runs on every backend: per
 //! position a handful of element-wise ops on [batch, d_inner, d_state]; the discretised
 //! `exp(ΔA)` and `ΔBx` are formed in bulk for chunks of positions. On a GPU each chunk is
 //! scanned by doubling instead (`scan_by_doubling`).
 
-use super::{Linear, config_error, param, silu, upload};
+use super::{Linear, RmsNorm, config_error, param, silu, upload};
 use crate::Result;
 use crate::hf::Checkpoint;
 use burn::tensor::activation::softplus_with_threshold;
@@ -52,6 +53,8 @@ pub struct Mamba {
     a: Tensor<2>,
     d: Tensor<1>,
     out_proj: Linear,
+    /// Jamba's RMSNorms of Δ (before dt_proj), B and C.
+    inner_norms: Option<[RmsNorm; 3]>,
     d_inner: usize,
     d_state: usize,
     dt_rank: usize,
@@ -66,6 +69,8 @@ pub struct MambaShape {
     pub dt_rank: usize,
     pub bias: bool,
     pub conv_bias: bool,
+    /// Jamba's mixer: `dt_layernorm`, `b_layernorm`, `c_layernorm` with this epsilon.
+    pub inner_norm_eps: Option<f64>,
 }
 
 impl MambaShape {
@@ -88,6 +93,7 @@ impl MambaShape {
             dt_rank,
             bias: ssm.bias == Some(true),
             conv_bias: ssm.conv_bias != Some(false),
+            inner_norm_eps: None,
         })
     }
 }
@@ -118,6 +124,19 @@ impl Mamba {
             s.d_model,
             shared.map(|m| &m.out_proj),
         )?;
+        let inner_norms = match s.inner_norm_eps {
+            Some(eps) => {
+                let mut norm = |name: &str, dim| {
+                    RmsNorm::load(ckpt, &format!("{p}{name}_layernorm"), dim, eps, device)
+                };
+                Some([
+                    norm("dt", s.dt_rank)?,
+                    norm("b", s.d_state)?,
+                    norm("c", s.d_state)?,
+                ])
+            }
+            None => None,
+        };
         let a_log = ckpt.take(&format!("{p}A_log"), &[s.d_inner, s.d_state])?;
         let a = a_log.iter().map(|v| -v.exp()).collect();
         Ok(Mamba {
@@ -157,6 +176,7 @@ impl Mamba {
             a: upload(a, [s.d_inner, s.d_state], device),
             d: param(ckpt, &format!("{p}D"), [s.d_inner], device)?,
             out_proj,
+            inner_norms,
             d_inner: s.d_inner,
             d_state: s.d_state,
             dt_rank: s.dt_rank,
@@ -181,6 +201,12 @@ impl Mamba {
         let dt = projected.clone().narrow(2, 0, self.dt_rank);
         let b = projected.clone().narrow(2, self.dt_rank, n);
         let c = projected.narrow(2, self.dt_rank + n, n);
+        let (dt, b, c) = match &self.inner_norms {
+            Some([dt_norm, b_norm, c_norm]) => {
+                (dt_norm.forward(dt), b_norm.forward(b), c_norm.forward(c))
+            }
+            None => (dt, b, c),
+        };
         let delta = softplus_with_threshold(self.dt_proj.forward(dt), 1.0, SOFTPLUS_THRESHOLD);
         let y = self.scan(x.clone(), delta, b, c, tokens);
         let y = (y + x * self.d.clone().unsqueeze::<3>()) * silu(z);

@@ -60,15 +60,26 @@ impl Linear {
         } else {
             None
         };
+        Ok(Linear::new(weight, bias, in_features, out_features, device))
+    }
+
+    /// From a weight matrix [out, in] in row-major order and an optional bias [out].
+    pub fn new(
+        weight: Vec<f32>,
+        bias: Option<Vec<f32>>,
+        in_features: usize,
+        out_features: usize,
+        device: &Device,
+    ) -> Linear {
         #[cfg(target_arch = "wasm32")]
         if *device == Device::flex() {
             let packed = packed_matmul::PackedLinear::new(&weight, bias, in_features, out_features);
-            return Ok(Linear::Packed(std::sync::Arc::new(packed)));
+            return Linear::Packed(std::sync::Arc::new(packed));
         }
-        Ok(Linear::Tensors {
+        Linear::Tensors {
             weight_t: upload(weight, [out_features, in_features], device).transpose(),
             bias: bias.map(|b| upload(b, [out_features], device)),
-        })
+        }
     }
 
     /// x: [..., in] → [..., out]

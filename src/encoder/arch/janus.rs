@@ -1,0 +1,740 @@
+//! JanusDNA (Duan et al. 2025; `Qihao-Duan/JanusDNA`, `model_type` "JanusDNA"; GENEB's
+//! `JanusDNA_72_w` and `_wo`) as its published `JanusDNAModel` computes it with the settings of
+//! its pretraining scripts (`layer_fusion` false, `final_attention` with the "pool" fusion).
+//!
+//! The embedded sequence and its reversal run as two separate streams through every layer, each
+//! causal in its own direction: a Mamba layer (`BiJanusDNAMambaSeperateWrapper`) gives each
+//! stream its own RMSNorm → Jamba-style Mamba mixer (Δ, B, C RMS-normalised; the reverse mixer
+//! shares the forward one's in/out projections) → residual → RMSNorm → feed-forward (a gated
+//! SiLU MLP, or on every `expert_layer_period`-th layer a top-k mixture of such experts with
+//! unrenormalised softmax weights) → residual. The attention layer that `attn_layer_period` /
+//! `attn_layer_offset` place (the `_w` model's layer 4) is the same with causal softmax
+//! attention instead of the mixer (no positions: Jamba has none). Then the final "Janus"
+//! attention runs over both streams at once, the reverse one flipped back: position p of the
+//! forward stream sees forward positions ≤ p and reverse positions ≥ p + 2, position p of the
+//! reverse stream reverse positions ≥ p and forward ones ≤ p − 2, so that fusing forward p − 1
+//! with reverse p + 1 gives a state for token p that never saw it. Its heads are zero-padded
+//! from hidden/heads to `flex_attn_n_embd`/heads channels, which leaves the products alone but
+//! sets flex_attention's default scale to 1/√(flex_attn_n_embd/heads). Then that fusion, the
+//! final RMSNorm and, in checkpoints made after 2025-08-01, `final_mlp` with a residual.
+//!
+//! GENEB's extractor pads every input with [PAD] to 1,024 tokens (the published checkpoints'
+//! training length) and runs the model over the padding too; CaduceusTokenizer pads on the left.
+//! So every sequence runs here at 1,024 tokens, padded on the left as the reference pads it, and
+//! its real tokens' states are handed back in the caller's right-padded layout for the masked
+//! mean. Every position therefore costs the same whatever the sequence's length.
+//!
+//! The mixture of experts is computed densely: every expert on every token, the unselected ones
+//! weighted by zero. That is (experts / k)× the arithmetic of the reference's gather/scatter,
+//! but two matrix products per layer on any backend, with nothing read back mid-pass.
+
+use super::{Arch, ArchSpec, Pooling, check_layers, epsilon, padded_vocab, parse_config, size};
+use crate::Result;
+use crate::encoder::layers::mamba::{Mamba, MambaShape};
+use crate::encoder::layers::{
+    Linear, RmsNorm, attention, causal_bias, config_error, head_dim, param, silu, split_heads,
+    upload,
+};
+use crate::hf::Checkpoint;
+use crate::tokenize::TokenizerChoice;
+use burn::tensor::module::embedding;
+use burn::tensor::{Device, Int, Tensor};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The length GENEB's extractor pads every JanusDNA input to.
+const PADDED_LENGTH: usize = 1024;
+/// CaduceusTokenizer's [PAD].
+const PAD_ID: i64 = 4;
+
+pub const SPEC: ArchSpec = ArchSpec {
+    name: "janusdna",
+    family: "JanusDNA (bidirectional Mamba, attention, mixture of experts)",
+    serves: "JanusDNA_72 with and without mid-attention (Qihao-Duan/JanusDNA)",
+    matches,
+    tokenizer: TokenizerChoice::Characters { upper_case: true },
+    poolings: &[Pooling::MaskedMean],
+    load: |config, ckpt, compute| Ok(Box::new(Janus::load(config, ckpt, &compute.device)?)),
+    published_config: None,
+};
+
+/// The `config.json` keys `JanusDNAModel` reads for the layout geneb runs.
+#[derive(Deserialize)]
+struct Config {
+    #[serde(deserialize_with = "size")]
+    vocab_size: usize,
+    #[serde(default = "eight", deserialize_with = "size")]
+    pad_vocab_size_multiple: usize,
+    #[serde(deserialize_with = "size")]
+    hidden_size: usize,
+    #[serde(deserialize_with = "size")]
+    intermediate_size: usize,
+    #[serde(deserialize_with = "size")]
+    num_hidden_layers: usize,
+    #[serde(deserialize_with = "size")]
+    num_attention_heads: usize,
+    num_key_value_heads: Option<usize>,
+    #[serde(deserialize_with = "size")]
+    flex_attn_n_embd: usize,
+    #[serde(deserialize_with = "size")]
+    num_experts: usize,
+    #[serde(deserialize_with = "size")]
+    num_experts_per_tok: usize,
+    #[serde(deserialize_with = "size")]
+    expert_layer_period: usize,
+    #[serde(deserialize_with = "size")]
+    expert_layer_offset: usize,
+    #[serde(deserialize_with = "size")]
+    attn_layer_period: usize,
+    #[serde(deserialize_with = "size")]
+    attn_layer_offset: usize,
+    #[serde(deserialize_with = "size")]
+    mamba_d_state: usize,
+    #[serde(deserialize_with = "size")]
+    mamba_d_conv: usize,
+    #[serde(deserialize_with = "size")]
+    mamba_expand: usize,
+    #[serde(deserialize_with = "size")]
+    mamba_dt_rank: usize,
+    mamba_conv_bias: bool,
+    mamba_proj_bias: bool,
+    #[serde(deserialize_with = "epsilon")]
+    rms_norm_eps: f64,
+    hidden_act: String,
+    bidirectional: bool,
+    bidirectional_weight_tie: bool,
+    layer_fusion: bool,
+    final_attention: bool,
+    layer_fusion_strategy: Option<String>,
+    mid_single_direction_attention: bool,
+    final_attention_class: String,
+    #[serde(default)]
+    flexattn_fullattn: bool,
+    #[serde(default)]
+    attention_mask: bool,
+    #[serde(default = "yes")]
+    is_causal: bool,
+}
+
+fn eight() -> usize {
+    8
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Config {
+    /// Refuses what the published checkpoints do not use, naming the key.
+    fn check(&self) -> Result<()> {
+        let required = [
+            ("bidirectional", self.bidirectional, true),
+            (
+                "bidirectional_weight_tie",
+                self.bidirectional_weight_tie,
+                true,
+            ),
+            ("layer_fusion", self.layer_fusion, false),
+            ("final_attention", self.final_attention, true),
+            (
+                "mid_single_direction_attention",
+                self.mid_single_direction_attention,
+                true,
+            ),
+            ("flexattn_fullattn", self.flexattn_fullattn, false),
+            ("attention_mask", self.attention_mask, false),
+            ("is_causal", self.is_causal, true),
+        ];
+        for (key, value, published) in required {
+            if value != published {
+                return Err(config_error(&format!(
+                    "'{key}' must be {published}, as in the published JanusDNA checkpoints"
+                )));
+            }
+        }
+        if self.layer_fusion_strategy.as_deref() != Some("pool") {
+            return Err(config_error(
+                "'layer_fusion_strategy' must be \"pool\", as in the published JanusDNA checkpoints",
+            ));
+        }
+        if self.final_attention_class != "flex_attention" {
+            return Err(config_error(
+                "'final_attention_class' must be \"flex_attention\", as in the published \
+                 JanusDNA checkpoints",
+            ));
+        }
+        if self.hidden_act != "silu" {
+            return Err(config_error(&format!(
+                "hidden_act '{}': JanusDNA's checkpoints use silu",
+                self.hidden_act
+            )));
+        }
+        if self
+            .num_key_value_heads
+            .is_some_and(|kv| kv != self.num_attention_heads)
+        {
+            return Err(config_error(
+                "'num_key_value_heads' must equal num_attention_heads (grouped-query attention is \
+                 not supported)",
+            ));
+        }
+        let experts = self.num_experts;
+        if self.num_experts_per_tok == 0 || self.num_experts_per_tok > experts {
+            return Err(config_error(&format!(
+                "'num_experts_per_tok' {} is not between 1 and num_experts {experts}",
+                self.num_experts_per_tok
+            )));
+        }
+        let heads = self.num_attention_heads;
+        if self.flex_attn_n_embd < self.hidden_size
+            || head_dim(self.flex_attn_n_embd, heads).is_err()
+        {
+            return Err(config_error(&format!(
+                "'flex_attn_n_embd' {} must be at least hidden_size and divisible by \
+                 num_attention_heads {heads}",
+                self.flex_attn_n_embd
+            )));
+        }
+        Ok(())
+    }
+
+    /// `layers_num_experts`: experts on this layer (1 = a plain MLP).
+    fn is_expert_layer(&self, i: usize) -> bool {
+        self.expert_layer_period != 0
+            && self.num_experts > 1
+            && i % self.expert_layer_period == self.expert_layer_offset
+    }
+
+    /// `layers_block_type`.
+    fn is_attention_layer(&self, i: usize) -> bool {
+        self.attn_layer_period != 0 && i % self.attn_layer_period == self.attn_layer_offset
+    }
+}
+
+/// Whether `config.json` describes a JanusDNA checkpoint.
+pub fn matches(config: &Value) -> bool {
+    config["model_type"] == "JanusDNA"
+        || config["architectures"].as_array().is_some_and(|a| {
+            a.iter()
+                .any(|n| n.as_str().is_some_and(|n| n.starts_with("JanusDNA")))
+        })
+}
+
+pub struct Janus {
+    embeddings: Tensor<2>,
+    layers: Vec<Layer>,
+    final_attention: Block,
+    final_norm: RmsNorm,
+    final_mlp: Option<(Linear, Linear)>,
+    /// The final attention's additive mask over both streams [1, 1, 2·L, 2·L].
+    janus_bias: Tensor<4>,
+    /// Causal mask for one stream [1, 1, L, L] (layers with attention only).
+    causal_bias: Option<Tensor<4>>,
+    heads: usize,
+    /// 1/√(flex_attn_n_embd / heads): flex_attention's scale for the zero-padded heads.
+    final_scale: f64,
+    hidden: usize,
+    widest: usize,
+}
+
+/// One layer: the forward and the reverse stream's own block.
+struct Layer {
+    forward: Block,
+    reverse: Block,
+}
+
+/// RMSNorm → mixer → residual → RMSNorm → feed-forward → residual.
+struct Block {
+    input_norm: RmsNorm,
+    mixer: Mixer,
+    feed_forward_norm: RmsNorm,
+    feed_forward: FeedForward,
+}
+
+enum Mixer {
+    Mamba(Mamba),
+    Attention {
+        q: Linear,
+        k: Linear,
+        v: Linear,
+        o: Linear,
+    },
+}
+
+enum FeedForward {
+    /// `JanusDNAMLP`: down(SiLU(gate x) · up x), gate and up as one product.
+    Gated { gate_up: Linear, down: Linear },
+    /// `JanusDNASparseMoeBlock`, densely: every expert's gate and up in one product, their
+    /// downs stacked into one ([experts·intermediate] → hidden).
+    Experts {
+        router: Linear,
+        gate_up: Linear,
+        down: Linear,
+        experts: usize,
+        top_k: usize,
+    },
+}
+
+impl Janus {
+    /// Builds from config.json and the checkpoint on `device`, taking every tensor it uses.
+    pub fn load(config: &Value, ckpt: &mut Checkpoint, device: &Device) -> Result<Self> {
+        let c: Config = parse_config(config)?;
+        c.check()?;
+        let (hidden, eps, heads) = (c.hidden_size, c.rms_norm_eps, c.num_attention_heads);
+        head_dim(hidden, heads)?;
+        // The Lightning module (`model.model.…`), `JanusDNAForCausalLM` (`model.…`) or the bare
+        // `JanusDNAModel`; the LM head is not part of the embedding.
+        let prefix = ckpt
+            .find_prefix(&["model.model.", "model.", ""], "final_layernorm.weight")
+            .unwrap_or("model.");
+        for head in ["lm_head.", "model.lm_head."] {
+            ckpt.skip_prefix(head);
+        }
+        let vocab = padded_vocab(c.vocab_size, c.pad_vocab_size_multiple);
+        let embeddings = param(
+            ckpt,
+            &format!("{prefix}embed_tokens.weight"),
+            [vocab, hidden],
+            device,
+        )?;
+        let mamba = MambaShape {
+            d_model: hidden,
+            d_inner: c.mamba_expand * hidden,
+            d_state: c.mamba_d_state,
+            d_conv: c.mamba_d_conv,
+            dt_rank: c.mamba_dt_rank,
+            bias: c.mamba_proj_bias,
+            conv_bias: c.mamba_conv_bias,
+            inner_norm_eps: Some(eps),
+        };
+        let layer_name = |i: usize| {
+            if c.is_attention_layer(i) {
+                format!("{prefix}layers.{i}.attn.")
+            } else {
+                format!("{prefix}layers.{i}.mamba_module.")
+            }
+        };
+        let n_layer = check_layers("num_hidden_layers", c.num_hidden_layers, ckpt, |i| {
+            format!("{}input_layernorm_fwd.weight", layer_name(i))
+        })?;
+        let mut layers = Vec::with_capacity(n_layer);
+        for i in 0..n_layer {
+            let p = layer_name(i);
+            let feed_forward = |ckpt: &mut Checkpoint, stream: &str| {
+                let name = format!("{p}feed_forward_{stream}");
+                if c.is_expert_layer(i) {
+                    FeedForward::load_experts(ckpt, &name, &c, device)
+                } else {
+                    FeedForward::load_gated(ckpt, &name, hidden, c.intermediate_size, device)
+                }
+            };
+            let norm = |ckpt: &mut Checkpoint, name: String| {
+                RmsNorm::load(ckpt, &name, hidden, eps, device)
+            };
+            let (forward_mixer, reverse_mixer) = if c.is_attention_layer(i) {
+                (
+                    Mixer::load_attention(
+                        ckpt,
+                        &format!("{p}self_attn_fwd."),
+                        "o_proj",
+                        hidden,
+                        device,
+                    )?,
+                    Mixer::load_attention(
+                        ckpt,
+                        &format!("{p}self_attn_bwd."),
+                        "o_proj",
+                        hidden,
+                        device,
+                    )?,
+                )
+            } else {
+                let forward = Mamba::load(ckpt, &format!("{p}mamba_fwd."), &mamba, None, device)?;
+                let reverse = Mamba::load(
+                    ckpt,
+                    &format!("{p}mamba_rev."),
+                    &mamba,
+                    Some(&forward),
+                    device,
+                )?;
+                (Mixer::Mamba(forward), Mixer::Mamba(reverse))
+            };
+            let block = |ckpt: &mut Checkpoint, stream: &str, mixer| -> Result<Block> {
+                Ok(Block {
+                    input_norm: norm(ckpt, format!("{p}input_layernorm_{stream}"))?,
+                    mixer,
+                    feed_forward_norm: norm(ckpt, format!("{p}pre_ff_layernorm_{stream}"))?,
+                    feed_forward: feed_forward(ckpt, stream)?,
+                })
+            };
+            layers.push(Layer {
+                forward: block(ckpt, "fwd", forward_mixer)?,
+                reverse: block(ckpt, "bwd", reverse_mixer)?,
+            });
+        }
+        let f = format!("{prefix}final_attention.");
+        let final_attention = Block {
+            input_norm: RmsNorm::load(ckpt, &format!("{f}input_layernorm"), hidden, eps, device)?,
+            mixer: Mixer::load_attention(
+                ckpt,
+                &format!("{f}self_attn."),
+                "o_projs.0",
+                hidden,
+                device,
+            )?,
+            feed_forward_norm: RmsNorm::load(
+                ckpt,
+                &format!("{f}pre_ff_layernorm"),
+                hidden,
+                eps,
+                device,
+            )?,
+            feed_forward: FeedForward::load_gated(
+                ckpt,
+                &format!("{f}feed_forward"),
+                hidden,
+                c.intermediate_size,
+                device,
+            )?,
+        };
+        let final_mlp = if ckpt.contains(&format!("{prefix}final_mlp.0.weight")) {
+            let linear = |ckpt: &mut Checkpoint, i, fan_in, fan_out| {
+                Linear::load(
+                    ckpt,
+                    &format!("{prefix}final_mlp.{i}"),
+                    fan_in,
+                    fan_out,
+                    true,
+                    device,
+                )
+            };
+            Some((
+                linear(ckpt, 0, hidden, 2 * hidden)?,
+                linear(ckpt, 2, 2 * hidden, hidden)?,
+            ))
+        } else {
+            None
+        };
+        let any_attention = (0..n_layer).any(|i| c.is_attention_layer(i));
+        let widest_feed_forward = if (0..n_layer).any(|i| c.is_expert_layer(i)) {
+            2 * c.num_experts * c.intermediate_size
+        } else {
+            2 * c.intermediate_size
+        };
+        Ok(Janus {
+            embeddings,
+            layers,
+            final_attention,
+            final_norm: RmsNorm::load(
+                ckpt,
+                &format!("{prefix}final_layernorm"),
+                hidden,
+                eps,
+                device,
+            )?,
+            final_mlp,
+            janus_bias: janus_bias(PADDED_LENGTH, device),
+            causal_bias: any_attention.then(|| causal_bias(PADDED_LENGTH, device)),
+            heads,
+            final_scale: 1.0 / ((c.flex_attn_n_embd / heads) as f64).sqrt(),
+            hidden,
+            widest: widest_feed_forward.max(2 * mamba.d_inner),
+        })
+    }
+}
+
+impl Mixer {
+    /// The q/k/v projections and `{p}{output}` (bias-free, hidden × hidden).
+    fn load_attention(
+        ckpt: &mut Checkpoint,
+        p: &str,
+        output: &str,
+        hidden: usize,
+        device: &Device,
+    ) -> Result<Mixer> {
+        let mut proj =
+            |name: &str| Linear::load(ckpt, &format!("{p}{name}"), hidden, hidden, false, device);
+        Ok(Mixer::Attention {
+            q: proj("q_proj")?,
+            k: proj("k_proj")?,
+            v: proj("v_proj")?,
+            o: proj(output)?,
+        })
+    }
+
+    fn forward(
+        &self,
+        x: Tensor<3>,
+        heads: usize,
+        scale: f64,
+        bias: Option<&Tensor<4>>,
+    ) -> Tensor<3> {
+        match self {
+            Mixer::Mamba(mamba) => mamba.forward(x),
+            Mixer::Attention { q, k, v, o } => {
+                let bias = bias.expect("attention layers come with their mask").clone();
+                let context = attention(
+                    split_heads(q.forward(x.clone()), heads),
+                    split_heads(k.forward(x.clone()), heads),
+                    split_heads(v.forward(x), heads),
+                    scale,
+                    bias,
+                );
+                o.forward(context)
+            }
+        }
+    }
+}
+
+impl FeedForward {
+    /// `{name}.gate_proj`, `.up_proj`, `.down_proj`, all bias-free.
+    fn load_gated(
+        ckpt: &mut Checkpoint,
+        name: &str,
+        hidden: usize,
+        intermediate: usize,
+        device: &Device,
+    ) -> Result<FeedForward> {
+        let (gate_up, down) = gated_weights(ckpt, name, hidden, intermediate)?;
+        Ok(FeedForward::Gated {
+            gate_up: Linear::new(gate_up, None, hidden, 2 * intermediate, device),
+            down: Linear::new(down, None, intermediate, hidden, device),
+        })
+    }
+
+    /// `{name}.router` and `{name}.experts.{e}.…`: the gates and ups of all experts side by side
+    /// (each expert's gate then its up), their downs one after another along the input.
+    fn load_experts(
+        ckpt: &mut Checkpoint,
+        name: &str,
+        c: &Config,
+        device: &Device,
+    ) -> Result<FeedForward> {
+        let (hidden, intermediate, experts) = (c.hidden_size, c.intermediate_size, c.num_experts);
+        let router = Linear::load(
+            ckpt,
+            &format!("{name}.router"),
+            hidden,
+            experts,
+            false,
+            device,
+        )?;
+        let mut gate_up = Vec::with_capacity(experts * 2 * intermediate * hidden);
+        let mut downs = Vec::with_capacity(experts);
+        for e in 0..experts {
+            let (expert_gate_up, down) =
+                gated_weights(ckpt, &format!("{name}.experts.{e}"), hidden, intermediate)?;
+            gate_up.extend(expert_gate_up);
+            downs.push(down);
+        }
+        // down_e is [hidden, intermediate]; stacked along its input: [hidden, experts·intermediate].
+        let wide = experts * intermediate;
+        let mut down = vec![0f32; hidden * wide];
+        for (e, expert_down) in downs.iter().enumerate() {
+            for (row, values) in expert_down.chunks_exact(intermediate).enumerate() {
+                down[row * wide + e * intermediate..][..intermediate].copy_from_slice(values);
+            }
+        }
+        Ok(FeedForward::Experts {
+            router,
+            gate_up: Linear::new(gate_up, None, hidden, 2 * wide, device),
+            down: Linear::new(down, None, wide, hidden, device),
+            experts,
+            top_k: c.num_experts_per_tok,
+        })
+    }
+
+    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        match self {
+            FeedForward::Gated { gate_up, down } => down.forward(gated(gate_up.forward(x), 1)),
+            FeedForward::Experts {
+                router,
+                gate_up,
+                down,
+                experts,
+                top_k,
+            } => {
+                let [batch, tokens, _] = x.dims();
+                let probabilities = burn::tensor::activation::softmax(router.forward(x.clone()), 2);
+                // The top-k experts keep their softmax weight (Jamba does not renormalise it),
+                // the rest weigh zero.
+                let kth = probabilities
+                    .clone()
+                    .topk(*top_k, 2)
+                    .narrow(2, top_k - 1, 1);
+                let chosen = probabilities
+                    .clone()
+                    .greater_equal(kth.expand([batch, tokens, *experts]));
+                let weights = probabilities * chosen.float();
+                let activations = gated(gate_up.forward(x), *experts);
+                let intermediate = activations.dims()[2] / experts;
+                let weighted = activations.reshape([batch, tokens, *experts, intermediate])
+                    * weights.unsqueeze_dim::<4>(3);
+                down.forward(weighted.reshape([batch, tokens, experts * intermediate]))
+            }
+        }
+    }
+}
+
+/// A gated MLP's weights: its gate and up matrices one after the other ([2·intermediate,
+/// hidden]) and its down matrix ([hidden, intermediate]).
+fn gated_weights(
+    ckpt: &mut Checkpoint,
+    name: &str,
+    hidden: usize,
+    intermediate: usize,
+) -> Result<(Vec<f32>, Vec<f32>)> {
+    let mut gate_up = ckpt.take(&format!("{name}.gate_proj.weight"), &[intermediate, hidden])?;
+    gate_up.extend(ckpt.take(&format!("{name}.up_proj.weight"), &[intermediate, hidden])?);
+    let down = ckpt.take(&format!("{name}.down_proj.weight"), &[hidden, intermediate])?;
+    Ok((gate_up, down))
+}
+
+/// SiLU(gate) · up for `groups` side-by-side (gate, up) pairs: [.., groups·2·n] → [.., groups·n].
+fn gated(gate_up: Tensor<3>, groups: usize) -> Tensor<3> {
+    let [batch, tokens, width] = gate_up.dims();
+    let n = width / (2 * groups);
+    let pairs = gate_up.reshape([batch, tokens, groups, 2 * n]);
+    let gate = pairs.clone().narrow(3, 0, n);
+    let up = pairs.narrow(3, n, n);
+    (silu(gate) * up).reshape([batch, tokens, groups * n])
+}
+
+impl Block {
+    fn forward(
+        &self,
+        x: Tensor<3>,
+        heads: usize,
+        scale: f64,
+        bias: Option<&Tensor<4>>,
+    ) -> Tensor<3> {
+        let x = x.clone()
+            + self
+                .mixer
+                .forward(self.input_norm.forward(x), heads, scale, bias);
+        x.clone() + self.feed_forward.forward(self.feed_forward_norm.forward(x))
+    }
+}
+
+impl Arch for Janus {
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+        let [batch, tokens] = input_ids.dims();
+        let length = PADDED_LENGTH;
+        let device = input_ids.device();
+        // Left padding as the reference's tokenizer pads, on the device from the mask (nothing
+        // read back): padded position p holds token p − (L − n), or [PAD] before it.
+        let real = attention_mask.int().sum_dim(1); // [batch, 1]
+        let position = Tensor::<1, Int>::arange(0..length as i64, &device).reshape([1, length]);
+        let source = position.clone() - (real.clone().neg() + length as i64); // p − (L − n)
+        let is_token = source.clone().greater_equal_elem(0).int();
+        let index = source.clamp(0, tokens as i64 - 1);
+        let padded = input_ids.gather(1, index) * is_token.clone() + (is_token.neg() + 1) * PAD_ID;
+
+        let embedded = embedding(self.embeddings.clone(), padded);
+        let mut forward = embedded.clone();
+        let mut reverse = embedded.flip([1]);
+        let scale = 1.0 / ((self.hidden / self.heads) as f64).sqrt();
+        for layer in &self.layers {
+            let bias = self.causal_bias.as_ref();
+            forward = layer.forward.forward(forward, self.heads, scale, bias);
+            reverse = layer.reverse.forward(reverse, self.heads, scale, bias);
+        }
+        let both = Tensor::cat(vec![forward, reverse.flip([1])], 1);
+        let both = self.final_attention.forward(
+            both,
+            self.heads,
+            self.final_scale,
+            Some(&self.janus_bias),
+        );
+        // `final_fusion_repos_formasked`: token p from forward p − 1 and reverse p + 1; the
+        // first token from reverse 1 alone, the last from forward L − 2 alone.
+        let forward = both.clone().narrow(1, 0, length);
+        let reverse = both.narrow(1, length, length);
+        let fused = Tensor::cat(
+            vec![
+                reverse.clone().narrow(1, 1, 1),
+                forward.clone().narrow(1, 0, length - 2) + reverse.narrow(1, 2, length - 2),
+                forward.narrow(1, length - 2, 1),
+            ],
+            1,
+        );
+        let mut out = self.final_norm.forward(fused);
+        if let Some((up, down)) = &self.final_mlp {
+            out = out.clone() + silu(down.forward(silu(up.forward(out))));
+        }
+        // Back to the caller's layout: token t of a sequence of n at padded position L − n + t.
+        let t = Tensor::<1, Int>::arange(0..tokens as i64, &device).reshape([1, tokens]);
+        let from = (t + (real.neg() + length as i64)).clamp(0, length as i64 - 1);
+        out.gather(
+            1,
+            from.unsqueeze_dim::<3>(2)
+                .expand([batch, tokens, self.hidden]),
+        )
+    }
+
+    fn hidden_size(&self) -> usize {
+        self.hidden
+    }
+
+    fn token_rows(&self) -> usize {
+        self.embeddings.dims()[0]
+    }
+
+    fn max_tokens(&self) -> usize {
+        PADDED_LENGTH
+    }
+
+    fn positions(&self, _tokens: usize) -> usize {
+        2 * PADDED_LENGTH
+    }
+
+    fn widest_activation(&self) -> usize {
+        self.widest
+    }
+
+    fn family(&self) -> &'static str {
+        SPEC.family
+    }
+}
+
+/// `create_janus_mask` as an additive bias over the two streams of `length` positions each.
+fn janus_bias(length: usize, device: &Device) -> Tensor<4> {
+    let n = 2 * length;
+    let allowed = |q: usize, kv: usize| {
+        let (q_forward, kv_forward) = (q < length, kv < length);
+        match (q_forward, kv_forward) {
+            (true, true) => kv <= q,
+            (true, false) => kv >= length + q + 2,
+            (false, true) => q >= kv + length + 2,
+            (false, false) => q <= kv,
+        }
+    };
+    let bias = (0..n)
+        .flat_map(|q| (0..n).map(move |kv| if allowed(q, kv) { 0.0 } else { -3.0e4 }))
+        .collect();
+    upload(bias, [1, 1, n, n], device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_janus_query_sees_itself_and_never_the_token_it_stands_for() {
+        let length = 6;
+        let bias: Vec<f32> = janus_bias(length, &crate::encoder::backend::cpu().device)
+            .into_data()
+            .try_to_vec()
+            .unwrap();
+        let sees = |q: usize, kv: usize| bias[q * 2 * length + kv] == 0.0;
+        for p in 0..length {
+            assert!(sees(p, p) && sees(length + p, length + p));
+            // Forward p stands for token p + 1: no state that has read it (forward ≥ p + 1,
+            // reverse ≤ p + 1); reverse p for token p − 1 likewise.
+            assert!((p + 1..length).all(|kv| !sees(p, kv)));
+            assert!((0..=(p + 1).min(length - 1)).all(|kv| !sees(p, length + kv)));
+            assert!((0..p).all(|kv| !sees(length + p, length + kv)));
+            assert!((p.saturating_sub(1)..length).all(|kv| !sees(length + p, kv)));
+        }
+    }
+}
