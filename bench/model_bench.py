@@ -32,6 +32,9 @@
    15,659 6-mer tokens) by make_dnagpt_fixtures.py, written as the published file alone
    (dna_gpt0.1b_h.pth, no config.json), run in its published dna_gpt/ ($DNAGPT_SRC, default
    target/dnagpt-src) and pooled over its masked-LM head's logits, as its extractor pools.
+   JanusDNA_72_w's (d_model 72, 8 layers, 16 experts, the mid attention layer) by
+   make_janus_fixtures.py, run in its published modeling_janusdna.py ($JANUS_SRC, default
+   target/janusdna-src) on inputs padded on the left to 1,024 tokens, as its extractor pads them.
 2. Cuts real DNA from the other smoke tables into sequences of 200 and 1,000 nt.
 3. Times, each in its own process (peak RSS from wait4): PyTorch (HF tokenizer + model + masked
    mean, torch.set_num_threads(N)) at batch 1 and 32 after loading and one warm-up call; and
@@ -116,6 +119,10 @@ MODELS = {
     # DNAGPT 0.1B human, its shape from its name as DNAGPT.from_name gives it; batches of the
     # PyTorch peer are right-padded, which a causal model's real tokens never see.
     "dnagpt-0.1b-h": dict(kind="dnagpt", name="dna_gpt0.1b_h", max_length=4096),
+    # JanusDNA_72_w's shape (make_janus_fixtures.same_shape_config: d_model 72, 8 layers, 16
+    # experts, the mid attention layer), run in its published code ($JANUS_SRC); every input
+    # padded on the left to 1,024 tokens, as its extractor pads it.
+    "janusdna-72-w": dict(kind="janus", max_length=1024),
 }
 
 
@@ -263,6 +270,13 @@ def make_checkpoint(name, spec):
         make_caduceus(folder, spec)
         open(done, "w").close()
         return folder
+    if spec["kind"] == "janus":
+        janus = oracle("make_janus_fixtures")
+        modeling, JanusDNAConfig, _ = janus.import_published_code()
+        model, _ = janus.build(modeling, janus.same_shape_config(JanusDNAConfig), 9, final_mlp=False)
+        janus.save(model, Path(folder), "model.")
+        open(done, "w").close()
+        return folder
     if spec["kind"] == "gena":
         gena = oracle("make_gena_fixtures")
         model, config = gena.build(gena.gena_code(), spec["vocab"], spec["hidden"], spec["layers"], spec["heads"],
@@ -332,6 +346,11 @@ def load_torch_model(folder, spec, device):
         model = CaduceusForMaskedLM(caduceus_config(spec)).eval()
         model.load_state_dict(load_file(os.path.join(folder, "model.safetensors")), strict=True)
         return lambda ids, mask: model(ids, output_hidden_states=True, return_dict=True).hidden_states[-1]
+    if spec["kind"] == "janus":
+        janus = oracle("make_janus_fixtures")
+        modeling, JanusDNAConfig, _ = janus.import_published_code()
+        model = janus.load(modeling, JanusDNAConfig, Path(folder)).eval()
+        return lambda ids, mask: model.model(ids, return_dict=True).last_hidden_state
     if spec["kind"] == "dnagpt":
         import torch
 
@@ -397,6 +416,8 @@ def torch_tokenizer(folder, spec):
     if spec["kind"] == "caduceus":
         _, _, CaduceusTokenizer = caduceus_code()
         return CaduceusTokenizer(model_max_length=spec["max_length"])
+    if spec["kind"] == "janus":
+        return oracle("make_janus_fixtures").import_published_code()[2](model_max_length=spec["max_length"])
     if spec["kind"] == "deepgene":
         import tokenizers
 
@@ -438,7 +459,9 @@ def torch_child(job):
             input_ids = torch.tensor([i + [tokenizer.pad_id] * (width - len(i)) for i in ids])
             mask = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i in ids])
             return ref.masked_mean(forward(input_ids, mask), mask), int(mask.sum())
-        enc = tokenizer(batch, padding=True, truncation=True, max_length=spec["max_length"], return_tensors="pt")
+        # JanusDNA's extractor pads every input to its length (CaduceusTokenizer pads on the left).
+        padding = "max_length" if spec["kind"] == "janus" else True
+        enc = tokenizer(batch, padding=padding, truncation=True, max_length=spec["max_length"], return_tensors="pt")
         if spec["kind"] in ("hyena", "caduceus"):
             # One token per base. Their reference extractors run each sequence alone: a padded
             # batch would change the states (left padding runs through the convolutions and
@@ -446,6 +469,10 @@ def torch_child(job):
             if len({len(t) for t in batch}) != 1:
                 sys.exit("model_bench: a HyenaDNA/Caduceus batch needs padding; give it sequences of one length")
             enc = {"input_ids": enc["input_ids"], "attention_mask": torch.ones_like(enc["input_ids"])}
+        if spec["kind"] == "janus":
+            # CaduceusTokenizer returns no attention mask; the real tokens are the non-[PAD] ones.
+            enc = {"input_ids": enc["input_ids"],
+                   "attention_mask": (enc["input_ids"] != tokenizer.pad_token_id).long()}
         enc = {k: v.to(device) for k, v in enc.items()}
         hidden = forward(enc["input_ids"], enc["attention_mask"])
         pooled = hidden[:, 0] if spec["kind"] == "genomics-fm" else ref.masked_mean(hidden, enc["attention_mask"])

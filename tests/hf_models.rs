@@ -209,6 +209,9 @@ fn model_folders_embed_like_the_reference_extractors() {
         "dnagpt",
         "janus/w",
         "janus/wo-mlp",
+        // The same model as janus/w, as JanusDNA's training saves it: model_config.json and a
+        // PyTorch Lightning last.ckpt.
+        "janus/published",
     ] {
         pipeline(name, BackendKind::Cpu);
     }

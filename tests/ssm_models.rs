@@ -9,7 +9,9 @@
 #![cfg(feature = "burn")]
 
 use burn::tensor::{Int, Tensor, TensorData};
-use geneb::encoder::arch::{self, Arch, caduceus, caduceus::Caduceus, hyena, hyena::Hyena};
+use geneb::encoder::arch::{
+    self, Arch, caduceus, caduceus::Caduceus, hyena, hyena::Hyena, janus::Janus,
+};
 use geneb::encoder::backend::{self, Compute};
 use geneb::encoder::layers::long_conv::LongConv;
 use geneb::hf::{Checkpoint, safetensors};
@@ -269,6 +271,39 @@ fn janus_matches_the_reference_on_wgpu() {
         let dir = fixtures().join("janus").join(variant);
         check("janusdna", &dir, &dir, &compute);
     }
+}
+
+#[test]
+fn janus_refuses_configs_it_cannot_honour() {
+    let dir = fixtures().join("janus/w");
+    let config = read_json(&dir.join("config.json"));
+    let device = backend::cpu().device;
+    let load = |config: &serde_json::Value| {
+        let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
+        match Janus::load(config, &mut ckpt, &device) {
+            Ok(_) => panic!("loading must fail"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let with = |key: &str, value: serde_json::Value| {
+        let mut changed = config.clone();
+        changed[key] = value;
+        load(&changed)
+    };
+    let err = with("layer_fusion", true.into());
+    assert!(
+        err.starts_with("config.json: 'layer_fusion' must be false"),
+        "{err}"
+    );
+    let err = with("final_attention_class", "flash_attention_2".into());
+    assert!(err.contains("'final_attention_class' must be"), "{err}");
+    let err = with("num_experts_per_tok", 5.into());
+    assert!(err.contains("'num_experts_per_tok' 5"), "{err}");
+    // The mid attention layer moved: the checkpoint's layer 1 is not a Mamba layer.
+    let err = with("attn_layer_offset", 100.into());
+    assert!(err.contains("layers.1.mamba_module"), "{err}");
+    let err = with("hidden_size", "32".into());
+    assert!(err.contains("'hidden_size': invalid type"), "{err}");
 }
 
 #[test]

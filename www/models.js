@@ -13,15 +13,17 @@ const CACHE_NAME = 'geneb-models-v1';
 
 /**
  * What a model folder holds that geneb reads (the core's hf::MODEL_FILE_NAMES, from the worker's
- * ready message): {config, weights (preferred first), tokenizer, publishedWeightsSuffix}.
+ * ready message): {config, publishedConfig, weights (preferred first), tokenizer,
+ * publishedWeightsSuffixes}.
  * Anything else dropped is ignored. Null until the core is up.
  */
 let modelFileNames = null;
 /**
- * A torch.save file named after its model, published without a config.json (DNAGPT's
- * dna_gpt0.1b_h.pth): the core takes the shape from the name, or says it cannot.
+ * Weights published under a name of their own: a torch.save file without a config.json
+ * (DNAGPT's dna_gpt0.1b_h.pth: the core takes the shape from the name, or says it cannot), or a
+ * Lightning checkpoint beside its model_config.json (JanusDNA's last.ckpt).
  */
-const isPublishedWeights = (name) => name.endsWith(modelFileNames.publishedWeightsSuffix);
+const isPublishedWeights = (name) => modelFileNames.publishedWeightsSuffixes.some((suffix) => name.endsWith(suffix));
 
 /**
  * The largest weights file a tab can load (the core's known::TAB_WEIGHTS_LIMIT, from the
@@ -264,8 +266,8 @@ async function onModelFiles(list, folderName) {
     say(ui.error, messageOf(err), { error: true });
     return;
   }
-  const { config, weights: weightNames, tokenizer } = modelFileNames;
-  const wanted = new Set([config, ...weightNames, ...tokenizer]);
+  const { config, publishedConfig, weights: weightNames, tokenizer } = modelFileNames;
+  const wanted = new Set([config, publishedConfig, ...weightNames, ...tokenizer]);
   const byName = new Map();
   const ignored = [];
   for (const file of list) {
@@ -275,8 +277,8 @@ async function onModelFiles(list, folderName) {
   }
   const weights = [...byName.keys()].filter((name) => weightNames.includes(name) || isPublishedWeights(name));
   const missing = [];
-  if (!byName.has(config) && !weights.some(isPublishedWeights)) missing.push(config);
-  if (!weights.length) missing.push(`weights (${weightNames.join(' or ')}, or a published ${modelFileNames.publishedWeightsSuffix})`);
+  if (!byName.has(config) && !byName.has(publishedConfig) && !weights.some(isPublishedWeights)) missing.push(config);
+  if (!weights.length) missing.push(`weights (${weightNames.join(' or ')}, or a published ${modelFileNames.publishedWeightsSuffixes.join(' or ')})`);
   if (missing.length) {
     say(ui.error, `The model files lack ${missing.join(' and ')}: drop the whole model folder or all its files.`, { error: true });
     return;

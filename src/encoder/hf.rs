@@ -50,19 +50,19 @@ pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     if let Some(bytes) = files.take(pytorch_file) {
         return pytorch::read(&source(pytorch_file), bytes);
     }
-    // Published `torch.save` files named after their model (DNAGPT's `dna_gpt0.1b_h.pth`).
-    let suffix = crate::hf::MODEL_FILE_NAMES.published_weights_suffix;
+    // Weights published under a name of their own (DNAGPT's `dna_gpt0.1b_h.pth`, JanusDNA's
+    // Lightning `last.ckpt`).
     let pth = files
         .file_names()
-        .find(|f| f.ends_with(suffix))
+        .find(|f| crate::hf::MODEL_FILE_NAMES.is_published_weights(f))
         .map(String::from);
     if let Some((name, bytes)) = pth.and_then(|name| files.take(&name).map(|bytes| (name, bytes))) {
         return pytorch::read(&source(&name), bytes);
     }
     Err(Error::in_file(
         &files.name,
-        "no weights: expected model.safetensors, pytorch_model.bin or a .pth file (sharded \
-         checkpoints are not supported yet)",
+        "no weights: expected model.safetensors, pytorch_model.bin, or a .pth or .ckpt file \
+         (sharded checkpoints are not supported yet)",
     ))
 }
 
@@ -376,8 +376,8 @@ impl HfModel {
 
 /// Reads a local model folder: config.json, the tokenizer files and the weights (nothing else,
 /// so a folder that also holds TensorFlow or Flax weights is not read twice over). Without
-/// `model.safetensors` or `pytorch_model.bin`, the first `.pth` file is the weights (DNAGPT's
-/// published files).
+/// `model.safetensors` or `pytorch_model.bin`, the first `.pth` or `.ckpt` file is the weights
+/// (DNAGPT's and JanusDNA's published files).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
     let names = crate::hf::MODEL_FILE_NAMES;
@@ -390,7 +390,7 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
     }
     let mut files = ModelFiles::new(&name);
     let [safetensors, pytorch] = names.weights;
-    let wanted = [names.config, crate::hf::MODEL_CARD]
+    let wanted = [names.config, names.published_config, crate::hf::MODEL_CARD]
         .into_iter()
         .chain(names.tokenizer)
         .chain(names.weights);
@@ -410,8 +410,8 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
         let mut pth: Vec<std::path::PathBuf> = listing
             .filter_map(|entry| entry.ok().map(|e| e.path()))
             .filter(|path| {
-                path.to_string_lossy()
-                    .ends_with(names.published_weights_suffix)
+                path.file_name()
+                    .is_some_and(|name| names.is_published_weights(&name.to_string_lossy()))
             })
             .collect();
         pth.sort();

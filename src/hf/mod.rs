@@ -23,17 +23,23 @@ pub const MODEL_CARD: &str = "README.md";
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ModelFileNames {
     pub config: &'static str,
+    /// The config JanusDNA's training writes beside its checkpoint (`model_config.json`), read
+    /// as config.json where a folder has none.
+    #[serde(rename = "publishedConfig")]
+    pub published_config: &'static str,
     /// In the order they are preferred: safetensors, as transformers prefers it.
     pub weights: [&'static str; 2],
     pub tokenizer: [&'static str; 4],
-    /// The ending of a weights file published under its model's name, without a config.json
-    /// (DNAGPT's `dna_gpt0.1b_h.pth`), read when neither of `weights` is there.
-    #[serde(rename = "publishedWeightsSuffix")]
-    pub published_weights_suffix: &'static str,
+    /// The endings of a weights file published under a name of its own, read when neither of
+    /// `weights` is there: a `torch.save` file (DNAGPT's `dna_gpt0.1b_h.pth`, without a
+    /// config.json) or a PyTorch Lightning checkpoint (JanusDNA's `last.ckpt`).
+    #[serde(rename = "publishedWeightsSuffixes")]
+    pub published_weights_suffixes: [&'static str; 2],
 }
 
 pub const MODEL_FILE_NAMES: ModelFileNames = ModelFileNames {
     config: "config.json",
+    published_config: "model_config.json",
     weights: ["model.safetensors", "pytorch_model.bin"],
     tokenizer: [
         "tokenizer.json",
@@ -41,14 +47,21 @@ pub const MODEL_FILE_NAMES: ModelFileNames = ModelFileNames {
         "tokenizer_config.json",
         "special_tokens_map.json",
     ],
-    published_weights_suffix: ".pth",
+    published_weights_suffixes: [".pth", ".ckpt"],
 };
 
 impl ModelFileNames {
     /// Whether `file` (a base name) holds weights, which are read tensor by tensor where they
     /// lie rather than whole.
     pub fn is_weights(&self, file: &str) -> bool {
-        self.weights.contains(&file) || file.ends_with(self.published_weights_suffix)
+        self.weights.contains(&file) || self.is_published_weights(file)
+    }
+
+    /// Whether `file` (a base name) is a weights file published under a name of its own.
+    pub fn is_published_weights(&self, file: &str) -> bool {
+        self.published_weights_suffixes
+            .iter()
+            .any(|suffix| file.ends_with(suffix))
     }
 }
 
@@ -161,6 +174,13 @@ impl ModelFiles {
             Contents::Bytes(bytes) => Box::new(bytes),
             Contents::Source(source) => source,
         })
+    }
+
+    /// Files `from` under the name `to` (a published config read as config.json).
+    pub fn rename(&mut self, from: &str, to: &str) {
+        if let Some(contents) = self.files.remove(from) {
+            self.files.insert(to.to_string(), contents);
+        }
     }
 
     pub fn file_names(&self) -> impl Iterator<Item = &str> {

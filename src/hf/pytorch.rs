@@ -41,10 +41,15 @@ fn tensor_entries(
             state.kind()
         ));
     };
-    // A checkpoint that nests the state dict under "model" beside other entries (DNAGPT's
-    // published files, read as `torch.load(f)["model"]`).
-    let is_nested = |(key, value): &(Value, Value)| matches!((key, value), (Value::Str(k), Value::Dict(_)) if k == "model");
-    let items = match items.iter().position(is_nested) {
+    // A checkpoint that nests the state dict beside other entries: a PyTorch Lightning
+    // checkpoint's "state_dict" (JanusDNA's), or "model" (DNAGPT's published files, read as
+    // `torch.load(f)["model"]`).
+    let nested_under = |name: &str| {
+        items.iter().position(
+            |(key, value)| matches!((key, value), (Value::Str(k), Value::Dict(_)) if k == name),
+        )
+    };
+    let items = match nested_under("state_dict").or_else(|| nested_under("model")) {
         Some(at) => match items.into_iter().nth(at) {
             Some((_, Value::Dict(state_dict))) => state_dict,
             _ => return Err(corrupt()),
@@ -63,7 +68,7 @@ fn tensor_entries(
             return Err(format!(
                 "'{name}' is {}, not a tensor: give a state dict of tensors (model.state_dict()), \
                  not a training checkpoint",
-                value.kind()
+                value.describe()
             ));
         };
         let storage_name = format!("{folder}data/{}", tensor.storage.key);
@@ -381,12 +386,15 @@ impl TensorView {
 }
 
 /// The globals a state dict pickle may name; any other is refused (a pickle can call anything).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Global {
     OrderedDict,
     RebuildTensor,
     RebuildParameter,
     StorageType(DType),
+    /// A class a training checkpoint keeps beside its state dict (Lightning's OmegaConf
+    /// hyper-parameters, plain containers): named, never called; what it builds is opaque.
+    Opaque(String),
 }
 
 fn global(module: &str, name: &str) -> std::result::Result<Global, String> {
@@ -407,8 +415,33 @@ fn global(module: &str, name: &str) -> std::result::Result<Global, String> {
             "BoolStorage" => DType::Bool,
             _ => return Err(unknown_global(module, name)),
         }),
+        _ if is_training_state(module, name) => Global::Opaque(format!("{module}.{name}")),
         _ => return Err(unknown_global(module, name)),
     })
+}
+
+/// The classes a PyTorch Lightning checkpoint pickles around its state dict: its OmegaConf
+/// hyper-parameters and their typing annotations, and plain containers and numbers.
+fn is_training_state(module: &str, name: &str) -> bool {
+    module == "omegaconf"
+        || module.starts_with("omegaconf.")
+        || module == "typing"
+        || (module == "collections" && name == "defaultdict")
+        || (matches!(module, "builtins" | "__builtin__")
+            && matches!(
+                name,
+                "dict"
+                    | "list"
+                    | "set"
+                    | "frozenset"
+                    | "tuple"
+                    | "int"
+                    | "long"
+                    | "float"
+                    | "str"
+                    | "bool"
+                    | "object"
+            ))
 }
 
 fn unknown_global(module: &str, name: &str) -> String {
@@ -431,9 +464,19 @@ enum Value {
     Global(Global),
     Storage(Storage),
     Tensor(TensorView),
+    /// An instance of an opaque class (`Global::Opaque`), by its class's name.
+    Object(String),
 }
 
 impl Value {
+    /// `kind`, naming an object's class.
+    fn describe(&self) -> String {
+        match self {
+            Value::Object(class) => format!("an object of {class}"),
+            other => other.kind().to_string(),
+        }
+    }
+
     fn kind(&self) -> &'static str {
         match self {
             Value::None => "None",
@@ -447,6 +490,7 @@ impl Value {
             Value::Global(_) => "a class",
             Value::Storage(_) => "a storage",
             Value::Tensor(_) => "a tensor",
+            Value::Object(_) => "an object",
         }
     }
 
@@ -462,6 +506,7 @@ impl Value {
         let (nodes, depth) = match self {
             Value::Str(text) => (1 + text.len() / 16, 0),
             Value::Storage(storage) => (1 + storage.key.len() / 16, 0),
+            Value::Object(class) => (1 + class.len() / 16, 0),
             Value::Tensor(view) => (1 + view.storage.key.len() / 16 + view.shape.len() * 2, 0),
             Value::Tuple(items) | Value::List(items) => children(&mut items.iter()),
             Value::Dict(pairs) => children(&mut pairs.iter().flat_map(|(key, value)| [key, value])),
@@ -640,30 +685,34 @@ impl<'p> Unpickler<'p> {
                     Self::nestable(&items)?;
                     self.stack.push(Value::Tuple(items));
                 }
+                // Items added to an opaque object (a defaultdict, a list subclass) are dropped.
                 b'a' => {
                     let item = self.pop()?;
                     Self::nestable([&item])?;
-                    let Value::List(list) = self.top()? else {
-                        return Err(corrupt());
-                    };
-                    list.push(item);
+                    match self.top()? {
+                        Value::List(list) => list.push(item),
+                        Value::Object(_) => {}
+                        _ => return Err(corrupt()),
+                    }
                 }
                 b'e' => {
                     let items = self.pop_mark()?;
                     Self::nestable(&items)?;
-                    let Value::List(list) = self.top()? else {
-                        return Err(corrupt());
-                    };
-                    list.extend(items);
+                    match self.top()? {
+                        Value::List(list) => list.extend(items),
+                        Value::Object(_) => {}
+                        _ => return Err(corrupt()),
+                    }
                 }
                 b's' => {
                     let value = self.pop()?;
                     let key = self.pop()?;
                     Self::nestable([&key, &value])?;
-                    let Value::Dict(dict) = self.top()? else {
-                        return Err(corrupt());
-                    };
-                    dict.push((key, value));
+                    match self.top()? {
+                        Value::Dict(dict) => dict.push((key, value)),
+                        Value::Object(_) => {}
+                        _ => return Err(corrupt()),
+                    }
                 }
                 b'u' => {
                     let items = self.pop_mark()?;
@@ -671,8 +720,10 @@ impl<'p> Unpickler<'p> {
                         return Err(corrupt());
                     }
                     Self::nestable(&items)?;
-                    let Value::Dict(dict) = self.top()? else {
-                        return Err(corrupt());
+                    let dict = match self.top()? {
+                        Value::Dict(dict) => dict,
+                        Value::Object(_) => continue,
+                        _ => return Err(corrupt()),
                     };
                     let mut items = items.into_iter();
                     while let (Some(key), Some(value)) = (items.next(), items.next()) {
@@ -741,11 +792,22 @@ impl<'p> Unpickler<'p> {
                     let callable = self.pop()?;
                     self.stack.push(reduce(callable, args)?);
                 }
+                // NEWOBJ (cls, args) and NEWOBJ_EX (cls, args, kwargs): `cls.__new__`, read as
+                // a call.
+                0x81 | 0x92 => {
+                    if opcode == 0x92 {
+                        self.pop()?;
+                    }
+                    let args = self.pop()?;
+                    let class = self.pop()?;
+                    self.stack.push(reduce(class, args)?);
+                }
                 b'b' => {
                     // BUILD sets object state: for a state dict that is its `_metadata`
-                    // (module versions), which loading does not need.
+                    // (module versions), which loading does not need; an opaque object's
+                    // state is dropped with it.
                     self.pop()?;
-                    if !matches!(self.top()?, Value::Dict(_)) {
+                    if !matches!(self.top()?, Value::Dict(_) | Value::Object(_)) {
                         return Err(corrupt());
                     }
                 }
@@ -805,6 +867,7 @@ fn reduce(callable: Value, args: Value) -> std::result::Result<Value, String> {
         return Err(corrupt());
     };
     match (global, args.as_slice()) {
+        (Global::Opaque(class), _) => Ok(Value::Object(class)),
         (Global::OrderedDict, []) => Ok(Value::Dict(Vec::new())),
         // (storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
         (
@@ -869,6 +932,52 @@ mod tests {
             assert_eq!(got, want, "{name}");
         }
         ckpt.finish().unwrap();
+    }
+
+    /// A PyTorch Lightning checkpoint (JanusDNA's pretraining files): its "state_dict" is read,
+    /// past the OmegaConf hyper-parameters, the optimiser's tensors and the loops' state.
+    #[test]
+    fn reads_the_state_dict_of_a_lightning_checkpoint() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/models/janus/published/last.ckpt"
+        );
+        let ckpt = read("last.ckpt", std::fs::read(path).unwrap()).unwrap();
+        let names: Vec<&str> = ckpt.names().collect();
+        assert!(
+            names.contains(&"model.model.final_layernorm.weight"),
+            "{names:?}"
+        );
+        assert!(names.contains(&"model.lm_head.weight"), "{names:?}");
+        assert!(
+            names.iter().all(|name| name.starts_with("model.")),
+            "{names:?}"
+        );
+        // No byte of its pickle, flipped, makes the unpickler panic (every 61st: all 50 kB
+        // take minutes in a debug build).
+        let bytes = std::fs::read(path).unwrap();
+        let name = bytes.windows(8).position(|w| w == b"data.pkl").unwrap();
+        let start = name
+            + bytes[name..]
+                .windows(2)
+                .position(|w| w == b"\x80\x02")
+                .unwrap();
+        let len = bytes[start..]
+            .windows(4)
+            .position(|w| w == b"PK\x03\x04")
+            .unwrap();
+        let mut pickle = bytes[start..start + len].to_vec();
+        assert!(Unpickler::new(&pickle).run().is_ok());
+        for at in (0..pickle.len()).step_by(61) {
+            pickle[at] ^= 0xff;
+            let _ = Unpickler::new(&pickle).run();
+            pickle[at] ^= 0xff;
+        }
+        // Only the checkpoint's classes are opaque: others are still refused by name.
+        let message = Unpickler::new(b"\x80\x02cbuiltins\neval\nq\x00.")
+            .run()
+            .unwrap_err();
+        assert!(message.contains("uses builtins.eval"), "{message}");
     }
 
     /// Truncations and single-byte corruptions of a real file are errors or (where the byte

@@ -155,20 +155,16 @@ def smoke_sequences():
     return rows
 
 
-def write_fixture(model, config, tokenizer, sequences, out_dir, drop):
-    out_dir.mkdir(parents=True, exist_ok=True)
-    config.to_json_file(out_dir / "config.json")
-    # The hub's safetensors files store tied tensors once; `drop` removes the tied copies.
-    state = {k: v.clone().contiguous() for k, v in model.state_dict().items() if not drop(k)}
-    save_file(state, out_dir / "model.safetensors", metadata={"format": "pt"})
+def write_expected(model, last_hidden_state, tokenizer, sequences, out_dir):
+    """expected.json (sequences, token ids, pad id) and expected.safetensors: every real token's
+    final state, `last_hidden_state(model, ids)` of each sequence run alone, and their mean."""
     ids = [tokenizer(s)["input_ids"] for s in sequences]
     states, pooled = [], []
     # In float64 (the model's exact values), as make_hyena_fixtures.py does.
     model = model.double()
     with torch.no_grad():
         for row in ids:
-            out = model(torch.tensor([row]), output_hidden_states=True, return_dict=True)
-            last = out.hidden_states[-1][0]
+            last = last_hidden_state(model, row)
             states.append(last.float())
             pooled.append(last.mean(dim=0).float())
     model.float()
@@ -176,6 +172,20 @@ def write_fixture(model, config, tokenizer, sequences, out_dir, drop):
               out_dir / "expected.safetensors")
     meta = {"sequences": sequences, "input_ids": ids, "pad_token_id": tokenizer.pad_token_id}
     (out_dir / "expected.json").write_text(json.dumps(meta) + "\n")
+    return pooled
+
+
+def write_fixture(model, config, tokenizer, sequences, out_dir, drop):
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config.to_json_file(out_dir / "config.json")
+    # The hub's safetensors files store tied tensors once; `drop` removes the tied copies.
+    state = {k: v.clone().contiguous() for k, v in model.state_dict().items() if not drop(k)}
+    save_file(state, out_dir / "model.safetensors", metadata={"format": "pt"})
+    def last_hidden_state(model, row):
+        out = model(torch.tensor([row]), output_hidden_states=True, return_dict=True)
+        return out.hidden_states[-1][0]
+
+    write_expected(model, last_hidden_state, tokenizer, sequences, out_dir)
     size = sum(f.stat().st_size for f in out_dir.iterdir())
     print(f"{out_dir.relative_to(ROOT)}: {size / 1024:.0f} KiB")
 

@@ -25,18 +25,24 @@ layer (`JanusDNA_72_w`'s layout); `wo-mlp` has none, and the two-layer `final_ml
 code on 2025-08-01. bench/model_bench.py builds the published `JanusDNA_72_w` shape (d_model 72,
 8 layers, 16 experts: `same_shape_config`) with `build`, `save` and `load`.
 
+`published/` holds the `w` model once more, as its pretraining run saves it (`write_lightning`;
+needs `pip install lightning omegaconf`).
+
 Run: python3 tests/oracle/make_janus_fixtures.py
 """
 
-import csv
 import json
 import os
+import shutil
 import sys
 import types
 from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_caduceus_fixtures import smoke_sequences, write_expected  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests/fixtures/models/janus"
@@ -64,14 +70,6 @@ def import_published_code():
     modeling.create_block_mask = lambda *a, **k: create_block_mask(*a, **{**k, "_compile": False})
     modeling.JanusDNAModel._update_causal_mask = lambda self, *args: None
     return modeling, JanusDNAConfig, CaduceusTokenizer
-
-
-def smoke_sequences():
-    rows = []
-    for name in ["smoke_yeast_promoter_vs_terminator.csv", "smoke_ctcf_gm12878_vs_dinuc_shuffled.csv"]:
-        with open(ROOT / "tasks/smoke" / name) as f:
-            rows += [r["text"] for r in csv.DictReader(f)]
-    return rows
 
 
 def tiny_config(JanusDNAConfig, mid_attention):
@@ -150,23 +148,46 @@ def load(modeling, JanusDNAConfig, folder):
 
 def write_fixture(model, with_mlp, tokenizer, sequences, out_dir, prefix):
     save(model, out_dir, prefix)
-    ids = [tokenizer(s)["input_ids"] for s in sequences]
-    states, pooled = [], []
-    model = model.double()
-    with torch.no_grad():
-        for row in ids:
-            last = run_padded(model, row)
-            states.append(last.float())
-            pooled.append(last.mean(dim=0).float())
-    model.float()
-    save_file({"last_hidden_state": torch.cat(states).contiguous(), "pooled": torch.stack(pooled)},
-              out_dir / "expected.safetensors")
-    meta = {"sequences": sequences, "input_ids": ids, "pad_token_id": tokenizer.pad_token_id}
-    (out_dir / "expected.json").write_text(json.dumps(meta) + "\n")
+    pooled = write_expected(model, run_padded, tokenizer, sequences, out_dir)
     (out_dir / "pipeline.json").write_text(json.dumps(
         {"sequences": sequences, "pooled": torch.stack(pooled).tolist()}) + "\n")
     size = sum(f.stat().st_size for f in out_dir.iterdir())
     print(f"{out_dir}: {size / 1024:.0f} KiB, final_mlp {with_mlp}")
+
+
+def write_lightning(model, out_dir):
+    """The files JanusDNA's pretraining leaves (train.py, `nt_janusdna.sh`'s CONFIG_PATH and
+    PRETRAINED_PATH): `model_config.json` and a PyTorch Lightning `last.ckpt` of a module holding
+    the model as `self.model`, with its OmegaConf hyper-parameters, Adam's state and the loops'
+    and callbacks' state beside `state_dict`. One optimiser step at learning rate 0 makes that
+    state without moving a weight, so the model is `model`, unchanged."""
+    import lightning
+    from omegaconf import OmegaConf
+
+    class Module(lightning.LightningModule):
+        def __init__(self, hparams):
+            super().__init__()
+            self.save_hyperparameters(hparams)
+            self.model = model
+
+        def training_step(self, batch, _):
+            return (self.model.model.embed_tokens.weight[batch[0]] ** 2).mean()
+
+        def configure_optimizers(self):
+            return torch.optim.AdamW(self.parameters(), lr=0.0)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.config.to_json_file(out_dir / "model_config.json")
+    hparams = OmegaConf.create({"model": {"_name_": "janusdna_lm", "config": model.config.to_dict()},
+                                "train": {"seed": 2222, "global_batch_size": 8}})
+    module = Module(hparams)
+    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(4)), batch_size=4)
+    trainer = lightning.Trainer(max_steps=1, accelerator="cpu", logger=False, enable_progress_bar=False,
+                                enable_model_summary=False, default_root_dir=str(out_dir / "run"))
+    trainer.fit(module, data)
+    trainer.save_checkpoint(out_dir / "last.ckpt")
+    shutil.rmtree(out_dir / "run", ignore_errors=True)
+    print(f"{out_dir}: {(out_dir / 'last.ckpt').stat().st_size / 1024:.0f} KiB (lightning {lightning.__version__})")
 
 
 def main():
@@ -180,6 +201,9 @@ def main():
     for variant, mid_attention, final_mlp, seed, prefix in variants:
         model, with_mlp = build(modeling, tiny_config(JanusDNAConfig, mid_attention), seed, final_mlp)
         write_fixture(model, with_mlp, tokenizer, sequences, OUT / variant, prefix)
+        if variant == "w":
+            write_lightning(model, OUT / "published")
+            shutil.copy(OUT / "w" / "pipeline.json", OUT / "published" / "pipeline.json")
 
 
 if __name__ == "__main__":

@@ -226,13 +226,6 @@ pub struct Janus {
     final_attention: Block,
     final_norm: RmsNorm,
     final_mlp: Option<(Linear, Linear)>,
-    /// The final attention's additive mask over both streams [1, 1, 2·L, 2·L].
-    janus_bias: Tensor<4>,
-    /// Causal mask for one stream [1, 1, L, L] (layers with attention only).
-    causal_bias: Option<Tensor<4>>,
-    heads: usize,
-    /// 1/√(flex_attn_n_embd / heads): flex_attention's scale for the zero-padded heads.
-    final_scale: f64,
     hidden: usize,
     widest: usize,
 }
@@ -253,12 +246,25 @@ struct Block {
 
 enum Mixer {
     Mamba(Mamba),
-    Attention {
-        q: Linear,
-        k: Linear,
-        v: Linear,
-        o: Linear,
-    },
+    Attention(Attention),
+}
+
+/// How an attention layer weighs: its heads, scale and additive mask [1, 1, n, n] (a tensor
+/// handle, shared by the layers that use the same mask).
+#[derive(Clone)]
+struct Masking {
+    heads: usize,
+    scale: f64,
+    bias: Tensor<4>,
+}
+
+/// Bias-free q/k/v/o attention.
+struct Attention {
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    masking: Masking,
 }
 
 enum FeedForward {
@@ -281,7 +287,12 @@ impl Janus {
         let c: Config = parse_config(config)?;
         c.check()?;
         let (hidden, eps, heads) = (c.hidden_size, c.rms_norm_eps, c.num_attention_heads);
-        head_dim(hidden, heads)?;
+        // The mid attention layers: causal within one stream, 1/√head_dim.
+        let causal = Masking {
+            heads,
+            scale: 1.0 / (head_dim(hidden, heads)? as f64).sqrt(),
+            bias: causal_bias(PADDED_LENGTH, device),
+        };
         // The Lightning module (`model.model.…`), `JanusDNAForCausalLM` (`model.…`) or the bare
         // `JanusDNAModel`; the LM head is not part of the embedding.
         let prefix = ckpt
@@ -332,22 +343,12 @@ impl Janus {
                 RmsNorm::load(ckpt, &name, hidden, eps, device)
             };
             let (forward_mixer, reverse_mixer) = if c.is_attention_layer(i) {
-                (
-                    Mixer::load_attention(
-                        ckpt,
-                        &format!("{p}self_attn_fwd."),
-                        "o_proj",
-                        hidden,
-                        device,
-                    )?,
-                    Mixer::load_attention(
-                        ckpt,
-                        &format!("{p}self_attn_bwd."),
-                        "o_proj",
-                        hidden,
-                        device,
-                    )?,
-                )
+                let mut stream = |name: &str| -> Result<Mixer> {
+                    let p = format!("{p}{name}.");
+                    let attention = Attention::load(ckpt, &p, "o_proj", hidden, &causal, device)?;
+                    Ok(Mixer::Attention(attention))
+                };
+                (stream("self_attn_fwd")?, stream("self_attn_bwd")?)
             } else {
                 let forward = Mamba::load(ckpt, &format!("{p}mamba_fwd."), &mamba, None, device)?;
                 let reverse = Mamba::load(
@@ -375,13 +376,20 @@ impl Janus {
         let f = format!("{prefix}final_attention.");
         let final_attention = Block {
             input_norm: RmsNorm::load(ckpt, &format!("{f}input_layernorm"), hidden, eps, device)?,
-            mixer: Mixer::load_attention(
+            // Over both streams with the Janus mask, at flex_attention's default scale for
+            // heads zero-padded to flex_attn_n_embd / heads channels.
+            mixer: Mixer::Attention(Attention::load(
                 ckpt,
                 &format!("{f}self_attn."),
                 "o_projs.0",
                 hidden,
+                &Masking {
+                    heads,
+                    scale: 1.0 / ((c.flex_attn_n_embd / heads) as f64).sqrt(),
+                    bias: janus_bias(PADDED_LENGTH, device),
+                },
                 device,
-            )?,
+            )?),
             feed_forward_norm: RmsNorm::load(
                 ckpt,
                 &format!("{f}pre_ff_layernorm"),
@@ -415,7 +423,6 @@ impl Janus {
         } else {
             None
         };
-        let any_attention = (0..n_layer).any(|i| c.is_attention_layer(i));
         let widest_feed_forward = if (0..n_layer).any(|i| c.is_expert_layer(i)) {
             2 * c.num_experts * c.intermediate_size
         } else {
@@ -433,56 +440,43 @@ impl Janus {
                 device,
             )?,
             final_mlp,
-            janus_bias: janus_bias(PADDED_LENGTH, device),
-            causal_bias: any_attention.then(|| causal_bias(PADDED_LENGTH, device)),
-            heads,
-            final_scale: 1.0 / ((c.flex_attn_n_embd / heads) as f64).sqrt(),
             hidden,
             widest: widest_feed_forward.max(2 * mamba.d_inner),
         })
     }
 }
 
-impl Mixer {
-    /// The q/k/v projections and `{p}{output}` (bias-free, hidden × hidden).
-    fn load_attention(
+impl Attention {
+    /// The q/k/v projections and `{p}{output}`, all bias-free, hidden × hidden.
+    fn load(
         ckpt: &mut Checkpoint,
         p: &str,
         output: &str,
         hidden: usize,
+        masking: &Masking,
         device: &Device,
-    ) -> Result<Mixer> {
+    ) -> Result<Attention> {
         let mut proj =
             |name: &str| Linear::load(ckpt, &format!("{p}{name}"), hidden, hidden, false, device);
-        Ok(Mixer::Attention {
+        Ok(Attention {
             q: proj("q_proj")?,
             k: proj("k_proj")?,
             v: proj("v_proj")?,
             o: proj(output)?,
+            masking: masking.clone(),
         })
     }
 
-    fn forward(
-        &self,
-        x: Tensor<3>,
-        heads: usize,
-        scale: f64,
-        bias: Option<&Tensor<4>>,
-    ) -> Tensor<3> {
-        match self {
-            Mixer::Mamba(mamba) => mamba.forward(x),
-            Mixer::Attention { q, k, v, o } => {
-                let bias = bias.expect("attention layers come with their mask").clone();
-                let context = attention(
-                    split_heads(q.forward(x.clone()), heads),
-                    split_heads(k.forward(x.clone()), heads),
-                    split_heads(v.forward(x), heads),
-                    scale,
-                    bias,
-                );
-                o.forward(context)
-            }
-        }
+    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        let Masking { heads, scale, bias } = &self.masking;
+        let context = attention(
+            split_heads(self.q.forward(x.clone()), *heads),
+            split_heads(self.k.forward(x.clone()), *heads),
+            split_heads(self.v.forward(x), *heads),
+            *scale,
+            bias.clone(),
+        );
+        self.o.forward(context)
     }
 }
 
@@ -601,17 +595,13 @@ fn gated(gate_up: Tensor<3>, groups: usize) -> Tensor<3> {
 }
 
 impl Block {
-    fn forward(
-        &self,
-        x: Tensor<3>,
-        heads: usize,
-        scale: f64,
-        bias: Option<&Tensor<4>>,
-    ) -> Tensor<3> {
-        let x = x.clone()
-            + self
-                .mixer
-                .forward(self.input_norm.forward(x), heads, scale, bias);
+    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        let normed = self.input_norm.forward(x.clone());
+        let mixed = match &self.mixer {
+            Mixer::Mamba(mamba) => mamba.forward(normed),
+            Mixer::Attention(attention) => attention.forward(normed),
+        };
+        let x = x + mixed;
         x.clone() + self.feed_forward.forward(self.feed_forward_norm.forward(x))
     }
 }
@@ -633,19 +623,12 @@ impl Arch for Janus {
         let embedded = embedding(self.embeddings.clone(), padded);
         let mut forward = embedded.clone();
         let mut reverse = embedded.flip([1]);
-        let scale = 1.0 / ((self.hidden / self.heads) as f64).sqrt();
         for layer in &self.layers {
-            let bias = self.causal_bias.as_ref();
-            forward = layer.forward.forward(forward, self.heads, scale, bias);
-            reverse = layer.reverse.forward(reverse, self.heads, scale, bias);
+            forward = layer.forward.forward(forward);
+            reverse = layer.reverse.forward(reverse);
         }
         let both = Tensor::cat(vec![forward, reverse.flip([1])], 1);
-        let both = self.final_attention.forward(
-            both,
-            self.heads,
-            self.final_scale,
-            Some(&self.janus_bias),
-        );
+        let both = self.final_attention.forward(both);
         // `final_fusion_repos_formasked`: token p from forward p − 1 and reverse p + 1; the
         // first token from reverse 1 alone, the last from forward L − 2 alone.
         let forward = both.clone().narrow(1, 0, length);

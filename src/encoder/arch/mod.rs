@@ -143,11 +143,16 @@ pub fn detect(config: &Value) -> Result<&'static ArchSpec> {
     ))
 }
 
-/// Weights published without a Hugging Face config.json (DNAGPT's `.pth` files): the
-/// config.json their name implies (`ArchSpec::published_config`) is added to the files, which
-/// then read as any model folder.
+/// Weights published without a Hugging Face config.json: JanusDNA's `model_config.json` (the
+/// same keys) is read as config.json; for DNAGPT's `.pth` files the config.json their name
+/// implies (`ArchSpec::published_config`) is added. The files then read as any model folder.
 pub fn complete_published_layout(files: &mut crate::hf::ModelFiles) {
-    if files.contains("config.json") {
+    let names = crate::hf::MODEL_FILE_NAMES;
+    if files.contains(names.config) {
+        return;
+    }
+    if files.contains(names.published_config) {
+        files.rename(names.published_config, names.config);
         return;
     }
     let implied = files.file_names().find_map(|name| {
