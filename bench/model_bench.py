@@ -32,7 +32,8 @@
    15,659 6-mer tokens) by make_dnagpt_fixtures.py, written as the published file alone
    (dna_gpt0.1b_h.pth, no config.json), run in its published dna_gpt/ ($DNAGPT_SRC, default
    target/dnagpt-src) and pooled over its masked-LM head's logits, as its extractor pools.
-   JanusDNA_72_w's (d_model 72, 8 layers, 16 experts, the mid attention layer) by
+   JanusDNA_72_w's and _wo's (d_model 72, 8 layers, 16 experts, with and without the mid
+   attention layer) by
    make_janus_fixtures.py, run in its published modeling_janusdna.py ($JANUS_SRC, default
    target/janusdna-src) on inputs padded on the left to 1,024 tokens, as its extractor pads them.
 2. Cuts real DNA from the other smoke tables into sequences of 200 and 1,000 nt.
@@ -119,10 +120,11 @@ MODELS = {
     # DNAGPT 0.1B human, its shape from its name as DNAGPT.from_name gives it; batches of the
     # PyTorch peer are right-padded, which a causal model's real tokens never see.
     "dnagpt-0.1b-h": dict(kind="dnagpt", name="dna_gpt0.1b_h", max_length=4096),
-    # JanusDNA_72_w's shape (make_janus_fixtures.same_shape_config: d_model 72, 8 layers, 16
-    # experts, the mid attention layer), run in its published code ($JANUS_SRC); every input
-    # padded on the left to 1,024 tokens, as its extractor pads it.
-    "janusdna-72-w": dict(kind="janus", max_length=1024),
+    # JanusDNA_72_w's and _wo's shapes (make_janus_fixtures.same_shape_config: d_model 72, 8
+    # layers, 16 experts, with and without the mid attention layer), run in its published code
+    # ($JANUS_SRC); every input padded on the left to 1,024 tokens, as its extractor pads it.
+    "janusdna-72-w": dict(kind="janus", mid_attention=True, max_length=1024),
+    "janusdna-72-wo": dict(kind="janus", mid_attention=False, max_length=1024),
 }
 
 
@@ -273,7 +275,8 @@ def make_checkpoint(name, spec):
     if spec["kind"] == "janus":
         janus = oracle("make_janus_fixtures")
         modeling, JanusDNAConfig, _ = janus.import_published_code()
-        model, _ = janus.build(modeling, janus.same_shape_config(JanusDNAConfig), 9, final_mlp=False)
+        config = janus.same_shape_config(JanusDNAConfig, spec["mid_attention"])
+        model, _ = janus.build(modeling, config, 9, final_mlp=False)
         janus.save(model, Path(folder), "model.")
         open(done, "w").close()
         return folder

@@ -91,8 +91,9 @@ const NT_V2: &str = "Nucleotide Transformer v2 (ESM, rotary, SwiGLU)";
 const DNABERT2: &str = "DNABERT-2 (BERT, ALiBi, GLU)";
 const HYENA: &str = "HyenaDNA";
 const GENA: &str = "GENA-LM (BERT, pre-layer-norm)";
-const JANUS_WEIGHTS: &str =
-    "https://github.com/Qihao-Duan/JanusDNA (Harvard Dataverse link in its README)";
+const JANUS_WEIGHTS: &str = "https://github.com/Qihao-Duan/JanusDNA (Harvard Dataverse link in \
+     its README): its model_config.json and .ckpt in one folder";
+const JANUS_TOKENIZER: &str = "characters (CaduceusTokenizer), padded on the left to 1,024";
 
 static KNOWN: [KnownModel; 24] = [
     KnownModel {
@@ -389,14 +390,14 @@ static KNOWN: [KnownModel; 24] = [
         display: "JanusDNA 72 with mid-attention",
         leaderboard: Some("JanusDNA_72_w"),
         parameters: Some(1_980_000),
-        // GENEB's extractor pads every sequence to 1,024 characters and runs the bidirectional
-        // model over the padding too, which geneb would have to reproduce.
+        // GENEB's extractor pads every sequence to 1,024 tokens and runs the bidirectional
+        // model over the padding too; geneb does the same (encoder/arch/janus.rs).
         context: 1024,
         context_unit: ContextUnit::Tokens,
-        tokenizer: "characters (CaduceusTokenizer), padded to 1,024",
+        tokenizer: JANUS_TOKENIZER,
         architecture: "JanusDNA (bidirectional Mamba, attention, mixture of experts)",
-        supported: false,
-        checked: Check::NotChecked,
+        supported: true,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: None,
@@ -406,10 +407,10 @@ static KNOWN: [KnownModel; 24] = [
         parameters: Some(1_980_000),
         context: 1024,
         context_unit: ContextUnit::Tokens,
-        tokenizer: "characters (CaduceusTokenizer), padded to 1,024",
+        tokenizer: JANUS_TOKENIZER,
         architecture: "JanusDNA (bidirectional Mamba, mixture of experts)",
-        supported: false,
-        checked: Check::NotChecked,
+        supported: true,
+        checked: Check::RandomWeightsSameShape,
     },
     KnownModel {
         hub_id: Some("InstaDeepAI/agro-nucleotide-transformer-1b"),

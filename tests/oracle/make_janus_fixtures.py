@@ -22,8 +22,8 @@ reverse Mamba projections stored twice as `state_dict()` gives them) as config.j
 model.safetensors, and expected.json / expected.safetensors as make_caduceus_fixtures.py writes
 them (each real token's final state, in float64, and their mean). `w` has the mid attention
 layer (`JanusDNA_72_w`'s layout); `wo-mlp` has none, and the two-layer `final_mlp` added to the
-code on 2025-08-01. bench/model_bench.py builds the published `JanusDNA_72_w` shape (d_model 72,
-8 layers, 16 experts: `same_shape_config`) with `build`, `save` and `load`.
+code on 2025-08-01. bench/model_bench.py builds the published `JanusDNA_72_w` and `_wo` shapes
+(d_model 72, 8 layers, 16 experts: `same_shape_config`) with `build`, `save` and `load`.
 
 `published/` holds the `w` model once more, as its pretraining run saves it (`write_lightning`;
 needs `pip install lightning omegaconf`).
@@ -86,13 +86,14 @@ def tiny_config(JanusDNAConfig, mid_attention):
     )
 
 
-def same_shape_config(JanusDNAConfig):
-    """`scripts/pre_train/slurm_JanusDNA_w_midattn_72dim.sh` over `configs/model/janusdna.yaml`."""
+def same_shape_config(JanusDNAConfig, mid_attention=True):
+    """`scripts/pre_train/slurm_JanusDNA_w_midattn_72dim.sh` (or `_wo_midattn_`: no attention
+    layer) over `configs/model/janusdna.yaml`."""
     return JanusDNAConfig(
         vocab_size=12, hidden_size=72, flex_attn_n_embd=128, intermediate_size=288,
         num_hidden_layers=8, num_attention_heads=4,
         num_experts=16, num_experts_per_tok=2, expert_layer_period=2, expert_layer_offset=1,
-        attn_layer_period=8, attn_layer_offset=4,
+        attn_layer_period=8, attn_layer_offset=4 if mid_attention else 100,
         mamba_d_state=16, mamba_d_conv=4, mamba_expand=2, use_mamba_kernels=False,
         bidirectional=True, bidirectional_weight_tie=True, bidirectional_attn_tie=False,
         layer_fusion=False, final_attention=True, layer_fusion_strategy="pool",

@@ -24,9 +24,10 @@
 //! its real tokens' states are handed back in the caller's right-padded layout for the masked
 //! mean. Every position therefore costs the same whatever the sequence's length.
 //!
-//! The mixture of experts is computed densely: every expert on every token, the unselected ones
-//! weighted by zero. That is (experts / k)× the arithmetic of the reference's gather/scatter,
-//! but two matrix products per layer on any backend, with nothing read back mid-pass.
+//! The mixture of experts runs as the reference runs it on the CPU (each expert on the tokens
+//! routed to it). On a GPU it is computed densely instead: every expert on every token, the
+//! unselected ones weighted by zero — (experts / k)× the arithmetic, but two matrix products per
+//! layer with nothing read back mid-pass.
 
 use super::{Arch, ArchSpec, Pooling, check_layers, epsilon, padded_vocab, parse_config, size};
 use crate::Result;
@@ -38,7 +39,7 @@ use crate::encoder::layers::{
 use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use burn::tensor::module::embedding;
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -270,13 +271,21 @@ struct Attention {
 enum FeedForward {
     /// `JanusDNAMLP`: down(SiLU(gate x) · up x), gate and up as one product.
     Gated { gate_up: Linear, down: Linear },
-    /// `JanusDNASparseMoeBlock`, densely: every expert's gate and up in one product, their
-    /// downs stacked into one ([experts·intermediate] → hidden).
-    Experts {
+    /// `JanusDNASparseMoeBlock` on a GPU, densely: every expert's gate and up in one product,
+    /// their downs stacked into one ([experts·intermediate] → hidden).
+    DenseExperts {
         router: Linear,
         gate_up: Linear,
         down: Linear,
         experts: usize,
+        top_k: usize,
+    },
+    /// `JanusDNASparseMoeBlock` on the CPU, as the reference runs it: each expert on the tokens
+    /// routed to it, added in expert order.
+    RoutedExperts {
+        router: Linear,
+        /// Each expert's (gate and up, down).
+        experts: Vec<(Linear, Linear)>,
         top_k: usize,
     },
 }
@@ -423,7 +432,8 @@ impl Janus {
         } else {
             None
         };
-        let widest_feed_forward = if (0..n_layer).any(|i| c.is_expert_layer(i)) {
+        let dense_experts = (0..n_layer).any(|i| c.is_expert_layer(i)) && !routes_on_host(device);
+        let widest_feed_forward = if dense_experts {
             2 * c.num_experts * c.intermediate_size
         } else {
             2 * c.intermediate_size
@@ -518,9 +528,28 @@ impl FeedForward {
         for e in 0..experts {
             let (expert_gate_up, down) =
                 gated_weights(ckpt, &format!("{name}.experts.{e}"), hidden, intermediate)?;
-            gate_up.extend(expert_gate_up);
+            gate_up.push(expert_gate_up);
             downs.push(down);
         }
+        let top_k = c.num_experts_per_tok;
+        if routes_on_host(device) {
+            let experts = gate_up
+                .into_iter()
+                .zip(downs)
+                .map(|(gate_up, down)| {
+                    (
+                        Linear::new(gate_up, None, hidden, 2 * intermediate, device),
+                        Linear::new(down, None, intermediate, hidden, device),
+                    )
+                })
+                .collect();
+            return Ok(FeedForward::RoutedExperts {
+                router,
+                experts,
+                top_k,
+            });
+        }
+        let gate_up = gate_up.concat();
         // down_e is [hidden, intermediate]; stacked along its input: [hidden, experts·intermediate].
         let wide = experts * intermediate;
         let mut down = vec![0f32; hidden * wide];
@@ -529,19 +558,24 @@ impl FeedForward {
                 down[row * wide + e * intermediate..][..intermediate].copy_from_slice(values);
             }
         }
-        Ok(FeedForward::Experts {
+        Ok(FeedForward::DenseExperts {
             router,
             gate_up: Linear::new(gate_up, None, hidden, 2 * wide, device),
             down: Linear::new(down, None, wide, hidden, device),
             experts,
-            top_k: c.num_experts_per_tok,
+            top_k,
         })
     }
 
     fn forward(&self, x: Tensor<3>) -> Tensor<3> {
         match self {
             FeedForward::Gated { gate_up, down } => down.forward(gated(gate_up.forward(x), 1)),
-            FeedForward::Experts {
+            FeedForward::RoutedExperts {
+                router,
+                experts,
+                top_k,
+            } => routed(x, router, experts, *top_k),
+            FeedForward::DenseExperts {
                 router,
                 gate_up,
                 down,
@@ -568,6 +602,55 @@ impl FeedForward {
             }
         }
     }
+}
+
+/// Whether the mixture of experts reads its routing back and runs each expert on its own tokens:
+/// on the CPU, where the read costs nothing and the dense form's (experts / k)× arithmetic
+/// would dominate the pass; a GPU would stall on the read mid-pass.
+fn routes_on_host(device: &Device) -> bool {
+    *device == Device::flex()
+}
+
+/// The mixture of experts with the routing read back: every token's top-k experts by softmax
+/// weight (not renormalised, as Jamba), each expert run on its tokens alone, weighted and added
+/// into the output in expert order (the reference's `index_add_` order).
+fn routed(x: Tensor<3>, router: &Linear, experts: &[(Linear, Linear)], top_k: usize) -> Tensor<3> {
+    let [batch, tokens, hidden] = x.dims();
+    let n = batch * tokens;
+    let device = x.device();
+    let flat = x.reshape([n, hidden]);
+    let probabilities = burn::tensor::activation::softmax(router.forward(flat.clone()), 1);
+    // Reading a CPU-backend tensor completes at once.
+    let probabilities = probabilities.into_data().try_into_vec::<f32>();
+    let probabilities = probabilities.expect("the CPU backend's float tensors are f32");
+    let mut routed: Vec<(Vec<i64>, Vec<f32>)> = vec![(Vec::new(), Vec::new()); experts.len()];
+    let mut order: Vec<usize> = (0..experts.len()).collect();
+    for (token, row) in probabilities.chunks_exact(experts.len()).enumerate() {
+        // Highest weight first; equal weights by expert index, so the choice is reproducible.
+        order.sort_by(|&a, &b| row[b].total_cmp(&row[a]).then(a.cmp(&b)));
+        for &e in &order[..top_k] {
+            routed[e].0.push(token as i64);
+            routed[e].1.push(row[e]);
+        }
+    }
+    let mut out = Tensor::<2>::zeros([n, hidden], &device);
+    for ((gate_up, down), (tokens_in, weights)) in experts.iter().zip(routed) {
+        if tokens_in.is_empty() {
+            continue;
+        }
+        let count = tokens_in.len();
+        let index = Tensor::<1, Int>::from_data(TensorData::new(tokens_in, [count]), &device);
+        let rows = flat
+            .clone()
+            .select(0, index.clone())
+            .reshape([1, count, hidden]);
+        let expert = down
+            .forward(gated(gate_up.forward(rows), 1))
+            .reshape([count, hidden]);
+        let weights = upload(weights, [count, 1], &device);
+        out = out.select_assign(0, index, expert * weights, IndexingUpdateOp::Add);
+    }
+    out.reshape([batch, tokens, hidden])
 }
 
 /// A gated MLP's weights: its gate and up matrices one after the other ([2·intermediate,
