@@ -733,7 +733,14 @@ fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profile
     // The files a model folder is read for, as the page reads them too.
     assert_eq!(listing["modelFiles"]["config"], "config.json");
     assert_eq!(listing["modelFiles"]["weights"][0], "model.safetensors");
-    assert_eq!(listing["modelFiles"]["publishedWeightsSuffix"], ".pth");
+    assert_eq!(
+        listing["modelFiles"]["publishedWeightsSuffixes"],
+        serde_json::json!([".pth", ".ckpt"])
+    );
+    assert_eq!(
+        listing["modelFiles"]["publishedConfig"],
+        "model_config.json"
+    );
     let limit = listing["tabWeightsLimit"]
         .as_u64()
         .expect("the tab's weights limit");

@@ -302,6 +302,8 @@ fn janus_refuses_configs_it_cannot_honour() {
     // The mid attention layer moved: the checkpoint's layer 1 is not a Mamba layer.
     let err = with("attn_layer_offset", 100.into());
     assert!(err.contains("layers.1.mamba_module"), "{err}");
+    let err = with("mamba_d_conv", 0.into());
+    assert!(err.contains("'mamba_d_conv' is 0"), "{err}");
     let err = with("hidden_size", "32".into());
     assert!(err.contains("'hidden_size': invalid type"), "{err}");
 }
@@ -387,6 +389,10 @@ fn caduceus_refuses_configs_it_cannot_honour() {
         err.starts_with("config.json: 'fused_add_norm' must be true"),
         "{err}"
     );
+
+    let mut no_kernel = config.clone();
+    no_kernel["ssm_cfg"]["d_conv"] = 0.into();
+    assert!(load(&no_kernel).contains("ssm_cfg.d_conv must be at least 1"));
 
     let mut strategy = config;
     strategy["bidirectional_strategy"] = "concat".into();

@@ -128,6 +128,21 @@ fn yes() -> bool {
 impl Config {
     /// Refuses what the published checkpoints do not use, naming the key.
     fn check(&self) -> Result<()> {
+        let widths = [
+            ("hidden_size", self.hidden_size),
+            ("intermediate_size", self.intermediate_size),
+            ("num_attention_heads", self.num_attention_heads),
+            ("num_experts", self.num_experts),
+            ("mamba_d_state", self.mamba_d_state),
+            ("mamba_d_conv", self.mamba_d_conv),
+            ("mamba_expand", self.mamba_expand),
+            ("mamba_dt_rank", self.mamba_dt_rank),
+        ];
+        if let Some((key, _)) = widths.iter().find(|(_, width)| *width == 0) {
+            return Err(config_error(&format!(
+                "'{key}' is 0: no JanusDNA layer is that narrow"
+            )));
+        }
         let required = [
             ("bidirectional", self.bidirectional, true),
             (
@@ -523,8 +538,8 @@ impl FeedForward {
             false,
             device,
         )?;
-        let mut gate_up = Vec::with_capacity(experts * 2 * intermediate * hidden);
-        let mut downs = Vec::with_capacity(experts);
+        // Grown as the experts are read: their count is only config.json's claim until then.
+        let (mut gate_up, mut downs) = (Vec::new(), Vec::new());
         for e in 0..experts {
             let (expert_gate_up, down) =
                 gated_weights(ckpt, &format!("{name}.experts.{e}"), hidden, intermediate)?;

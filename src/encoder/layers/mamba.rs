@@ -85,11 +85,16 @@ impl MambaShape {
                 ));
             }
         };
+        let d_conv = ssm.d_conv.unwrap_or(4.0) as usize;
+        // The convolution pads by d_conv − 1: a zero-width kernel is no Mamba.
+        if d_conv == 0 {
+            return Err(config_error("ssm_cfg.d_conv must be at least 1"));
+        }
         Ok(MambaShape {
             d_model,
             d_inner: (ssm.expand.unwrap_or(2.0) * d_model as f64) as usize,
             d_state: ssm.d_state.unwrap_or(16.0) as usize,
-            d_conv: ssm.d_conv.unwrap_or(4.0) as usize,
+            d_conv,
             dt_rank,
             bias: ssm.bias == Some(true),
             conv_bias: ssm.conv_bias != Some(false),
