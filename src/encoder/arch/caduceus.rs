@@ -15,17 +15,8 @@
 //! `RCPSMambaBlock` fused path literally, including that it normalises the *second* half as the
 //! forward stream and the RC of the *first* half as the reverse-complement stream.
 //!
-//! The selective scan is sequential over positions, in Burn tensor ops, so it runs on every
-//! backend: per position a handful of element-wise ops on [batch, d_inner, d_state]; the
-//! discretised `exp(ΔA)` and `ΔBx` are formed in bulk for chunks of positions. Its cost is
-//! dominated by per-op dispatch (O(L) small ops per Mamba, two Mambas per layer; PS runs its
-//! two streams as one stacked batch) rather than flops. Measured on the shared 2-core dev
-//! machine (debug test build, dependencies at opt-level 2), 1,000 tokens: a PS-shaped random
-//! model (d_model 256, 16 layers, 7.7 M parameters) takes 5.7 s at batch 1 and 38 s at batch 8
-//! on burn-flex (10.2 s and 55.8 s before the streams were stacked; 72 s at batch 1 on wgpu over
-//! lavapipe, unstacked); a PH-shaped one (d_model 118, 4 layers) 0.66 s and 4.7 s. On wgpu
-//! each chunk is scanned by doubling instead (`scan_by_doubling`): ⌈log₂ L⌉ steps of
-//! whole-chunk ops rather than three launches per position.
+//! The selective scan (`encoder::layers::mamba`) runs over host values on the CPU and by
+//! doubling over chunks of positions on a GPU; PS runs its two streams as one stacked batch.
 //!
 //! Padding: the model is bidirectional, so padding must not enter the reverse direction. Every
 //! reversal here (the reverse Mamba, the RC stream, the RC of the ids) reverses each sequence
