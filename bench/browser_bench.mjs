@@ -59,6 +59,7 @@ const MODELS = {
   'dnabert2-117m': join(MODELS_DIR, 'dnabert2-117m'),
   'hyenadna-tiny': MODELS_DIR_ARG > 0 ? join(MODELS_DIR, 'hyenadna-tiny') : join(REAL_MODELS, 'hyenadna-tiny-anticapt-dataset1'),
   'caduceus-ph-1k': join(MODELS_DIR, 'caduceus-ph-1k'),
+  'janusdna-72-w': join(MODELS_DIR, 'janusdna-72-w'),
 };
 const DEFAULT_MODELS = ['nt-v2-50m', 'dnabert2-117m', 'hyenadna-tiny'];
 const TOLERANCE = 1e-3;
