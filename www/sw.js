@@ -16,7 +16,7 @@ const CACHE = `geneb-v${CACHE_VERSION}`;
 /** The app shell and the core, relative to this file. A missing one fails the install. */
 const SHELL = [
   './', 'index.html', 'app.js', 'dom.js', 'store.js', 'library.js', 'profile-view.js', 'analysis-view.js',
-  'worker.js', 'style.css', 'favicon.svg', 'pkg/geneb.js', 'pkg/geneb_bg.wasm',
+  'worker.js', 'style.css', 'favicon.png', 'pkg/geneb.js', 'pkg/geneb_bg.wasm',
   'hub.js', 'models.js', 'tasks.js', 'idb.js', 'embedding-cache.js', 'queue.js', 'split.js', 'meta.js', 'storage.js', 'predict.js', 'sha256.js',
   'out-of-memory.js', 'relaxed-simd.js',
 ];

@@ -338,9 +338,9 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
     assert.ok(existsSync(GENEB_CLI), `no ${GENEB_CLI}: run \`cargo build\` first (offline scores are checked against the CLI)`);
     const scratch = await mkdtemp(join(tmpdir(), 'geneb-offline-'));
     // Its own server, stopped below: the network is really gone, not only emulated.
-    const favicon = join(scratch, 'favicon.svg');
-    await copyFile(join(REPO, 'www', 'favicon.svg'), favicon);
-    const own = await startServer({ port: 0, mounts: [...pkgMounts(), ['/favicon.svg', favicon]] });
+    const favicon = join(scratch, 'favicon.png');
+    await copyFile(join(REPO, 'www', 'favicon.png'), favicon);
+    const own = await startServer({ port: 0, mounts: [...pkgMounts(), ['/favicon.png', favicon]] });
     let stopped = false;
     const app = await openApp(browser, own);
     const { page, context } = app;
@@ -372,14 +372,15 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
       assert.match(await byTestId(page, 'files-summary').textContent(), /^7 files chosen .*kept in this browser\.$/);
 
       // A new build on the server replaces the cached copy on the next online load.
-      const newIcon = (await readFile(favicon, 'utf8')).replace('</svg>', '<!-- new build --></svg>');
+      // (Bytes after a PNG's IEND chunk are ignored by decoders: still a valid icon.)
+      const newIcon = Buffer.concat([await readFile(favicon), Buffer.from('new build')]);
       await writeFile(favicon, newIcon);
       await page.reload();
       await waitReady(page);
       await page.waitForFunction(async (want) => {
-        const res = await caches.match('/favicon.svg');
-        return res && (await res.text()) === want;
-      }, newIcon, { timeout: 30_000, polling: 200 });
+        const res = await caches.match('/favicon.png');
+        return res && [...new Uint8Array(await res.arrayBuffer())].join() === want;
+      }, [...newIcon].join(), { timeout: 30_000, polling: 200 });
 
       // Cut the network: the browser goes offline and the server stops.
       await context.setOffline(true);
