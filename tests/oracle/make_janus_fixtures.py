@@ -72,17 +72,23 @@ def import_published_code():
     return modeling, JanusDNAConfig, CaduceusTokenizer
 
 
+# The layout of the published checkpoints (configs/model/janusdna.yaml and the pretraining
+# scripts), whatever their widths; the mid attention runs as SDPA (see above).
+PUBLISHED_LAYOUT = dict(
+    vocab_size=12, num_attention_heads=4, num_experts_per_tok=2, expert_layer_period=2,
+    mamba_d_conv=4, mamba_expand=2, use_mamba_kernels=False,
+    bidirectional=True, bidirectional_weight_tie=True, bidirectional_attn_tie=False,
+    layer_fusion=False, final_attention=True, layer_fusion_strategy="pool",
+    mid_single_direction_attention=True, final_attention_class="flex_attention",
+    attn_implementation="sdpa", rms_norm_eps=1e-6, architectures=["JanusDNAForCausalLM"],
+)
+
+
 def tiny_config(JanusDNAConfig, mid_attention):
     return JanusDNAConfig(
-        vocab_size=12, hidden_size=32, flex_attn_n_embd=64, intermediate_size=48,
-        num_hidden_layers=3, num_attention_heads=4,
-        num_experts=4, num_experts_per_tok=2, expert_layer_period=2, expert_layer_offset=0,
-        attn_layer_period=2, attn_layer_offset=1 if mid_attention else 100,
-        mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, use_mamba_kernels=False,
-        bidirectional=True, bidirectional_weight_tie=True, bidirectional_attn_tie=False,
-        layer_fusion=False, final_attention=True, layer_fusion_strategy="pool",
-        mid_single_direction_attention=True, final_attention_class="flex_attention",
-        attn_implementation="sdpa", rms_norm_eps=1e-6, architectures=["JanusDNAForCausalLM"],
+        hidden_size=32, flex_attn_n_embd=64, intermediate_size=48, num_hidden_layers=3,
+        num_experts=4, expert_layer_offset=0, attn_layer_period=2,
+        attn_layer_offset=1 if mid_attention else 100, mamba_d_state=8, **PUBLISHED_LAYOUT,
     )
 
 
@@ -90,15 +96,9 @@ def same_shape_config(JanusDNAConfig, mid_attention=True):
     """`scripts/pre_train/slurm_JanusDNA_w_midattn_72dim.sh` (or `_wo_midattn_`: no attention
     layer) over `configs/model/janusdna.yaml`."""
     return JanusDNAConfig(
-        vocab_size=12, hidden_size=72, flex_attn_n_embd=128, intermediate_size=288,
-        num_hidden_layers=8, num_attention_heads=4,
-        num_experts=16, num_experts_per_tok=2, expert_layer_period=2, expert_layer_offset=1,
-        attn_layer_period=8, attn_layer_offset=4 if mid_attention else 100,
-        mamba_d_state=16, mamba_d_conv=4, mamba_expand=2, use_mamba_kernels=False,
-        bidirectional=True, bidirectional_weight_tie=True, bidirectional_attn_tie=False,
-        layer_fusion=False, final_attention=True, layer_fusion_strategy="pool",
-        mid_single_direction_attention=True, final_attention_class="flex_attention",
-        attn_implementation="sdpa", rms_norm_eps=1e-6, architectures=["JanusDNAForCausalLM"],
+        hidden_size=72, flex_attn_n_embd=128, intermediate_size=288, num_hidden_layers=8,
+        num_experts=16, expert_layer_offset=1, attn_layer_period=8,
+        attn_layer_offset=4 if mid_attention else 100, mamba_d_state=16, **PUBLISHED_LAYOUT,
     )
 
 
