@@ -126,13 +126,7 @@ impl PackedLinear {
     }
 }
 
-/// `PackedLinear::forward`, with relaxed SIMD enabled for it and the tiles inlined into it (not
-/// for the whole module: macerator 0.5.2, which burn-flex vectorises with, does not compile with
-/// it).
-#[cfg_attr(
-    all(target_arch = "wasm32", feature = "relaxed-simd"),
-    target_feature(enable = "relaxed-simd")
-)]
+/// `PackedLinear::forward`.
 fn forward(linear: &PackedLinear, x: &[f32], rows: usize) -> Vec<f32> {
     let (k, n) = (linear.in_features, linear.out_features);
     assert_eq!(rows * k, x.len());
@@ -144,31 +138,47 @@ fn forward(linear: &PackedLinear, x: &[f32], rows: usize) -> Vec<f32> {
         }
         return out;
     }
-    for block in (0..rows).step_by(BLOCK_ROWS) {
-        let block_end = (block + BLOCK_ROWS).min(rows);
-        for (p, panel) in linear.panels.chunks_exact(k * PANEL).enumerate() {
-            let first_column = p * PANEL;
-            let columns = (n - first_column).min(PANEL);
-            let bias = linear
-                .bias
-                .as_ref()
-                .map(|b| &b[first_column..first_column + columns]);
-            let mut row = block;
-            while row < block_end {
-                let tile_rows = (block_end - row).min(TILE_ROWS);
-                let x = &x[row * k..(row + tile_rows) * k];
-                let out = &mut out[row * n + first_column..];
-                match tile_rows {
-                    4 => tile::<4>(x, k, panel, out, n, columns, bias),
-                    3 => tile::<3>(x, k, panel, out, n, columns, bias),
-                    2 => tile::<2>(x, k, panel, out, n, columns, bias),
-                    _ => tile::<1>(x, k, panel, out, n, columns, bias),
-                }
-                row += tile_rows;
+    // Blocks of rows on rayon's threads: a pool thread that has run out of batches of its own
+    // takes blocks of another's product (a task's last batches, a lone batch of a few
+    // sequences). Each output is computed whole by one thread, so the bits do not change.
+    use rayon::prelude::*;
+    out.par_chunks_mut(BLOCK_ROWS * n)
+        .zip(x.par_chunks(BLOCK_ROWS * k))
+        .for_each(|(out, x)| block(linear, x, out));
+    out
+}
+
+/// One block of input rows (at most `BLOCK_ROWS`) times every panel, with relaxed SIMD enabled
+/// for it and the tiles inlined into it (not for the whole module: macerator 0.5.2, which
+/// burn-flex vectorises with, does not compile with it).
+#[cfg_attr(
+    all(target_arch = "wasm32", feature = "relaxed-simd"),
+    target_feature(enable = "relaxed-simd")
+)]
+fn block(linear: &PackedLinear, x: &[f32], out: &mut [f32]) {
+    let (k, n) = (linear.in_features, linear.out_features);
+    let rows = x.len() / k;
+    for (p, panel) in linear.panels.chunks_exact(k * PANEL).enumerate() {
+        let first_column = p * PANEL;
+        let columns = (n - first_column).min(PANEL);
+        let bias = linear
+            .bias
+            .as_ref()
+            .map(|b| &b[first_column..first_column + columns]);
+        let mut row = 0;
+        while row < rows {
+            let tile_rows = (rows - row).min(TILE_ROWS);
+            let x = &x[row * k..(row + tile_rows) * k];
+            let out = &mut out[row * n + first_column..];
+            match tile_rows {
+                4 => tile::<4>(x, k, panel, out, n, columns, bias),
+                3 => tile::<3>(x, k, panel, out, n, columns, bias),
+                2 => tile::<2>(x, k, panel, out, n, columns, bias),
+                _ => tile::<1>(x, k, panel, out, n, columns, bias),
             }
+            row += tile_rows;
         }
     }
-    out
 }
 
 /// R rows of x (each `k` long) times one panel into R × `columns` outputs (row stride `n`).
@@ -274,10 +284,16 @@ mod tests {
 
     #[test]
     fn each_output_is_the_bias_plus_one_sum_in_input_order() {
-        // The exact f32 arithmetic, so a change to the summation order shows up as a failure.
-        let (rows, k, n) = (6, 11, 10);
+        // The exact f32 arithmetic, so a change to the summation order shows up as a failure;
+        // several blocks of rows on three threads, so splitting the rows must not change a bit.
+        let (rows, k, n) = (2 * BLOCK_ROWS + 6, 11, 10);
         let (x, w, b) = (values(rows * k, 4), values(n * k, 5), values(n, 6));
-        let got = PackedLinear::new(&w, Some(b.clone()), k, n).forward(&x, rows);
+        let packed = PackedLinear::new(&w, Some(b.clone()), k, n);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let got = pool.install(|| packed.forward(&x, rows));
         for i in 0..rows {
             for j in 0..n {
                 let sum = (0..k).fold(0f32, |s, t| s + x[i * k + t] * w[j * k + t]);
