@@ -70,7 +70,8 @@ function kindOf(name) {
     // wasm-ld's per-export constructor wrappers (src/web.rs `start` says why they are gone).
     [/__wasm_call_ctors|inventory|__ctor|\.command_export/, 'static constructors'],
     [/^\((program|garbage collector|idle|root)\)$/, 'V8 itself (program, GC)'],
-    [/gemm|microkernel|pack_(lhs|rhs)|gemv|gevv/i, 'matmul (gemm)'],
+    // The page's linear layers (packed_matmul) first: its name also matches 'mul' below.
+    [/packed_matmul|gemm|microkernel|pack_(lhs|rhs)|gemv|gevv/i, 'matmul (packed_matmul, gemm)'],
     [/softmax/i, 'softmax'],
     [/layer_norm|layernorm|rms_norm/i, 'norms'],
     [/erf|gelu|silu|sigmoid|tanh|exp|activation/i, 'activations'],

@@ -155,6 +155,7 @@ fn forward(linear: &PackedLinear, x: &[f32], rows: usize) -> Vec<f32> {
     all(target_arch = "wasm32", feature = "relaxed-simd"),
     target_feature(enable = "relaxed-simd")
 )]
+#[inline(never)] // its own frame in profiles (bench/wasm_profile.mjs), not rayon's
 fn block(linear: &PackedLinear, x: &[f32], out: &mut [f32]) {
     let (k, n) = (linear.in_features, linear.out_features);
     let rows = x.len() / k;
