@@ -411,6 +411,8 @@ impl Encoder {
 
     /// How many of `sequences` the encoder cuts at its maximum length (k-mer counts read all).
     pub fn truncated(&self, sequences: &[String]) -> usize {
+        #[cfg(not(feature = "burn"))]
+        let _ = sequences;
         match self {
             Encoder::Kmer(_) => 0,
             #[cfg(feature = "burn")]
