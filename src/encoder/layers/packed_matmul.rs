@@ -131,7 +131,7 @@ fn forward(linear: &PackedLinear, x: &[f32], rows: usize) -> Vec<f32> {
     let (k, n) = (linear.in_features, linear.out_features);
     assert_eq!(rows * k, x.len());
     let mut out = vec![0.0; rows * n];
-    if k == 0 || n == 0 {
+    if k == 0 || n == 0 || rows == 0 {
         if let Some(bias) = &linear.bias {
             out.chunks_exact_mut(n.max(1))
                 .for_each(|r| r.copy_from_slice(bias));
@@ -141,9 +141,15 @@ fn forward(linear: &PackedLinear, x: &[f32], rows: usize) -> Vec<f32> {
     // Blocks of rows on rayon's threads: a pool thread that has run out of batches of its own
     // takes blocks of another's product (a task's last batches, a lone batch of a few
     // sequences). Each output is computed whole by one thread, so the bits do not change.
+    // As many blocks as a whole number of turns of the pool, so a product of few rows (a
+    // click's one sequence) goes to every thread in equal shares, in whole tiles.
+    let blocks = rows
+        .div_ceil(BLOCK_ROWS)
+        .next_multiple_of(rayon::current_num_threads());
+    let block_rows = rows.div_ceil(blocks).next_multiple_of(TILE_ROWS);
     use rayon::prelude::*;
-    out.par_chunks_mut(BLOCK_ROWS * n)
-        .zip(x.par_chunks(BLOCK_ROWS * k))
+    out.par_chunks_mut(block_rows * n)
+        .zip(x.par_chunks(block_rows * k))
         .for_each(|(out, x)| block(linear, x, out));
     out
 }
@@ -259,6 +265,7 @@ mod tests {
     fn matches_a_plain_product_on_every_remainder_of_rows_and_columns() {
         // Rows past a block and a tile; columns short of, at and past a panel; k = 1 and odd.
         for (rows, k, n) in [
+            (0, 5, 7),
             (1, 1, 1),
             (3, 5, 7),
             (4, 8, 8),
