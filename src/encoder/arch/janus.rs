@@ -33,8 +33,8 @@ use super::{Arch, ArchSpec, Pooling, check_layers, epsilon, padded_vocab, parse_
 use crate::Result;
 use crate::encoder::layers::mamba::{Mamba, MambaShape};
 use crate::encoder::layers::{
-    Linear, RmsNorm, attention, causal_bias, config_error, head_dim, param, silu, split_heads,
-    upload,
+    Linear, RmsNorm, attention, causal_bias, config_error, head_dim, host_values, param, silu,
+    split_heads, upload,
 };
 use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
@@ -635,9 +635,7 @@ fn routed(x: Tensor<3>, router: &Linear, experts: &[(Linear, Linear)], top_k: us
     let device = x.device();
     let flat = x.reshape([n, hidden]);
     let probabilities = burn::tensor::activation::softmax(router.forward(flat.clone()), 1);
-    // Reading a CPU-backend tensor completes at once.
-    let probabilities = probabilities.into_data().try_into_vec::<f32>();
-    let probabilities = probabilities.expect("the CPU backend's float tensors are f32");
+    let probabilities = host_values(probabilities);
     let mut routed: Vec<(Vec<i64>, Vec<f32>)> = vec![(Vec::new(), Vec::new()); experts.len()];
     let mut order: Vec<usize> = (0..experts.len()).collect();
     for (token, row) in probabilities.chunks_exact(experts.len()).enumerate() {

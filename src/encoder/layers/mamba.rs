@@ -11,7 +11,7 @@
 //! `ΔBx` are formed in bulk for chunks of positions and each chunk is scanned by doubling
 //! (`scan_by_chunks`), since there a launch per position is what costs.
 
-use super::{Linear, RmsNorm, config_error, exp_nonpositive, param, silu, upload};
+use super::{Linear, RmsNorm, config_error, exp_nonpositive, host_values, param, silu, upload};
 use crate::Result;
 use crate::hf::Checkpoint;
 use burn::tensor::activation::softplus_with_threshold;
@@ -228,8 +228,7 @@ impl Mamba {
 
 /// The selective scan's `C_t h_t` for x, Δ [batch, tokens, d_inner], B, C [batch, tokens,
 /// d_state] and A [d_inner, d_state], on the CPU backend: the recurrence position by position
-/// over host values (reading a CPU-backend tensor completes at once, in wasm too), the
-/// sequences of the batch on rayon's threads.
+/// over host values, the sequences of the batch on rayon's threads.
 fn scan_on_host(
     a: &[f32],
     x: Tensor<3>,
@@ -239,11 +238,12 @@ fn scan_on_host(
 ) -> Tensor<3> {
     let [batch, tokens, inner] = x.dims();
     let n = b.dims()[2];
-    let read = |t: Tensor<3>| {
-        let values = t.into_data().try_into_vec::<f32>();
-        values.expect("the CPU backend's float tensors are f32")
-    };
-    let (x, delta, b, c) = (read(x), read(delta), read(b), read(c));
+    let (x, delta, b, c) = (
+        host_values(x),
+        host_values(delta),
+        host_values(b),
+        host_values(c),
+    );
     let mut y = vec![0f32; batch * tokens * inner];
     let scan_sequence = |(sequence, y): (usize, &mut [f32])| {
         let mut h = vec![0f32; inner * n];

@@ -90,9 +90,7 @@ impl Linear {
             Linear::Packed(packed) => {
                 let mut dims = x.dims();
                 let rows = dims[..D - 1].iter().product();
-                // Reading a CPU-backend tensor completes at once (see `map_on_cpu`).
-                let values = x.into_data().try_into_vec::<f32>();
-                let values = values.expect("the CPU backend's float tensors are f32");
+                let values = host_values(x);
                 dims[D - 1] = packed.out_features;
                 let y = packed.forward(&values, rows);
                 Tensor::from_data(TensorData::new(y, dims), &Device::flex())
@@ -304,6 +302,13 @@ fn exp_nonpositive(x: f32) -> f32 {
     let y = p * r * r + r + 1.0;
     let value = y * f32::from_bits(((n as i32 + 127) as u32) << 23);
     if underflow { 0.0 } else { value }
+}
+
+/// A CPU-backend tensor's values: reading one completes at once, so the synchronous read is safe
+/// in wasm too, and its floats are f32 (only the wgpu device is ever configured for f16).
+pub fn host_values<const D: usize>(x: Tensor<D>) -> Vec<f32> {
+    let values = x.into_data().try_into_vec::<f32>();
+    values.expect("the CPU backend's float tensors are f32")
 }
 
 /// `f` applied to every value of a CPU-backend tensor in one pass, on rayon's threads:
