@@ -1,0 +1,8 @@
+pub mod io;
+pub mod ir;
+pub mod kernel;
+pub mod tensor;
+pub mod view;
+
+mod base;
+pub use base::*;

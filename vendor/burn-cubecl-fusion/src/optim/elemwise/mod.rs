@@ -1,0 +1,5 @@
+mod fuser;
+mod optimization;
+
+pub use fuser::*;
+pub use optimization::*;

@@ -1,0 +1,6 @@
+mod base;
+mod block;
+mod full;
+mod full_analyzer;
+
+pub use base::*;
