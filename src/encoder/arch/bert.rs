@@ -21,10 +21,10 @@ use super::{
     size, transformers_layer_norm_eps,
 };
 use crate::Result;
-use crate::encoder::layers::positions::{Alibi, PairRotary, Rotary, rotate, rotate_pairs};
+use crate::encoder::layers::positions::{Alibi, PairRotary, Rotary};
 use crate::encoder::layers::{
-    Activation, LayerNorm, Linear, attention, checkpoint_prefix, config_error, head_dim, load_qkv,
-    padding_bias, split_heads, upload,
+    Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, config_error,
+    head_dim, load_qkv, padding_bias, split_heads, upload,
 };
 use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
@@ -49,13 +49,11 @@ pub(super) enum Positions {
     PairRotary(PairRotary),
 }
 
-enum SelfAttention {
-    Separate {
-        query: Linear,
-        key: Linear,
-        value: Linear,
-    },
-    Fused(Linear),
+/// The query, key and value projections (a fused `Wqkv` is split into the three at load).
+struct SelfAttention {
+    query: Linear,
+    key: Linear,
+    value: Linear,
 }
 
 enum FeedForward {
@@ -65,9 +63,8 @@ enum FeedForward {
     },
     /// DNABERT-2: act(x W_g) ⊙ (x W_v) then W_o, `gated_layers` holding [W_g; W_v].
     Gated {
-        gated: Linear,
+        gated: GluProjection,
         output: Linear,
-        intermediate_size: usize,
     },
 }
 
@@ -211,19 +208,20 @@ fn load_layer(
         pre_norm,
         bias,
     } = *shape;
-    let attention = if fused {
-        SelfAttention::Fused(Linear::load(
+    let [query, key, value] = if fused {
+        Linear::load_parts(
             ckpt,
             &l("attention.self.Wqkv"),
             hidden,
-            3 * hidden,
+            hidden,
             true,
             device,
-        )?)
+        )?
     } else {
         let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, bias, device)?;
-        SelfAttention::Separate { query, key, value }
+        [query, key, value]
     };
+    let attention = SelfAttention { query, key, value };
     let attention_out = Linear::load(
         ckpt,
         &l("attention.output.dense"),
@@ -239,24 +237,17 @@ fn load_layer(
     };
     let attention_norm = LayerNorm::load(ckpt, &l(attention_norm_name), hidden, eps, device)?;
     let (ffn, ffn_norm) = if fused {
-        let gated = Linear::load(
+        let gated = GluProjection::load(
             ckpt,
             &l("mlp.gated_layers"),
             hidden,
-            2 * intermediate,
+            intermediate,
             false,
             device,
         )?;
         let output = Linear::load(ckpt, &l("mlp.wo"), intermediate, hidden, true, device)?;
         let norm = LayerNorm::load(ckpt, &l("mlp.layernorm"), hidden, eps, device)?;
-        (
-            FeedForward::Gated {
-                gated,
-                output,
-                intermediate_size: intermediate,
-            },
-            norm,
-        )
+        (FeedForward::Gated { gated, output }, norm)
     } else {
         let intermediate_dense = Linear::load(
             ckpt,
@@ -507,7 +498,6 @@ impl Arch for Bert {
         let mut x = self.embeddings.lookup(input_ids);
         let mut bias = padding_bias(attention_mask);
         let mut rotary = None;
-        let mut pair_rotary = None;
         match &self.positions {
             Positions::Learned(table) | Positions::LearnedMosaic(table) => {
                 x = x + table
@@ -519,9 +509,7 @@ impl Arch for Bert {
                 bias = bias + alibi.bias(tokens, &self.device);
             }
             Positions::Rotary(table) => rotary = Some(table.tables(tokens, &self.device)),
-            Positions::PairRotary(table) => {
-                pair_rotary = Some(table.tables(tokens, &self.device));
-            }
+            Positions::PairRotary(table) => rotary = Some(table.tables(tokens, &self.device)),
         }
         let mut x = self.embeddings.finish(x);
         let head_dim = self.hidden / self.heads;
@@ -532,23 +520,14 @@ impl Arch for Bert {
             } else {
                 x.clone()
             };
-            let (q, k, v) = match &layer.attention {
-                SelfAttention::Separate { query, key, value } => (
-                    query.forward(attention_in.clone()),
-                    key.forward(attention_in.clone()),
-                    value.forward(attention_in),
-                ),
-                SelfAttention::Fused(wqkv) => {
-                    let mut parts = wqkv.forward(attention_in).chunk(3, 2).into_iter();
-                    let mut next = || parts.next().expect("chunk(3) yields three parts");
-                    (next(), next(), next())
-                }
-            };
+            let SelfAttention { query, key, value } = &layer.attention;
+            let q = query.forward(attention_in.clone());
+            let k = key.forward(attention_in.clone());
+            let v = value.forward(attention_in);
             let (q, k) = (split_heads(q, self.heads), split_heads(k, self.heads));
-            let (q, k) = match (&rotary, &pair_rotary) {
-                (Some((cos, sin)), _) => (rotate(q, cos, sin), rotate(k, cos, sin)),
-                (_, Some((cos, sin))) => (rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)),
-                _ => (q, k),
+            let (q, k) = match &rotary {
+                Some(tables) => (tables.apply(q), tables.apply(k)),
+                None => (q, k),
             };
             let context = attention(q, k, split_heads(v, self.heads), scale, bias.clone());
             let attended = layer.attention_out.forward(context) + x;
@@ -567,15 +546,8 @@ impl Arch for Bert {
                     intermediate,
                     output,
                 } => output.forward(self.activation.apply(intermediate.forward(ffn_in))),
-                FeedForward::Gated {
-                    gated,
-                    output,
-                    intermediate_size,
-                } => {
-                    let both = gated.forward(ffn_in);
-                    let gate = both.clone().narrow(2, 0, *intermediate_size);
-                    let value = both.narrow(2, *intermediate_size, *intermediate_size);
-                    output.forward(self.activation.apply(gate) * value)
+                FeedForward::Gated { gated, output } => {
+                    output.forward(gated.forward(ffn_in, self.activation))
                 }
             };
             x = if self.pre_norm {

@@ -9,10 +9,10 @@
 use super::{
     Arch, ArchSpec, Pooling, check_layers, epsilon, parse_config, size, transformers_layer_norm_eps,
 };
-use crate::encoder::layers::positions::{Rotary, rotate};
+use crate::encoder::layers::positions::Rotary;
 use crate::encoder::layers::{
-    LayerNorm, Linear, attention, checkpoint_prefix, head_dim, load_qkv, padding_bias, silu,
-    split_heads, upload,
+    Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, head_dim, load_qkv,
+    padding_bias, split_heads, upload,
 };
 use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
@@ -30,8 +30,8 @@ struct Layer {
     value: Linear,
     attention_out: Linear,
     ffn_norm: LayerNorm,
-    /// [hidden → 2·intermediate]: SiLU(first half) ⊙ second half.
-    gated: Linear,
+    /// `intermediate.dense` [hidden → 2·intermediate]: SiLU(first half) ⊙ second half.
+    gated: GluProjection,
     output: Linear,
 }
 
@@ -185,11 +185,11 @@ impl NucleotideTransformer {
                     device,
                 )?,
                 ffn_norm: LayerNorm::load(ckpt, &l("LayerNorm"), hidden, eps, device)?,
-                gated: Linear::load(
+                gated: GluProjection::load(
                     ckpt,
                     &l("intermediate.dense"),
                     hidden,
-                    2 * intermediate,
+                    intermediate,
                     ffn_bias,
                     device,
                 )?,
@@ -252,7 +252,7 @@ impl Arch for NucleotideTransformer {
         let keep = attention_mask.clone().reshape([batch, tokens, 1]);
         let mut x = embedding(self.word_embeddings.clone(), input_ids) * keep;
         let bias = padding_bias(attention_mask);
-        let (cos, sin) = self.rotary.tables(tokens, &self.device);
+        let rotary = self.rotary.tables(tokens, &self.device);
         let head_dim = self.hidden / self.heads;
         for layer in &self.layers {
             let h = layer.attention_norm.forward(x.clone());
@@ -261,16 +261,14 @@ impl Arch for NucleotideTransformer {
                 * (head_dim as f64).powf(-0.5);
             let k = split_heads(layer.key.forward(h.clone()), self.heads);
             let v = split_heads(layer.value.forward(h), self.heads);
-            let q = rotate(q, &cos, &sin);
-            let k = rotate(k, &cos, &sin);
+            let q = rotary.apply(q);
+            let k = rotary.apply(k);
             let context = attention(q, k, v, 1.0, bias.clone());
             let attended = layer.attention_out.forward(context) + x;
-            let both = layer
+            let gated = layer
                 .gated
-                .forward(layer.ffn_norm.forward(attended.clone()));
-            let gate = both.clone().narrow(2, 0, self.intermediate);
-            let value = both.narrow(2, self.intermediate, self.intermediate);
-            x = layer.output.forward(silu(gate) * value) + attended;
+                .forward(layer.ffn_norm.forward(attended.clone()), Activation::Silu);
+            x = layer.output.forward(gated) + attended;
         }
         self.final_norm.forward(x)
     }

@@ -11,7 +11,7 @@ pub mod positions;
 
 use crate::Result;
 use crate::hf::Checkpoint;
-use burn::tensor::activation::{gelu, relu, sigmoid, softmax};
+use burn::tensor::activation::{gelu, relu, sigmoid};
 use burn::tensor::module::{layer_norm, linear};
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Device, Tensor, TensorData};
@@ -63,6 +63,32 @@ impl Linear {
         Ok(Linear::new(weight, bias, in_features, out_features, device))
     }
 
+    /// `N` linear layers from one checkpoint weight `{name}.weight` [N·out, in] (and bias) that
+    /// stacks their rows (a fused `Wqkv`, a GLU's gate and value): each its own product, rather
+    /// than one product sliced into parts, which on a GPU are copy kernels that the work after
+    /// them cannot fuse with.
+    pub fn load_parts<const N: usize>(
+        ckpt: &mut Checkpoint,
+        name: &str,
+        in_features: usize,
+        out_features: usize,
+        bias: bool,
+        device: &Device,
+    ) -> Result<[Linear; N]> {
+        let weight = ckpt.take(&format!("{name}.weight"), &[N * out_features, in_features])?;
+        let bias = if bias {
+            Some(ckpt.take(&format!("{name}.bias"), &[N * out_features])?)
+        } else {
+            None
+        };
+        Ok(std::array::from_fn(|part| {
+            let rows = part * out_features..(part + 1) * out_features;
+            let weight = weight[rows.start * in_features..rows.end * in_features].to_vec();
+            let bias = bias.as_ref().map(|b| b[rows].to_vec());
+            Linear::new(weight, bias, in_features, out_features, device)
+        }))
+    }
+
     /// From a weight matrix [out, in] in row-major order and an optional bias [out].
     pub fn new(
         weight: Vec<f32>,
@@ -96,6 +122,32 @@ impl Linear {
                 Tensor::from_data(TensorData::new(y, dims), &Device::flex())
             }
         }
+    }
+}
+
+/// A gated linear unit's input projection, stored in the checkpoint as one `{name}.weight`
+/// [2·width, in] (the gate's rows first, then the value's), kept as two linear layers.
+pub struct GluProjection {
+    gate: Linear,
+    value: Linear,
+}
+
+impl GluProjection {
+    pub fn load(
+        ckpt: &mut Checkpoint,
+        name: &str,
+        in_features: usize,
+        width: usize,
+        bias: bool,
+        device: &Device,
+    ) -> Result<GluProjection> {
+        let [gate, value] = Linear::load_parts(ckpt, name, in_features, width, bias, device)?;
+        Ok(GluProjection { gate, value })
+    }
+
+    /// activation(x W_gateᵀ + b) ⊙ (x W_valueᵀ + b): [..., in] → [..., width]
+    pub fn forward<const D: usize>(&self, x: Tensor<D>, activation: Activation) -> Tensor<D> {
+        activation.apply(self.gate.forward(x.clone())) * self.value.forward(x)
     }
 }
 
@@ -358,10 +410,6 @@ pub fn split_heads(x: Tensor<3>, heads: usize) -> Tensor<4> {
         .swap_dims(1, 2)
 }
 
-/// The most floats one tensor may hold: WebGPU's (and wgpu's) default limit for one storage
-/// buffer binding is 128 MiB; a quarter is kept free for backends that pad.
-pub const MAX_BUFFER_FLOATS: usize = 24 << 20;
-
 /// softmax(q kᵀ · scale + bias) v, heads merged back: q, k, v [batch, heads, tokens, head_dim],
 /// bias broadcastable to [batch, heads or 1, tokens, tokens]. The score matrix is built for as
 /// many heads at a time as fit in one GPU buffer, so long inputs never exceed the limit.
@@ -389,8 +437,17 @@ pub fn attention(
             .swap_dims(1, 2)
             .reshape([batch, tokens, heads * head_dim]);
     }
-    let group = (MAX_BUFFER_FLOATS / (batch * tokens * tokens).max(1)).clamp(1, heads);
+    let max_floats = crate::encoder::backend::max_buffer_floats(&q.device());
+    let group = (max_floats / (batch * tokens * tokens).max(1)).clamp(1, heads);
     attention_in_groups(q, k, v, scale, bias, group)
+}
+
+/// Softmax over the last dimension, as Burn's `softmax` computes it (max-shifted exponentials
+/// over their sum), but without its `detach`, which kept Burn's fusion from running the two
+/// reductions and the element-wise work between them as one kernel.
+fn softmax_last(x: Tensor<4>) -> Tensor<4> {
+    let shifted = (x.clone() - x.max_dim(3)).exp();
+    shifted.clone() / shifted.sum_dim(3)
 }
 
 /// `attention` computing the scores of `group` heads at a time.
@@ -407,20 +464,29 @@ fn attention_in_groups(
     let mut contexts = Vec::with_capacity(heads.div_ceil(group));
     for start in (0..heads).step_by(group) {
         let n = group.min(heads - start);
+        // All heads at once (the usual case) takes no slices and no concatenation: on a GPU
+        // each would be a copy kernel.
+        let heads_of = |x: &Tensor<4>| {
+            if n == heads {
+                x.clone()
+            } else {
+                x.clone().narrow(1, start, n)
+            }
+        };
         let bias = if bias_heads == 1 {
             bias.clone()
         } else {
-            bias.clone().narrow(1, start, n)
+            heads_of(&bias)
         };
-        let scores = q
-            .clone()
-            .narrow(1, start, n)
-            .matmul(k.clone().narrow(1, start, n).swap_dims(2, 3))
-            * scale
-            + bias;
-        contexts.push(softmax(scores, 3).matmul(v.clone().narrow(1, start, n)));
+        let scores = heads_of(&q).matmul(heads_of(&k).swap_dims(2, 3)) * scale + bias;
+        contexts.push(softmax_last(scores).matmul(heads_of(&v)));
     }
-    Tensor::cat(contexts, 1)
+    let context = if contexts.len() == 1 {
+        contexts.remove(0)
+    } else {
+        Tensor::cat(contexts, 1)
+    };
+    context
         .swap_dims(1, 2)
         .reshape([batch, tokens, heads * head_dim])
 }

@@ -3,7 +3,43 @@
 //! and ALiBi (MosaicBERT / DNABERT-2's linear biases).
 
 use super::upload;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Int, Tensor, TensorData};
+
+/// A rotary encoding's tables for one input length, applied over the last dimension of
+/// [batch, heads, tokens, head_dim] as x · cos + x[partner] · signed_sin: each element is
+/// rotated with its partner (the other half's element in `rotate_half`, the other element of
+/// its pair in RoFormer's form), the sign of the partner's term folded into the sine table.
+/// The same arithmetic as the narrow/negate/concatenate form, value for value (a negated
+/// product is exact), but a gather and two products, which Burn's fusion runs as one kernel on
+/// a GPU where that form took five launches per tensor.
+pub struct RotaryTables {
+    cos: Tensor<4>,
+    signed_sin: Tensor<4>,
+    partner: Tensor<1, Int>,
+}
+
+impl RotaryTables {
+    /// From per-token rows of `head_dim` cosines and signed sines, and each dimension's partner.
+    fn new(
+        cos: Vec<f32>,
+        signed_sin: Vec<f32>,
+        partner: Vec<i64>,
+        tokens: usize,
+        device: &Device,
+    ) -> RotaryTables {
+        let head_dim = partner.len();
+        RotaryTables {
+            cos: upload(cos, [1, 1, tokens, head_dim], device),
+            signed_sin: upload(signed_sin, [1, 1, tokens, head_dim], device),
+            partner: Tensor::from_data(TensorData::new(partner, [head_dim]), device),
+        }
+    }
+
+    pub fn apply(&self, x: Tensor<4>) -> Tensor<4> {
+        // The gather first: Burn's fusion takes it into a kernel only as the kernel's first op.
+        x.clone().select(3, self.partner.clone()) * self.signed_sin.clone() + x * self.cos.clone()
+    }
+}
 
 /// Rotary position embeddings over the two halves of each head.
 pub struct Rotary {
@@ -16,35 +52,25 @@ impl Rotary {
         Rotary { inv_freq }
     }
 
-    /// cos and sin of position · inv_freq, duplicated over both halves: [1, 1, tokens, head_dim].
-    pub fn tables(&self, tokens: usize, device: &Device) -> (Tensor<4>, Tensor<4>) {
+    /// x·cos + rotate_half(x)·sin with rotate_half(x) = [−x₂, x₁]: the cos and sin of
+    /// position · inv_freq duplicated over both halves, the first half's sine negated.
+    pub fn tables(&self, tokens: usize, device: &Device) -> RotaryTables {
         let half = self.inv_freq.len();
         let mut cos = Vec::with_capacity(tokens * 2 * half);
-        let mut sin = Vec::with_capacity(tokens * 2 * half);
+        let mut signed_sin = Vec::with_capacity(tokens * 2 * half);
         for t in 0..tokens {
-            for _ in 0..2 {
+            for sign in [-1.0, 1.0] {
                 for f in &self.inv_freq {
                     // f32 product as torch.outer computes it, then cos/sin.
                     let angle = t as f32 * f;
                     cos.push(angle.cos());
-                    sin.push(angle.sin());
+                    signed_sin.push(sign * angle.sin());
                 }
             }
         }
-        (
-            upload(cos, [1, 1, tokens, 2 * half], device),
-            upload(sin, [1, 1, tokens, 2 * half], device),
-        )
+        let partner = (0..2 * half).map(|d| ((d + half) % (2 * half)) as i64);
+        RotaryTables::new(cos, signed_sin, partner.collect(), tokens, device)
     }
-}
-
-/// x·cos + rotate_half(x)·sin, rotate_half(x) = [−x₂, x₁] over the two halves of head_dim.
-pub fn rotate(x: Tensor<4>, cos: &Tensor<4>, sin: &Tensor<4>) -> Tensor<4> {
-    let half = x.dims()[3] / 2;
-    let first = x.clone().narrow(3, 0, half);
-    let second = x.clone().narrow(3, half, half);
-    let rotated = Tensor::cat(vec![-second, first], 3);
-    x * cos.clone() + rotated * sin.clone()
 }
 
 /// RoFormer's rotary positions: dimensions 2i and 2i+1 of each head rotated together by
@@ -60,40 +86,22 @@ impl PairRotary {
         PairRotary { head_dim }
     }
 
-    /// cos and sin per position and pair: [1, 1, tokens, head_dim / 2, 1].
-    pub fn tables(&self, tokens: usize, device: &Device) -> (Tensor<5>, Tensor<5>) {
+    /// (x₂ᵢ·cos − x₂ᵢ₊₁·sin, x₂ᵢ₊₁·cos + x₂ᵢ·sin) for each pair i.
+    pub fn tables(&self, tokens: usize, device: &Device) -> RotaryTables {
         let half = self.head_dim / 2;
-        let mut cos = Vec::with_capacity(tokens * half);
-        let mut sin = Vec::with_capacity(tokens * half);
+        let mut cos = Vec::with_capacity(tokens * 2 * half);
+        let mut signed_sin = Vec::with_capacity(tokens * 2 * half);
         for t in 0..tokens {
             for i in 0..half {
                 let angle = t as f64 / 10000f64.powf((2 * i) as f64 / self.head_dim as f64);
-                cos.push(angle.cos() as f32);
-                sin.push(angle.sin() as f32);
+                let (c, s) = (angle.cos() as f32, angle.sin() as f32);
+                cos.extend([c, c]);
+                signed_sin.extend([-s, s]);
             }
         }
-        (
-            upload(cos, [1, 1, tokens, half, 1], device),
-            upload(sin, [1, 1, tokens, half, 1], device),
-        )
+        let partner = (0..2 * half).map(|d| (d ^ 1) as i64);
+        RotaryTables::new(cos, signed_sin, partner.collect(), tokens, device)
     }
-}
-
-/// RoFormer's `apply_rotary`: each pair (x₁, x₂) = (x[2i], x[2i+1]) becomes
-/// (x₁·cos − x₂·sin, x₂·cos + x₁·sin). x: [batch, heads, tokens, head_dim].
-pub fn rotate_pairs(x: Tensor<4>, cos: &Tensor<5>, sin: &Tensor<5>) -> Tensor<4> {
-    let [batch, heads, tokens, head_dim] = x.dims();
-    let pairs = x.reshape([batch, heads, tokens, head_dim / 2, 2]);
-    let first = pairs.clone().narrow(4, 0, 1);
-    let second = pairs.narrow(4, 1, 1);
-    let rotated = Tensor::cat(
-        vec![
-            first.clone() * cos.clone() - second.clone() * sin.clone(),
-            second * cos.clone() + first * sin.clone(),
-        ],
-        4,
-    );
-    rotated.reshape([batch, heads, tokens, head_dim])
 }
 
 /// ALiBi: one slope per head, attention bias −slope_h · |i − j|.
