@@ -39,6 +39,29 @@ impl Compute {
 
 pub const CPU_ADAPTER: &str = "burn-flex (pure-Rust CPU)";
 
+/// The most floats one tensor may hold on `device`: on wgpu ¾ of the adapter's largest storage
+/// binding (the device is made with the adapter's limits; a quarter is kept free for backends
+/// that pad), never less than WebGPU's default; elsewhere that default, which keeps the CPU's
+/// batches as they were.
+pub fn max_buffer_floats(device: &Device) -> usize {
+    if *device == Device::flex() {
+        return DEFAULT_BUFFER_FLOATS;
+    }
+    WGPU_BUFFER_FLOATS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// WebGPU's default limit for one storage buffer binding, 128 MiB, less a quarter.
+const DEFAULT_BUFFER_FLOATS: usize = 24 << 20;
+static WGPU_BUFFER_FLOATS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(DEFAULT_BUFFER_FLOATS);
+
+#[cfg(feature = "wgpu")]
+fn note_binding_limit(setup: &burn::tensor::wgpu::WgpuSetup) {
+    let bytes = setup.adapter.limits().max_storage_buffer_binding_size as usize;
+    let floats = (bytes / size_of::<f32>() / 4 * 3).max(DEFAULT_BUFFER_FLOATS);
+    WGPU_BUFFER_FLOATS.store(floats, std::sync::atomic::Ordering::Relaxed);
+}
+
 pub fn cpu() -> Compute {
     Compute {
         device: Device::flex(),
@@ -121,6 +144,7 @@ mod cached {
                 .init_with_setup()
                 .map_err(init_error)?;
             let adapter = describe(&setup, None);
+            note_binding_limit(&setup);
             let precision = *PRECISION.lock().unwrap_or_else(|e| e.into_inner());
             if precision == Precision::F16 {
                 if !setup.adapter.features().contains(Features::SHADER_F16) {
@@ -169,7 +193,10 @@ mod cached {
         }
         let outcome = match Device::wgpu_options().init_with_setup_async().await {
             Ok((device, setup)) => Ok(Compute {
-                device,
+                device: {
+                    note_binding_limit(&setup);
+                    device
+                },
                 kind: BackendKind::Wgpu,
                 adapter: PAGE_LABEL.with(|l| describe(&setup, Some(&l.borrow()))),
                 precision: Precision::F32,
@@ -201,12 +228,23 @@ pub mod launches {
     }
 
     #[derive(Default)]
-    struct ByKernel(Mutex<BTreeMap<&'static str, usize>>);
+    struct ByKernel {
+        counts: Mutex<BTreeMap<&'static str, usize>>,
+        /// `GENEB_LAUNCH_ORDER=1`: also print each launch as it happens, to map launches to
+        /// the ops of a forward pass (bench/README.md).
+        print_order: bool,
+    }
 
     impl LaunchObserver for ByKernel {
         fn launched(&self, kernel: &'static str) {
+            if self.print_order {
+                eprintln!(
+                    "launch: {}",
+                    type_name_format(kernel, TypeNameFormatLevel::Balanced)
+                );
+            }
             // A poisoned lock only means another counting thread panicked; keep counting.
-            let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
             *counts.entry(kernel).or_default() += 1;
         }
     }
@@ -228,7 +266,10 @@ pub mod launches {
     }
 
     pub fn start() -> Counting {
-        let counts = Arc::new(ByKernel::default());
+        let counts = Arc::new(ByKernel {
+            print_order: std::env::var_os("GENEB_LAUNCH_ORDER").is_some_and(|v| v == "1"),
+            ..ByKernel::default()
+        });
         Counting {
             _observation: LaunchObservation::new(counts.clone()),
             counts,
@@ -239,7 +280,7 @@ pub mod launches {
     impl Counting {
         pub fn finish(self) -> Counts {
             let reads = READS.load(Ordering::Relaxed) - self.reads_before;
-            let counts = self.counts.0.lock().unwrap_or_else(|e| e.into_inner());
+            let counts = self.counts.counts.lock().unwrap_or_else(|e| e.into_inner());
             let mut named: BTreeMap<String, usize> = BTreeMap::new();
             for (kernel, n) in counts.iter() {
                 *named

@@ -12,7 +12,6 @@ use super::BackendKind;
 use super::arch::{self, Arch, Pooling};
 use super::backend::Compute;
 use super::card::ModelCard;
-use super::layers::MAX_BUFFER_FLOATS;
 use super::spec::{ModelSpec, Window};
 use crate::hf::{Checkpoint, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
@@ -20,13 +19,16 @@ use crate::{Error, Result};
 use burn::tensor::{DType, FloatDType, Int, Tensor, TensorData};
 use ndarray::Array2;
 
-/// Token positions per forward pass (batch × padded length). A GPU wants many at once; the CPU
-/// backend is faster with activations that stay in cache (HyenaDNA-tiny at 200 nt: 12 % faster
-/// at 2,048 than at 8,192, the transformers no slower).
-fn batch_tokens(kind: BackendKind) -> usize {
+/// Token positions per forward pass (batch × padded length). The CPU backend is faster with
+/// activations that stay in cache (HyenaDNA-tiny at 200 nt: 12 % faster at 2,048 than at 8,192,
+/// the transformers no slower). A GPU wants many at once, each pass paying its kernel launches
+/// once: as many as one buffer of the widest activation holds, from 8,192 (what WebGPU's default
+/// binding limit allows the transformers) up to 32,768 (a few GiB of activations in all, which a
+/// laptop GPU still has).
+fn batch_tokens(kind: BackendKind, max_buffer_floats: usize, widest: usize) -> usize {
     match kind {
         BackendKind::Cpu => 2048,
-        BackendKind::Wgpu => 8192,
+        BackendKind::Wgpu => (max_buffer_floats / widest.max(1)).clamp(8192, 32768),
     }
 }
 
@@ -255,8 +257,9 @@ impl HfModel {
         let mut order: Vec<usize> = (0..tokens.len()).collect();
         order.sort_by_key(|&i| (tokens[i].len(), i));
         let mut out = Array2::<f32>::zeros((sequences.len(), self.dim()));
-        let batch_tokens = batch_tokens(self.compute.kind);
         let widest = self.architecture.widest_activation();
+        let max_floats = super::backend::max_buffer_floats(&self.compute.device);
+        let batch_tokens = batch_tokens(self.compute.kind, max_floats, widest);
         let mut batches = Vec::new();
         let mut start = 0;
         while start < order.len() {
@@ -267,8 +270,8 @@ impl HfModel {
                 // Every tensor of the pass must fit one GPU buffer: the widest activation, and
                 // one head's attention scores (attention() splits the heads).
                 if rows * width > batch_tokens
-                    || rows * width * widest > MAX_BUFFER_FLOATS
-                    || rows * width * width > MAX_BUFFER_FLOATS
+                    || rows * width * widest > max_floats
+                    || rows * width * width > max_floats
                 {
                     break;
                 }
