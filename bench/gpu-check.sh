@@ -2,7 +2,9 @@
 # The GPU check of issue 11: on a machine with a GPU, in one run of under 10 minutes,
 #   1. native: `geneb embed` on wgpu vs on the CPU (ratio, agreement, kernel launches per pass),
 #   2. PyTorch: geneb's wgpu vs PyTorch (CUDA when torch sees one), where torch is installed,
-#   3. browser: WebGPU vs the wasm CPU backend in headless Chromium, where there is one,
+#   3. Dawn: the page's one-thread wasm core on Dawn (Chrome's WebGPU engine, npm `webgpu`)
+#      beside native wgpu, where node, node_modules/webgpu and www/pkg are there,
+#   4. browser: WebGPU vs the wasm CPU backend in headless Chromium, where there is one,
 # for the four bench models (NT-v2-50m, DNABERT-2-117M, HyenaDNA-tiny, Caduceus-PH-1k) at 200
 # and 1,000 nt. Such a machine has no package registry and gets the working tree plus named
 # build outputs (64 MiB): the release binary is carried, the checkpoints are written there from
@@ -11,8 +13,8 @@
 #
 #   bash bench/gpu-check.sh [--geneb PATH] [--quick] [--models a,b] [--lengths 200,1000]
 #
-# --geneb: the release binary, or it gzipped (.gz; default $CARGO_TARGET_DIR or target,
-#          release/geneb);
+# --geneb: the release binary, or it compressed (.gz or .xz; default $CARGO_TARGET_DIR or
+#          target, release/geneb);
 # --quick: 4 sequences per length instead of 16 (a dry run on a machine without a GPU).
 # Output folder: $GPU_CHECK_OUT (default target/gpu-check).
 set -uo pipefail
@@ -42,6 +44,8 @@ cd "$ROOT"
 # the 64 MiB a lent machine gets (`strip -o geneb target/release/geneb && gzip geneb`).
 if [ "${GENEB%.gz}" != "$GENEB" ] && [ -f "$GENEB" ]; then
   gunzip -c "$GENEB" > "$OUT/geneb" && chmod +x "$OUT/geneb" && GENEB="$OUT/geneb"
+elif [ "${GENEB%.xz}" != "$GENEB" ] && [ -f "$GENEB" ]; then
+  xz -dc "$GENEB" > "$OUT/geneb" && chmod +x "$OUT/geneb" && GENEB="$OUT/geneb"
 fi
 if ! [ -x "$GENEB" ]; then
   echo "gpu-check: no geneb binary at $GENEB (build it with cargo build --release --bin geneb and carry it, or pass --geneb)" >&2
@@ -78,7 +82,19 @@ else
 fi
 
 echo
-echo "== 3. browser: WebGPU vs the wasm CPU backend (bench/browser_bench.mjs)"
+echo "== 3. the page's core on Dawn, Chrome's WebGPU engine, beside native wgpu (bench/dawn_bench.mjs)"
+if ! command -v node >/dev/null; then
+  echo "Dawn: skipped (no node)"
+elif ! node -e 'import("webgpu").catch(() => process.exit(1))' 2>/dev/null; then
+  echo "Dawn: skipped (no node_modules/webgpu: carry it or run npm ci where a registry is)"
+elif ! ls www/pkg/*.wasm >/dev/null 2>&1; then
+  echo "Dawn: skipped (no wasm build in www/pkg: carry it from scripts/build-wasm.sh)"
+else
+  node bench/dawn_bench.mjs --models-dir "$OUT" --models "$MODELS" --lengths "$LENGTHS" --timeout 300 || status=1
+fi
+
+echo
+echo "== 4. browser: WebGPU vs the wasm CPU backend (bench/browser_bench.mjs)"
 chromium="${GENEB_CHROMIUM:-/usr/bin/chromium}"
 if ! command -v node >/dev/null; then
   echo "browser: skipped (no node)"

@@ -57,7 +57,7 @@ def main():
           f"{'max |d|':>8} {'launches/pass':>13}  adapter")
     for name in args.models.split(","):
         if name not in random_models.BUILDERS:
-            sys.exit(f"gpu_check: unknown model '{name}'; choose from {', '.join(random_models.MODELS)}")
+            sys.exit(f"gpu_check: unknown model '{name}'; choose from {', '.join(random_models.BUILDERS)}")
         folder = os.path.join(args.out, name)
         if not os.path.exists(os.path.join(folder, "model.safetensors")):
             random_models.write_model(args.out, name, seed=0)

@@ -14,7 +14,9 @@ files} that `geneb embed --model hf:OUT_DIR/<model>` reads. Shapes as bench/mode
   one with HF `tokenizers`, which this machine may lack), so a sequence has more tokens here;
 - hyenadna-tiny: HyenaDNA-tiny's shape (d_model 128, 2 layers, filter order 64, 1,026-token
   context) with random weights (model_bench.py runs the real fine-tuned weights);
-- caduceus-ph-1k: caduceus-ph_seqlen-1k_d_model-256_n_layer-4's (d_state 16).
+- caduceus-ph-1k: caduceus-ph_seqlen-1k_d_model-256_n_layer-4's (d_state 16);
+- nt-v2-narrow (by name only): NT-v2-50m's depth and layout at hidden 32, 4 heads, SwiGLU 64,
+  so its arithmetic is negligible and its time per pass is what the kernel launches cost.
 
 Values: uniform in +-1/sqrt(fan in) (the last dimension), as torch.nn.Linear initialises;
 norm gains 1 + U(+-0.1); Mamba's A_log as mamba_ssm initialises it (log 1..d_state), rotary
@@ -86,8 +88,8 @@ class Weights:
         self.tensors[name] = np.asarray(array, dtype=np.float32)
 
 
-def nt_v2(w, folder, layers):
-    hidden, heads, inter, vocab = 512, 16, 2048, 4107
+def nt_v2(w, folder, layers, hidden=512, heads=16, inter=2048):
+    vocab = 4107
     with open(os.path.join(FIXTURES, "nt_v2", "config.json")) as f:
         config = json.load(f)
     config.update(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
@@ -203,8 +205,12 @@ def caduceus(w, folder, layers):
     return config
 
 
+def nt_v2_narrow(w, folder, layers):
+    return nt_v2(w, folder, layers, hidden=32, heads=4, inter=64)
+
+
 BUILDERS = {"nt-v2-50m": (nt_v2, 12), "dnabert2-117m": (dnabert2, 12), "hyenadna-tiny": (hyena, 2),
-            "caduceus-ph-1k": (caduceus, 4)}
+            "caduceus-ph-1k": (caduceus, 4), "nt-v2-narrow": (nt_v2_narrow, 12)}
 
 
 def write_model(out_dir, name, seed, layers=None):
@@ -229,7 +235,7 @@ def main():
     args = ap.parse_args()
     for name in args.models.split(","):
         if name not in BUILDERS:
-            sys.exit(f"random_models: unknown model '{name}'; choose from {', '.join(MODELS)}")
+            sys.exit(f"random_models: unknown model '{name}'; choose from {', '.join(BUILDERS)}")
         write_model(args.out_dir, name, args.seed, args.layers)
 
 
