@@ -78,7 +78,7 @@ fn read_pair(
     let mut found: Option<Pair> = None;
     for dir in dirs {
         let path = Plan::pair_path(dir, model, task);
-        let Ok(bytes) = std::fs::read(&path) else {
+        let Ok(bytes) = crate::budget::read_file(&path) else {
             continue;
         };
         let name = path.display().to_string();

@@ -123,7 +123,7 @@ impl Plan {
     pub fn read(dir: &Path) -> Result<Plan> {
         let path = dir.join(PLAN_FILE);
         let name = path.display().to_string();
-        let bytes = std::fs::read(&path).map_err(|e| {
+        let bytes = crate::budget::read_file(&path).map_err(|e| {
             Error::in_file(
                 &name,
                 format!(
@@ -131,8 +131,16 @@ impl Plan {
                 ),
             )
         })?;
-        serde_json::from_slice(&bytes)
-            .map_err(|e| Error::in_file(&name, format!("not a geneb plan: {e}")))
+        let plan: Plan = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::in_file(&name, format!("not a geneb plan: {e}")))?;
+        // Pairs are dealt to shards by remainder: a plan of no shards plans nothing.
+        if plan.shards == 0 {
+            return Err(Error::in_file(
+                &name,
+                "a damaged geneb plan: it splits the run into 0 shards",
+            ));
+        }
+        Ok(plan)
     }
 
     /// Which parts of two plans differ, in words; `None` when they are the same plan.
@@ -196,7 +204,7 @@ impl Plan {
     /// files are written whole (`atomic_file`), so anything else is from another run.
     fn is_complete(&self, dir: &Path, model: &str, task: &TaskData) -> bool {
         let id = &task.task.id;
-        let Ok(bytes) = std::fs::read(Plan::pair_path(dir, model, id)) else {
+        let Ok(bytes) = crate::budget::read_file(&Plan::pair_path(dir, model, id)) else {
             return false;
         };
         let Ok(result) = serde_json::from_slice::<Submission>(&bytes) else {

@@ -1,0 +1,631 @@
+//! Files and arguments made to crash, hang or exhaust geneb (issue 29), each through the real CLI
+//! under a 3 GiB address-space limit (`prlimit --as`, util-linux) and a clock, with the default
+//! 2 GiB memory budget: each must end in one line on stderr naming the file (or the option) and
+//! exit code 2 — never an abort, a panic, a hang or exit 0.
+
+#[path = "support/hostile.rs"]
+mod hostile;
+
+use hostile::{Page, deflate_repeated, gzip, gzip_repeated, npy, parquet, plain_page, zip};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// The address space geneb runs in: a third more than its budget.
+const ADDRESS_SPACE: &str = "--as=3221225472";
+
+/// The clock: generous for the unoptimised test build (the release binary's times are in
+/// bench/README.md's hostile-file table).
+const CLOCK: Duration = Duration::from_secs(120);
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("hostile")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// geneb under the address-space limit and the clock.
+fn limited(args: &[&str]) -> Output {
+    let started = Instant::now();
+    let out = Command::new("prlimit")
+        .arg(ADDRESS_SPACE)
+        .arg("--")
+        .arg("timeout")
+        .arg(CLOCK.as_secs().to_string())
+        .arg(env!("CARGO_BIN_EXE_geneb"))
+        .args(args)
+        .output()
+        .expect("running prlimit (util-linux) and timeout (coreutils)");
+    eprintln!(
+        "geneb {}: {:.1} s",
+        args.join(" "),
+        started.elapsed().as_secs_f64()
+    );
+    out
+}
+
+/// Runs geneb and checks that it refused with one line that contains every one of `says`.
+fn refused(args: &[&str], says: &[&str]) -> String {
+    let out = limited(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "geneb {} ended with {:?} (124: the clock; a signal: an abort), stderr: {stderr}",
+        args.join(" "),
+        out.status
+    );
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line expected: {stderr}");
+    for s in says {
+        assert!(stderr.contains(s), "{s:?} not in: {stderr}");
+    }
+    stderr
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+const BUDGET: &str = "over geneb's memory budget of 2.0 GiB";
+
+// --- .npy / .npz -----------------------------------------------------------------------------
+
+/// A probe .npz whose X_train is `x_train` and whose other arrays are sound.
+fn npz_with(x_train: Vec<u8>, method: u16, declared: u32) -> Vec<u8> {
+    let x_test = npy(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }",
+        &[0u8; 8],
+    );
+    let y = npy(
+        "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
+        &[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+    );
+    zip(&[
+        ("X_train.npy", method, declared, 0, &x_train),
+        ("y_train.npy", 0, y.len() as u32, 0, &y),
+        ("X_test.npy", 0, x_test.len() as u32, 0, &x_test),
+        ("y_test.npy", 0, y.len() as u32, 0, &y),
+    ])
+}
+
+#[test]
+fn an_npy_whose_byte_count_overflows_is_refused() {
+    let dir = scratch("npy-overflow");
+    let x = npy(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2147483648, 2147483648, 4294967296), }",
+        &[0u8; 64],
+    );
+    let path = write(&dir, "p.npz", &npz_with(x.clone(), 0, x.len() as u32));
+    refused(
+        &["probe", "--npz", &path],
+        &["p.npz", "X_train.npy", "shape"],
+    );
+    let x = npy(
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (2147483648, 2147483648), }",
+        &[0u8; 64],
+    );
+    let path = write(&dir, "q.npz", &npz_with(x.clone(), 0, x.len() as u32));
+    refused(
+        &["probe", "--npz", &path],
+        &["q.npz", "X_train.npy", "truncated"],
+    );
+}
+
+#[test]
+fn an_npz_string_of_an_absurd_width_is_refused() {
+    let dir = scratch("npy-width");
+    let task = npy(
+        "{'descr': '<U4611686018427387904', 'fortran_order': False, 'shape': (), }",
+        &[0u8; 16],
+    );
+    let x = npy(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }",
+        &[0u8; 8],
+    );
+    let y = npy(
+        "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
+        &[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+    );
+    let npz = zip(&[
+        ("X_train.npy", 0, x.len() as u32, 0, &x),
+        ("y_train.npy", 0, y.len() as u32, 0, &y),
+        ("X_test.npy", 0, x.len() as u32, 0, &x),
+        ("y_test.npy", 0, y.len() as u32, 0, &y),
+        ("task.npy", 0, task.len() as u32, 0, &task),
+    ]);
+    let path = write(&dir, "p.npz", &npz);
+    refused(&["probe", "--npz", &path], &["p.npz", "task.npy"]);
+}
+
+#[test]
+fn an_npz_member_that_honestly_inflates_to_4_gb_is_refused() {
+    let dir = scratch("npz-4gb");
+    let megabyte = vec![0u8; 1 << 20];
+    let copies = 3815; // 3815 MiB: 4.0 GB, still within the zip's 32-bit size
+    let deflated = deflate_repeated(&megabyte, copies);
+    let npz = npz_with(deflated, 8, (copies << 20) as u32);
+    let path = write(&dir, "big.npz", &npz);
+    refused(
+        &["probe", "--npz", &path],
+        &[
+            "big.npz",
+            "X_train.npy",
+            "inflating the archive needs 3.7 GiB",
+            BUDGET,
+        ],
+    );
+}
+
+// --- gzip text ---------------------------------------------------------------------------------
+
+#[test]
+fn a_gzip_table_expanding_to_10_gb_of_rows_is_refused() {
+    let dir = scratch("gzip-rows");
+    let line = b"ACGT,0,train\n";
+    let chunk: Vec<u8> = line
+        .iter()
+        .copied()
+        .cycle()
+        .take(line.len() * 80_660)
+        .collect();
+    let copies = 10_000_000_000 / chunk.len();
+    let path = write(
+        &dir,
+        "t.csv.gz",
+        &gzip_repeated(b"text,label,split\n", &chunk, copies),
+    );
+    refused(
+        &["eval", "--model", "kmer:3", "--task", &path, "--quiet"],
+        &["t.csv.gz", BUDGET],
+    );
+}
+
+#[test]
+fn a_gzip_text_expanding_to_10_gb_without_a_line_break_is_refused() {
+    let dir = scratch("gzip-line");
+    let chunk = vec![b'A'; 1 << 20];
+    let path = write(
+        &dir,
+        "t.csv.gz",
+        &gzip_repeated(b"text,label,split\n", &chunk, 10_000),
+    );
+    refused(
+        &["eval", "--model", "kmer:3", "--task", &path, "--quiet"],
+        &["t.csv.gz", "longer than 512 MB"],
+    );
+}
+
+// --- Parquet -----------------------------------------------------------------------------------
+
+const COLUMNS: [&str; 3] = ["text", "label", "split"];
+
+fn rows() -> [Vec<&'static str>; 3] {
+    [
+        vec![
+            "ACGTAC", "GGGCCC", "ACGTAA", "GGCCCC", "ACGTTT", "GCGCGC", "AAGTAC", "GGGCCA",
+        ],
+        vec!["a", "b", "a", "b", "a", "b", "a", "b"],
+        vec![
+            "train", "train", "train", "train", "test", "test", "test", "test",
+        ],
+    ]
+}
+
+fn eval_parquet(name: &str, bytes: &[u8], says: &[&str]) {
+    let dir = scratch(name);
+    let path = write(&dir, "t.parquet", bytes);
+    let mut says = says.to_vec();
+    says.push("t.parquet");
+    refused(
+        &["eval", "--model", "kmer:3", "--task", &path, "--quiet"],
+        &says,
+    );
+}
+
+/// The hand-written Parquet files are real ones: a sound table written the same way is read.
+#[test]
+fn the_hand_written_parquet_writer_makes_files_geneb_reads() {
+    let dir = scratch("parquet-sound");
+    let columns = rows().map(|values| vec![plain_page(&values)]);
+    let path = write(&dir, "t.parquet", &parquet(&COLUMNS, 8, 0, &columns));
+    let out = limited(&[
+        "eval",
+        "--model",
+        "kmer:3",
+        "--task",
+        &path,
+        "--quiet",
+        "--regimes",
+        "full",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Each column but `text` as a sound page; `text`'s pages as given.
+fn with_text_pages(text: Vec<Page>, num_rows: i64, codec: i64) -> Vec<u8> {
+    let [_, labels, splits] = rows();
+    let page = |values: &[&str]| {
+        let data = hostile::plain(values);
+        let data = if codec == 2 { gzip(&data) } else { data };
+        Page {
+            dictionary: false,
+            num_values: values.len() as i64,
+            uncompressed_size: hostile::plain(values).len() as i64,
+            encoding: 0,
+            data,
+        }
+    };
+    parquet(
+        &COLUMNS,
+        num_rows,
+        codec,
+        &[text, vec![page(&labels)], vec![page(&splits)]],
+    )
+}
+
+#[test]
+fn a_parquet_dictionary_page_claiming_2_gib_is_refused() {
+    let dictionary = Page {
+        dictionary: true,
+        num_values: 1,
+        uncompressed_size: i32::MAX as i64,
+        encoding: 0,
+        data: gzip(&hostile::plain(&["ACGT"])),
+    };
+    let data = Page {
+        dictionary: false,
+        num_values: 8,
+        uncompressed_size: 3,
+        encoding: 8,
+        data: gzip(&[1, 16, 0]),
+    };
+    eval_parquet(
+        "parquet-dictionary-2gib",
+        &with_text_pages(vec![dictionary, data], 8, 2),
+        &["reading row group 0 needs", BUDGET],
+    );
+}
+
+#[test]
+fn a_parquet_dictionary_of_10_to_the_8_entries_is_refused() {
+    let entries = 100_000_000usize;
+    let empty_strings = vec![0u8; 1 << 20];
+    let dictionary = Page {
+        dictionary: true,
+        num_values: entries as i64,
+        uncompressed_size: 4 * entries as i64,
+        encoding: 0,
+        data: gzip_repeated(b"", &empty_strings, 4 * entries >> 20),
+    };
+    let data = Page {
+        dictionary: false,
+        num_values: 8,
+        uncompressed_size: 3,
+        encoding: 8,
+        data: gzip(&[1, 16, 0]),
+    };
+    eval_parquet(
+        "parquet-dictionary-entries",
+        &with_text_pages(vec![dictionary, data], 8, 2),
+        &["reading row group 0 needs", BUDGET],
+    );
+}
+
+#[test]
+fn a_parquet_cell_of_1_5_gb_is_refused() {
+    let cell = 1_500_000_000usize;
+    let mut head = (cell as u32).to_le_bytes().to_vec();
+    head.extend(b"ACGT");
+    let rest = vec![b'A'; 1 << 20];
+    let data = gzip_repeated(&head, &rest, (cell - 4) >> 20);
+    let text = Page {
+        dictionary: false,
+        num_values: 8,
+        uncompressed_size: cell as i64 + 4,
+        encoding: 0,
+        data,
+    };
+    eval_parquet(
+        "parquet-cell",
+        &with_text_pages(vec![text], 8, 2),
+        &["reading row group 0 needs", BUDGET],
+    );
+}
+
+#[test]
+fn a_parquet_run_of_4_times_10_to_the_8_rows_is_refused() {
+    let rows = 400_000_000i64;
+    let dictionary = Page {
+        dictionary: true,
+        num_values: 1,
+        uncompressed_size: 8,
+        encoding: 0,
+        data: hostile::plain(&["ACGT"]),
+    };
+    // RLE_DICTIONARY: bit width 0, then one run of every row on entry 0.
+    let mut run = vec![0u8];
+    let mut v = (rows as u64) << 1;
+    while v >= 0x80 {
+        run.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    run.push(v as u8);
+    let data = Page {
+        dictionary: false,
+        num_values: rows,
+        uncompressed_size: run.len() as i64,
+        encoding: 8,
+        data: run,
+    };
+    eval_parquet(
+        "parquet-rle-rows",
+        &parquet(
+            &COLUMNS,
+            rows,
+            0,
+            &[
+                vec![dictionary, data],
+                vec![plain_page(&rows_of("a", 8))],
+                vec![plain_page(&rows_of("train", 8))],
+            ],
+        ),
+        &["a table of 400000000 rows", BUDGET],
+    );
+}
+
+fn rows_of(value: &'static str, n: usize) -> Vec<&'static str> {
+    vec![value; n]
+}
+
+// --- arguments ---------------------------------------------------------------------------------
+
+/// A split-less table of two classes and four groups.
+fn grouped_table(dir: &Path) -> String {
+    let mut csv = String::from("text,label,group\n");
+    for i in 0..16 {
+        csv.push_str(&format!(
+            "{},{},g{}\n",
+            if i % 2 == 0 { "ACGTACGT" } else { "GGGCCCGG" },
+            i % 2,
+            i % 4
+        ));
+    }
+    write(dir, "t.csv", csv.as_bytes())
+}
+
+#[test]
+fn a_hundred_billion_folds_are_refused_before_anything_is_sized_by_them() {
+    let dir = scratch("folds");
+    let table = grouped_table(&dir);
+    for extra in [&[][..], &["--group-column", "group"][..]] {
+        let mut args = vec![
+            "eval",
+            "--model",
+            "kmer:3",
+            "--task",
+            &table,
+            "--quiet",
+            "--folds",
+            "100000000000",
+        ];
+        args.extend(extra);
+        refused(&args, &["t.csv", "100000000000 folds need at least"]);
+    }
+}
+
+#[test]
+fn a_million_classes_are_refused_by_the_probe_before_it_sizes_its_buffers() {
+    let dir = scratch("classes");
+    let mut csv = String::from("text,label,split\n");
+    for i in 0..1_000_000 {
+        csv.push_str(&format!("ACGTAC,c{i},train\nACGTAC,c{i},test\n"));
+    }
+    let table = write(&dir, "t.csv", csv.as_bytes());
+    refused(
+        &[
+            "eval",
+            "--model",
+            "kmer:3",
+            "--task",
+            &table,
+            "--quiet",
+            "--regimes",
+            "full",
+        ],
+        &["the probe for 1000000 classes", BUDGET],
+    );
+}
+
+#[test]
+fn options_that_do_not_apply_to_own_embeddings_are_refused_by_name() {
+    let dir = scratch("embeddings-options");
+    let x = npy(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }",
+        &[0u8; 8],
+    );
+    let npz = npz_with(x.clone(), 0, x.len() as u32);
+    let path = write(&dir, "e.npz", &npz);
+    let out_dir = dir.join("out");
+    let out_dir = out_dir.to_str().unwrap();
+    for (extra, named) in [
+        (&["--shard", "0/2", "--out-dir", out_dir][..], "--out-dir"),
+        (&["--out-dir", out_dir][..], "--out-dir"),
+        (&["--no-cache"][..], "--no-cache"),
+    ] {
+        let mut args = vec!["eval", "--embeddings", &path];
+        args.extend(extra);
+        // The argument parser's own error: its first line names both options, usage follows.
+        let out = limited(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("'--embeddings <EMBEDDINGS>' cannot be used with"),
+            "{stderr}"
+        );
+        assert!(stderr.contains(named), "{stderr}");
+    }
+}
+
+// --- saved probes, plans -----------------------------------------------------------------------
+
+const SMOKE_TASK: &str = "tasks/smoke/smoke_lambda_phage_vs_ecoli.csv";
+
+/// A probe saved by `geneb eval --save-probe` (kmer:3 on a smoke task), as JSON.
+fn saved_probe(dir: &Path) -> serde_json::Value {
+    let path = dir.join("probe.json");
+    let out = limited(&[
+        "eval",
+        "--model",
+        "kmer:3",
+        "--task",
+        repo(SMOKE_TASK).to_str().unwrap(),
+        "--regimes",
+        "full",
+        "--quiet",
+        "--save-probe",
+        path.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn predict(dir: &Path, probe: &serde_json::Value, says: &[&str]) {
+    let probe_path = write(dir, "edited.json", probe.to_string().as_bytes());
+    let input = write(dir, "s.fa", b">s1\nACGTACGTTTGA\n>s2\nGGGGCCCCAAAT\n");
+    let out = dir.join("scores.csv");
+    refused(
+        &[
+            "predict",
+            "--probe",
+            &probe_path,
+            "--model",
+            "kmer:3",
+            "--input",
+            &input,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        says,
+    );
+    assert!(!out.exists(), "no scores may be written");
+}
+
+#[test]
+fn a_saved_probe_with_fewer_than_two_classes_is_refused() {
+    let dir = scratch("probe-classes");
+    let probe = saved_probe(&dir);
+    for classes in [serde_json::json!([]), serde_json::json!([0])] {
+        let mut edited = probe.clone();
+        edited["classes"] = classes;
+        predict(
+            &dir,
+            &edited,
+            &["edited.json", "at least 2 distinct classes"],
+        );
+    }
+}
+
+#[test]
+fn a_saved_probe_whose_scores_overflow_is_an_error_not_nan() {
+    let dir = scratch("probe-nan");
+    let mut probe = saved_probe(&dir);
+    // Scores of 1.7e308 × (frequencies summing to 1) + 1.7e308 overflow to infinity.
+    for row in probe["coef"].as_array_mut().unwrap() {
+        for v in row.as_array_mut().unwrap() {
+            *v = serde_json::json!(1.7e308);
+        }
+    }
+    for v in probe["intercept"].as_array_mut().unwrap() {
+        *v = serde_json::json!(1.7e308);
+    }
+    predict(&dir, &probe, &["edited.json", "not finite numbers"]);
+}
+
+#[test]
+fn a_shard_plan_of_no_shards_is_refused() {
+    let dir = scratch("plan");
+    let out_dir = dir.join("run");
+    let out = limited(&[
+        "eval",
+        "--model",
+        "kmer:3",
+        "--task",
+        repo(SMOKE_TASK).to_str().unwrap(),
+        "--task",
+        repo("tasks/smoke/smoke_yeast_vs_fly_species.csv")
+            .to_str()
+            .unwrap(),
+        "--regimes",
+        "full",
+        "--quiet",
+        "--shard",
+        "0/2",
+        "--out-dir",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan_path = out_dir.join("plan.json");
+    let mut plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&plan_path).unwrap()).unwrap();
+    plan["shards"] = serde_json::json!(0);
+    std::fs::write(&plan_path, plan.to_string()).unwrap();
+    refused(
+        &[
+            "merge",
+            out_dir.to_str().unwrap(),
+            "--out-dir",
+            dir.join("merged").to_str().unwrap(),
+        ],
+        &["plan.json", "0 shards"],
+    );
+}
+
+// --- the budget itself -------------------------------------------------------------------------
+
+#[test]
+fn the_budget_is_set_by_flag_or_environment_and_bad_sizes_are_refused() {
+    let dir = scratch("budget");
+    let x = npy(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }",
+        &[0u8; 8],
+    );
+    let path = write(&dir, "p.npz", &npz_with(x.clone(), 0, x.len() as u32));
+    // 100 bytes cannot hold the file itself.
+    refused(
+        &["probe", "--npz", &path, "--max-memory", "100"],
+        &["p.npz", "budget of 100 bytes"],
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_geneb"))
+        .args(["probe", "--npz", &path])
+        .env("GENEB_MAX_MEMORY", "100")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("budget of 100 bytes"));
+    refused(
+        &["probe", "--npz", &path, "--max-memory", "lots"],
+        &["--max-memory", "\"lots\" is not a size"],
+    );
+}
