@@ -1117,4 +1117,17 @@ mod tests {
             .unwrap_err();
         assert!(message.contains("uses builtins.exec"), "{message}");
     }
+
+    /// 20 MB of pushes (values or marks) that never build anything: refused after a million,
+    /// not held as 20 million values.
+    #[test]
+    fn a_pickle_of_megabytes_of_pushes_is_refused() {
+        for push in [b'N', b'('] {
+            let mut pushes = b"\x80\x02".to_vec();
+            pushes.extend(std::iter::repeat_n(push, 20 << 20));
+            pushes.push(b'.');
+            let message = Unpickler::new(&pushes).run().unwrap_err();
+            assert!(message.contains("stacks more than 1048576 values"), "{message}");
+        }
+    }
 }
