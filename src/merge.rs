@@ -37,13 +37,14 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(Plan, Vec<Merged>)> {
     }
     let mut missing: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     let mut merged = Vec::new();
+    let shard_of = plan.dealer();
     for model in &plan.models {
         let mut pairs = Vec::new();
         for task in &plan.tasks {
             match read_pair(&plan, dirs, model, &task.id, &task.sha256)? {
                 Some(pair) => pairs.push(pair),
                 None => missing
-                    .entry(plan.shard_of(model, &task.id))
+                    .entry(shard_of(model, &task.id))
                     .or_default()
                     .push(format!("{model} × {}", task.id)),
             }
@@ -58,6 +59,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(Plan, Vec<Merged>)> {
     if !missing.is_empty() {
         return Err(missing_error(&plan, first, &missing));
     }
+    drop(shard_of);
     Ok((plan, merged))
 }
 

@@ -68,6 +68,9 @@ fn inputs_that_crashed_the_parsers_are_handled() {
         ("tokenizer", parsers::tokenizer),
         ("results", parsers::results),
         ("npz", parsers::npz),
+        ("parquet", parsers::parquet),
+        ("saved_probe", parsers::saved_probe),
+        ("shard", parsers::shard),
         #[cfg(feature = "burn")]
         ("model_config", parsers::model_config),
     ];
@@ -127,7 +130,9 @@ fn a_tokenizer_replace_writing_a_megabyte_per_base_is_refused() {
         .err()
         .expect("refused");
     assert!(
-        error.to_string().contains("more than 64 characters of text"),
+        error
+            .to_string()
+            .contains("more than 64 characters of text"),
         "{error}"
     );
     // GENA-LM's Replace (runs of N become one `-`) is one of many that stay within bounds.
@@ -146,7 +151,10 @@ fn a_wordpiece_entry_of_20000_characters_costs_no_more_than_the_word() {
     let long = "A".repeat(20_000);
     let long_continuation = format!("##{long}");
     let files = tokenizer_json(
-        word_piece(&["A", "C", "##A", "##C", &long, &long_continuation], 1_000_000),
+        word_piece(
+            &["A", "C", "##A", "##C", &long, &long_continuation],
+            1_000_000,
+        ),
         serde_json::Value::Null,
     );
     let tokenizer = Tokenizer::from_files(&files, TokenizerChoice::Files).expect("a tokenizer");
@@ -161,5 +169,10 @@ fn a_wordpiece_entry_of_20000_characters_costs_no_more_than_the_word() {
     // `A`, then `##C`, `##A`, … one piece per base.
     assert_eq!(ids.len(), 4_000);
     assert_eq!(ids[0], 2);
-    assert!(ids[1..].iter().zip([5, 4].iter().cycle()).all(|(a, b)| a == b));
+    assert!(
+        ids[1..]
+            .iter()
+            .zip([5, 4].iter().cycle())
+            .all(|(a, b)| a == b)
+    );
 }

@@ -1127,7 +1127,10 @@ mod tests {
             pushes.extend(std::iter::repeat_n(push, 20 << 20));
             pushes.push(b'.');
             let message = Unpickler::new(&pushes).run().unwrap_err();
-            assert!(message.contains("stacks more than 1048576 values"), "{message}");
+            assert!(
+                message.contains("stacks more than 1048576 values"),
+                "{message}"
+            );
         }
     }
 }
