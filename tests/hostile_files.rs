@@ -31,6 +31,12 @@ fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
+/// The binary under test: this build's, or `GENEB_BIN` (to time the release build).
+fn geneb_binary() -> PathBuf {
+    std::env::var_os("GENEB_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_geneb")), PathBuf::from)
+}
+
 /// geneb under the address-space limit and the clock.
 fn limited(args: &[&str]) -> Output {
     let started = Instant::now();
@@ -39,7 +45,7 @@ fn limited(args: &[&str]) -> Output {
         .arg("--")
         .arg("timeout")
         .arg(CLOCK.as_secs().to_string())
-        .arg(env!("CARGO_BIN_EXE_geneb"))
+        .arg(geneb_binary())
         .args(args)
         .output()
         .expect("running prlimit (util-linux) and timeout (coreutils)");
@@ -121,9 +127,8 @@ fn an_npy_whose_byte_count_overflows_is_refused() {
     );
 }
 
-#[test]
-fn an_npz_string_of_an_absurd_width_is_refused() {
-    let dir = scratch("npy-width");
+/// A sound probe .npz but for its `task` string, of a width of 2^62 characters.
+fn absurd_width_npz() -> Vec<u8> {
     let task = npy(
         "{'descr': '<U4611686018427387904', 'fortran_order': False, 'shape': (), }",
         &[0u8; 16],
@@ -136,15 +141,23 @@ fn an_npz_string_of_an_absurd_width_is_refused() {
         "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
         &[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
     );
-    let npz = zip(&[
+    zip(&[
         ("X_train.npy", 0, x.len() as u32, 0, &x),
         ("y_train.npy", 0, y.len() as u32, 0, &y),
         ("X_test.npy", 0, x.len() as u32, 0, &x),
         ("y_test.npy", 0, y.len() as u32, 0, &y),
         ("task.npy", 0, task.len() as u32, 0, &task),
-    ]);
-    let path = write(&dir, "p.npz", &npz);
-    refused(&["probe", "--npz", &path], &["p.npz", "task.npy"]);
+    ])
+}
+
+#[test]
+fn an_npz_string_of_an_absurd_width_is_refused() {
+    let dir = scratch("npy-width");
+    let path = write(&dir, "p.npz", &absurd_width_npz());
+    refused(
+        &["probe", "--npz", &path],
+        &["p.npz", "task.npy", "wider than any machine holds"],
+    );
 }
 
 #[test]
@@ -277,8 +290,8 @@ fn with_text_pages(text: Vec<Page>, num_rows: i64, codec: i64) -> Vec<u8> {
     )
 }
 
-#[test]
-fn a_parquet_dictionary_page_claiming_2_gib_is_refused() {
+/// A gzip dictionary page whose header claims 2 GiB once inflated.
+fn dictionary_2gib_parquet() -> Vec<u8> {
     let dictionary = Page {
         dictionary: true,
         num_values: 1,
@@ -293,9 +306,14 @@ fn a_parquet_dictionary_page_claiming_2_gib_is_refused() {
         encoding: 8,
         data: gzip(&[1, 16, 0]),
     };
+    with_text_pages(vec![dictionary, data], 8, 2)
+}
+
+#[test]
+fn a_parquet_dictionary_page_claiming_2_gib_is_refused() {
     eval_parquet(
         "parquet-dictionary-2gib",
-        &with_text_pages(vec![dictionary, data], 8, 2),
+        &dictionary_2gib_parquet(),
         &["reading row group 0 needs", BUDGET],
     );
 }
@@ -346,8 +364,8 @@ fn a_parquet_cell_of_1_5_gb_is_refused() {
     );
 }
 
-#[test]
-fn a_parquet_run_of_4_times_10_to_the_8_rows_is_refused() {
+/// 4·10^8 rows in a few hundred bytes: one dictionary entry and one RLE run over every row.
+fn rle_rows_parquet() -> Vec<u8> {
     let rows = 400_000_000i64;
     let dictionary = Page {
         dictionary: true,
@@ -371,18 +389,23 @@ fn a_parquet_run_of_4_times_10_to_the_8_rows_is_refused() {
         encoding: 8,
         data: run,
     };
+    parquet(
+        &COLUMNS,
+        rows,
+        0,
+        &[
+            vec![dictionary, data],
+            vec![plain_page(&rows_of("a", 8))],
+            vec![plain_page(&rows_of("train", 8))],
+        ],
+    )
+}
+
+#[test]
+fn a_parquet_run_of_4_times_10_to_the_8_rows_is_refused() {
     eval_parquet(
         "parquet-rle-rows",
-        &parquet(
-            &COLUMNS,
-            rows,
-            0,
-            &[
-                vec![dictionary, data],
-                vec![plain_page(&rows_of("a", 8))],
-                vec![plain_page(&rows_of("train", 8))],
-            ],
-        ),
+        &rle_rows_parquet(),
         &["a table of 400000000 rows", BUDGET],
     );
 }
@@ -628,4 +651,31 @@ fn the_budget_is_set_by_flag_or_environment_and_bad_sizes_are_refused() {
         &["probe", "--npz", &path, "--max-memory", "lots"],
         &["--max-memory", "\"lots\" is not a size"],
     );
+}
+
+// --- the page's copies -------------------------------------------------------------------------
+
+/// The page's hostile-file test (`tests/e2e/hardening.test.mjs`) drops these same files; they
+/// are kept in the repository because the browser test cannot build them. Rewrite them with
+/// `GENEB_WRITE_FIXTURES=1 cargo test --test hostile_files the_pages`.
+#[test]
+fn the_pages_hostile_files_are_the_ones_built_here() {
+    let dir = repo("tests/e2e/fixtures/hostile");
+    for (name, bytes) in [
+        ("dictionary-2gib.parquet", dictionary_2gib_parquet()),
+        ("rle-rows.parquet", rle_rows_parquet()),
+        ("absurd-width.npz", absurd_width_npz()),
+    ] {
+        let path = dir.join(name);
+        if std::env::var_os("GENEB_WRITE_FIXTURES").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let kept = std::fs::read(&path).unwrap_or_default();
+        assert!(
+            kept == bytes,
+            "{} differs from what this test builds: rewrite it with GENEB_WRITE_FIXTURES=1",
+            path.display()
+        );
+    }
 }
