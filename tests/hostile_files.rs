@@ -86,22 +86,40 @@ const BUDGET: &str = "over geneb's memory budget of 2.0 GiB";
 
 // --- .npy / .npz -----------------------------------------------------------------------------
 
-/// A probe .npz whose X_train is `x_train` and whose other arrays are sound.
-fn npz_with(x_train: Vec<u8>, method: u16, declared: u32) -> Vec<u8> {
-    let x_test = npy(
+/// A sound 2 × 1 float32 matrix.
+fn small_x() -> Vec<u8> {
+    npy(
         "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }",
         &[0u8; 8],
-    );
+    )
+}
+
+/// A probe .npz whose X_train is `x_train` (stored with `method`, declaring `declared` bytes),
+/// whose other arrays are sound, and which holds the `extra` entries too.
+fn npz_with(x_train: &[u8], method: u16, declared: u32, extra: &[(&str, &[u8])]) -> Vec<u8> {
+    let x_test = small_x();
     let y = npy(
         "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
         &[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
     );
-    zip(&[
-        ("X_train.npy", method, declared, 0, &x_train),
-        ("y_train.npy", 0, y.len() as u32, 0, &y),
-        ("X_test.npy", 0, x_test.len() as u32, 0, &x_test),
-        ("y_test.npy", 0, y.len() as u32, 0, &y),
-    ])
+    let mut entries = vec![
+        ("X_train.npy", method, declared, 0, x_train),
+        ("y_train.npy", 0, y.len() as u32, 0, &y[..]),
+        ("X_test.npy", 0, x_test.len() as u32, 0, &x_test[..]),
+        ("y_test.npy", 0, y.len() as u32, 0, &y[..]),
+    ];
+    entries.extend(
+        extra
+            .iter()
+            .map(|&(name, data)| (name, 0, data.len() as u32, 0, data)),
+    );
+    zip(&entries)
+}
+
+/// A sound probe .npz.
+fn sound_npz() -> Vec<u8> {
+    let x = small_x();
+    npz_with(&x, 0, x.len() as u32, &[])
 }
 
 #[test]
@@ -111,7 +129,7 @@ fn an_npy_whose_byte_count_overflows_is_refused() {
         "{'descr': '<f4', 'fortran_order': False, 'shape': (2147483648, 2147483648, 4294967296), }",
         &[0u8; 64],
     );
-    let path = write(&dir, "p.npz", &npz_with(x.clone(), 0, x.len() as u32));
+    let path = write(&dir, "p.npz", &npz_with(&x, 0, x.len() as u32, &[]));
     refused(
         &["probe", "--npz", &path],
         &["p.npz", "X_train.npy", "shape"],
@@ -120,7 +138,7 @@ fn an_npy_whose_byte_count_overflows_is_refused() {
         "{'descr': '<f8', 'fortran_order': False, 'shape': (2147483648, 2147483648), }",
         &[0u8; 64],
     );
-    let path = write(&dir, "q.npz", &npz_with(x.clone(), 0, x.len() as u32));
+    let path = write(&dir, "q.npz", &npz_with(&x, 0, x.len() as u32, &[]));
     refused(
         &["probe", "--npz", &path],
         &["q.npz", "X_train.npy", "truncated"],
@@ -133,21 +151,8 @@ fn absurd_width_npz() -> Vec<u8> {
         "{'descr': '<U4611686018427387904', 'fortran_order': False, 'shape': (), }",
         &[0u8; 16],
     );
-    let x = npy(
-        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }",
-        &[0u8; 8],
-    );
-    let y = npy(
-        "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
-        &[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
-    );
-    zip(&[
-        ("X_train.npy", 0, x.len() as u32, 0, &x),
-        ("y_train.npy", 0, y.len() as u32, 0, &y),
-        ("X_test.npy", 0, x.len() as u32, 0, &x),
-        ("y_test.npy", 0, y.len() as u32, 0, &y),
-        ("task.npy", 0, task.len() as u32, 0, &task),
-    ])
+    let x = small_x();
+    npz_with(&x, 0, x.len() as u32, &[("task.npy", &task)])
 }
 
 #[test]
@@ -166,7 +171,7 @@ fn an_npz_member_that_honestly_inflates_to_4_gb_is_refused() {
     let megabyte = vec![0u8; 1 << 20];
     let copies = 3815; // 3815 MiB: 4.0 GB, still within the zip's 32-bit size
     let deflated = deflate_repeated(&megabyte, copies);
-    let npz = npz_with(deflated, 8, (copies << 20) as u32);
+    let npz = npz_with(&deflated, 8, (copies << 20) as u32, &[]);
     let path = write(&dir, "big.npz", &npz);
     refused(
         &["probe", "--npz", &path],
@@ -476,11 +481,7 @@ fn a_million_classes_are_refused_by_the_probe_before_it_sizes_its_buffers() {
 #[test]
 fn options_that_do_not_apply_to_own_embeddings_are_refused_by_name() {
     let dir = scratch("embeddings-options");
-    let x = npy(
-        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }",
-        &[0u8; 8],
-    );
-    let npz = npz_with(x.clone(), 0, x.len() as u32);
+    let npz = sound_npz();
     let path = write(&dir, "e.npz", &npz);
     let out_dir = dir.join("out");
     let out_dir = out_dir.to_str().unwrap();
@@ -630,11 +631,7 @@ fn a_shard_plan_of_no_shards_is_refused() {
 #[test]
 fn the_budget_is_set_by_flag_or_environment_and_bad_sizes_are_refused() {
     let dir = scratch("budget");
-    let x = npy(
-        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }",
-        &[0u8; 8],
-    );
-    let path = write(&dir, "p.npz", &npz_with(x.clone(), 0, x.len() as u32));
+    let path = write(&dir, "p.npz", &sound_npz());
     // 100 bytes cannot hold the file itself.
     refused(
         &["probe", "--npz", &path, "--max-memory", "100"],

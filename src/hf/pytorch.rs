@@ -532,8 +532,8 @@ struct Unpickler<'p> {
     /// small values per tensor; a hostile pickle recalling a value that holds itself would
     /// otherwise double its memory with every two bytes.
     copy_budget: usize,
-    /// Values and marks pushed so far: what the stack and the containers built from it hold
-    /// is at most this many values, charged to the memory budget as they come.
+    /// Values and marks pushed or copied so far: what the stack, the memo and the containers
+    /// built from them hold is at most this many values, charged to the memory budget.
     pushed: u64,
 }
 
@@ -557,13 +557,18 @@ impl<'p> Unpickler<'p> {
 
     /// Counts one more pushed value or mark against `MAX_STACK` and the memory budget.
     fn charge_push(&mut self) -> std::result::Result<(), String> {
-        self.pushed += 1;
         if self.stack.len() + self.marks.len() >= MAX_STACK {
             return Err(format!(
                 "data.pkl stacks more than {MAX_STACK} values without building anything from \
                  them: it is not a state dict"
             ));
         }
+        self.hold(1)
+    }
+
+    /// Counts `values` more made (pushed or copied) against the memory budget.
+    fn hold(&mut self, values: u64) -> std::result::Result<(), String> {
+        self.pushed = self.pushed.saturating_add(values);
         let held = self
             .pushed
             .saturating_mul(std::mem::size_of::<Value>() as u64);
@@ -638,13 +643,14 @@ impl<'p> Unpickler<'p> {
         self.stack.last_mut().ok_or_else(corrupt)
     }
 
-    /// Charges a copy of `value` to the copy budget, before it is made.
+    /// Charges a copy of `value` to the copy budget and the memory budget, before it is made.
     fn charge(&mut self, value: &Value) -> std::result::Result<(), String> {
+        let nodes = value.measure().0;
         self.copy_budget = self
             .copy_budget
-            .checked_sub(value.measure().0)
+            .checked_sub(nodes)
             .ok_or("data.pkl copies more objects than a state dict could: it is not one")?;
-        Ok(())
+        self.hold(nodes as u64)
     }
 
     /// Checks that values about to go into a container keep it within `MAX_NESTING`.
