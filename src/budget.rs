@@ -182,26 +182,21 @@ impl Meter {
                 self.used = total;
                 Ok(())
             }
-            _ => Err(over(Some(&self.file), self.what, used)),
+            _ => Err(self.over()),
         }
     }
 
-    /// Adds `count` items of `each` bytes.
-    pub fn add_items(&mut self, count: u64, each: u64) -> Result<()> {
-        match size_of_items(count, each) {
-            Some(bytes) => self.add(bytes),
-            None => Err(over(Some(&self.file), self.what, None)),
-        }
-    }
-
-    /// What has been charged so far.
-    pub fn used(&self) -> u64 {
-        self.used
-    }
-
-    /// The file the meter charges.
-    pub fn file(&self) -> &str {
-        &self.file
+    /// A meter goes over as it reads: what it would need in all is not known.
+    fn over(&self) -> Error {
+        Error::in_file(
+            &self.file,
+            format!(
+                "{} needs more than geneb's memory budget of {} (raise it with --max-memory or \
+                 {ENV} if the machine has the memory)",
+                self.what,
+                human(limit())
+            ),
+        )
     }
 }
 
@@ -242,6 +237,6 @@ mod tests {
             e.to_string()
                 .starts_with("t.csv.gz: the decompressed text needs")
         );
-        assert!(meter.add_items(u64::MAX, 3).is_err());
+        assert!(meter.add(u64::MAX).is_err());
     }
 }

@@ -232,7 +232,8 @@ fn text(a: Option<NpyArray>, name: &str) -> std::result::Result<Option<String>, 
 pub fn read_npz(name: &str, bytes: &[u8]) -> Result<BTreeMap<String, NpyArray>> {
     let err = |m: String| Error::in_file(name, format!("not a readable .npz file: {m}"));
     let mut out = BTreeMap::new();
-    let mut inflated_total = crate::budget::Meter::new(name, "inflating the archive");
+    // Every inflated entry is held until the arrays are read.
+    let mut inflated_total = 0u64;
     for entry in zip_entries(bytes).map_err(err)? {
         let data = &bytes[entry.data..entry.data + entry.compressed];
         let inflated;
@@ -240,9 +241,9 @@ pub fn read_npz(name: &str, bytes: &[u8]) -> Result<BTreeMap<String, NpyArray>> 
             0 => data,
             8 => {
                 // What the archive inflates to is held at once, entry by entry.
-                inflated_total
-                    .add(entry.size as u64)
-                    .map_err(|e| Error::in_file(name, format!("{}: {}", entry.name, e.message)))?;
+                inflated_total = inflated_total.saturating_add(entry.size as u64);
+                let what = format!("{}: inflating the archive", entry.name);
+                crate::budget::charge(name, &what, inflated_total, 1)?;
                 // Deflate expands at most 1032-fold: a declared size past that is made up and
                 // must not size the buffer. What inflates must be what the zip declares.
                 let mut buf =

@@ -100,7 +100,7 @@ impl<'a> Lines<'a> {
             gzip,
             buffer: Vec::new(),
             number: 0,
-            meter: Meter::new(file, "the text and the rows read from it"),
+            meter: Meter::new(file, "reading the text and keeping its rows"),
         })
     }
 
