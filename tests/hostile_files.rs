@@ -426,6 +426,32 @@ fn a_parquet_run_of_4_times_10_to_the_8_rows_is_refused() {
     );
 }
 
+/// A sound table whose footer also holds an unknown field: a list of 100,000 lists, each
+/// claiming 2^31 - 1 booleans. The Parquet library skips such a list at no cost per element, so
+/// it would spin through 2·10^14 of them; geneb refuses the footer first.
+#[test]
+fn a_parquet_footer_of_lists_claiming_billions_of_booleans_is_refused_at_once() {
+    let columns = rows().map(|values| vec![plain_page(&values)]);
+    let mut file = parquet(&COLUMNS, 8, 0, &columns);
+    let end = file.len() - 8;
+    let footer_len = u32::from_le_bytes(file[end..end + 4].try_into().unwrap()) as usize;
+    // Field 99 (a list of lists), inserted before the footer's closing stop byte.
+    let mut extra = vec![0x09, 0xc6, 0x01, 0xf9, 0xa0, 0x8d, 0x06];
+    for _ in 0..100_000 {
+        extra.extend([0xf1, 0xff, 0xff, 0xff, 0xff, 0x07]);
+    }
+    file.splice(end - 1..end - 1, extra.iter().copied());
+    let end = file.len() - 8;
+    file[end..end + 4].copy_from_slice(&((footer_len + extra.len()) as u32).to_le_bytes());
+    let started = Instant::now();
+    eval_parquet(
+        "parquet-footer-booleans",
+        &file,
+        &["its footer: a list of booleans"],
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
 fn rows_of(value: &'static str, n: usize) -> Vec<&'static str> {
     vec![value; n]
 }

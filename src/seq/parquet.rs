@@ -40,6 +40,12 @@ const PAGE_COPIES: u64 = 3;
 /// The file's top-level columns and rows as CSV lines, made as they are read.
 pub(crate) fn csv_lines(file: &str, bytes: &[u8]) -> Result<Box<dyn BufRead>> {
     let unreadable = |e: ParquetError| Error::in_file(file, why_unreadable(&e));
+    check_footer(bytes).map_err(|why| {
+        Error::in_file(
+            file,
+            format!("not a readable Parquet file (its footer: {why})"),
+        )
+    })?;
     let data = bytes::Bytes::copy_from_slice(bytes);
     let reader = SerializedFileReader::new(data).map_err(unreadable)?;
     check_pages(file, bytes, reader.metadata())?;
@@ -97,6 +103,23 @@ impl BufRead for CsvLines {
     fn consume(&mut self, n: usize) {
         self.at = (self.at + n).min(self.line.len());
     }
+}
+
+/// Walks the footer's Thrift before the Parquet library decodes it: the library skips a list
+/// of booleans at no cost per element, so a footer of nested lists claiming 2^31 booleans each
+/// kept it busy for hours; here every element costs at least a byte of the footer.
+fn check_footer(bytes: &[u8]) -> std::result::Result<(), String> {
+    let end = bytes.len() - MAGIC.len() - 4;
+    let len = u32::from_le_bytes(bytes[end..end + 4].try_into().expect("4 bytes")) as usize;
+    // A length past the file is the library's to report.
+    let Some(start) = end.checked_sub(len) else {
+        return Ok(());
+    };
+    let mut thrift = Compact {
+        bytes: &bytes[start..end],
+        at: 0,
+    };
+    thrift.skip(STRUCT, 0)
 }
 
 /// Reads every page header of every column chunk, and refuses the file when one points outside
@@ -209,21 +232,23 @@ struct PageHeader {
     num_values: i32,
 }
 
-/// The few fields of Thrift's compact protocol a page header needs; everything else is skipped.
+/// Thrift's compact protocol, as Parquet writes its metadata: the few fields of a page header
+/// that are checked, and a skip over anything (the footer) that costs at least a byte per value.
 struct Compact<'b> {
     bytes: &'b [u8],
     at: usize,
 }
 
-/// Nesting past this is not a page header (the real one nests two deep).
-const MAX_NESTING: usize = 16;
+/// Nesting past this is not Parquet metadata (a page header nests two deep, the footer a few
+/// more).
+const MAX_NESTING: usize = 32;
+
+/// Thrift's compact type of a struct.
+const STRUCT: u8 = 12;
 
 impl Compact<'_> {
     fn byte(&mut self) -> std::result::Result<u8, String> {
-        let b = *self
-            .bytes
-            .get(self.at)
-            .ok_or("a page header runs past its column chunk")?;
+        let b = *self.bytes.get(self.at).ok_or("it runs past its end")?;
         self.at += 1;
         Ok(b)
     }
@@ -237,7 +262,7 @@ impl Compact<'_> {
                 return Ok(value);
             }
         }
-        Err("a malformed page header (a varint too long)".into())
+        Err("a malformed number (a varint too long)".into())
     }
 
     fn zigzag(&mut self) -> std::result::Result<i64, String> {
@@ -246,7 +271,7 @@ impl Compact<'_> {
     }
 
     fn i32(&mut self) -> std::result::Result<i32, String> {
-        i32::try_from(self.zigzag()?).map_err(|_| "a page header number out of range".to_string())
+        i32::try_from(self.zigzag()?).map_err(|_| "a number out of range".to_string())
     }
 
     /// The next field's (id, type), or None at the struct's end.
@@ -258,7 +283,7 @@ impl Compact<'_> {
         let kind = b & 0x0f;
         let delta = i16::from(b >> 4);
         *last = if delta == 0 {
-            i16::try_from(self.zigzag()?).map_err(|_| "a malformed page header".to_string())?
+            i16::try_from(self.zigzag()?).map_err(|_| "a malformed field id".to_string())?
         } else {
             last.wrapping_add(delta)
         };
@@ -267,7 +292,7 @@ impl Compact<'_> {
 
     fn skip(&mut self, kind: u8, depth: usize) -> std::result::Result<(), String> {
         if depth > MAX_NESTING {
-            return Err("a page header nested too deep".into());
+            return Err("it nests deeper than Parquet metadata does".into());
         }
         match kind {
             1 | 2 => {}
@@ -298,29 +323,31 @@ impl Compact<'_> {
                     self.elements(count, types & 0x0f, depth)?;
                 }
             }
-            12 => {
+            STRUCT => {
                 let mut last = 0;
                 while let Some((_, kind)) = self.field(&mut last)? {
                     self.skip(kind, depth + 1)?;
                 }
             }
-            _ => return Err(format!("a malformed page header (type {kind})")),
+            _ => return Err(format!("a value of unknown type {kind}")),
         }
         Ok(())
     }
 
     fn elements(&mut self, count: u64, kind: u8, depth: usize) -> std::result::Result<(), String> {
-        // A list's element takes at least one byte (booleans in a list take one each), so a
-        // count past what is left is made up: refuse it rather than loop on it.
+        // Parquet's metadata holds no list of booleans (only the page index, which is not
+        // read), and the Parquet library would read one differently (no byte per element): so
+        // what is checked here is what the library reads.
+        if matches!(kind, 1 | 2) {
+            return Err("a list of booleans, which Parquet metadata does not hold".into());
+        }
+        // Every other element takes at least one byte, so a count past what is left is made
+        // up: refuse it rather than loop on it.
         if count > (self.bytes.len() - self.at) as u64 {
-            return Err("a page header list runs past its column chunk".into());
+            return Err("a list runs past the metadata it is in".into());
         }
         for _ in 0..count {
-            match kind {
-                // Booleans in a list are a byte each.
-                1 | 2 => self.advance(1)?,
-                _ => self.skip(kind, depth + 1)?,
-            }
+            self.skip(kind, depth + 1)?;
         }
         Ok(())
     }
@@ -329,7 +356,7 @@ impl Compact<'_> {
         let end = (self.at as u64)
             .checked_add(n)
             .filter(|&end| end <= self.bytes.len() as u64)
-            .ok_or("a page header runs past its column chunk")?;
+            .ok_or("it runs past its end")?;
         self.at = end as usize;
         Ok(())
     }
@@ -346,7 +373,7 @@ impl Compact<'_> {
                 (1, 5) => kind = Some(self.i32()?),
                 (2, 5) => uncompressed = Some(self.i32()?),
                 (3, 5) => compressed = Some(self.i32()?),
-                (5 | 7 | 8, 12) => num_values = self.values_of_page()?,
+                (5 | 7 | 8, STRUCT) => num_values = self.values_of_page()?,
                 (_, kind) => self.skip(kind, 1)?,
             }
         }
