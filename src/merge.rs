@@ -84,6 +84,8 @@ fn read_pair(
             continue;
         };
         let name = path.display().to_string();
+        // Its protocol block and predictions are JSON values: up to 16 bytes per byte of text.
+        crate::budget::charge(&name, "reading the result", bytes.len() as u64, 16)?;
         let result: Submission = serde_json::from_slice(&bytes)
             .map_err(|e| Error::in_file(&name, format!("not a geneb result: {e}")))?;
         if let Some(why) = pair_problem(&result, task, &plan.regimes, sha256) {
