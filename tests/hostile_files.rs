@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 const ADDRESS_SPACE: &str = "--as=3221225472";
 
 /// The clock: generous for the unoptimised test build (`GENEB_BIN=…/release/geneb` runs the
-/// same cases on the release build, each refused within 1 s but the gzip rows, 8 s of CPU).
+/// same cases on the release build: each refused in under 2 s but the gzip rows and the
+/// million-class table, about 8 s each at a load of 6 on the 2-core VM, 2026-12-04).
 const CLOCK: Duration = Duration::from_secs(120);
 
 fn scratch(name: &str) -> PathBuf {
