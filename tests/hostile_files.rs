@@ -453,6 +453,21 @@ fn a_parquet_footer_of_lists_claiming_billions_of_booleans_is_refused_at_once() 
     assert!(started.elapsed() < Duration::from_secs(30));
 }
 
+/// A dictionary page whose PLAIN byte array runs past the page makes the Parquet library panic
+/// (found by the `parquet` fuzz target): one line, no panic message.
+#[test]
+fn a_parquet_page_the_parquet_library_panics_on_is_one_line() {
+    let file = std::fs::read(repo(
+        "tests/fixtures/fuzz-regressions/parquet/plain-byte-array-past-its-page-panics.parquet",
+    ))
+    .unwrap();
+    eval_parquet(
+        "parquet-library-panic",
+        &file,
+        &["not a readable Parquet file (the Parquet library failed on it"],
+    );
+}
+
 fn rows_of(value: &'static str, n: usize) -> Vec<&'static str> {
     vec![value; n]
 }
