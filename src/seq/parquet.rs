@@ -414,7 +414,7 @@ thread_local! {
 /// failing on some malformed pages (a PLAIN byte array whose length runs past its page panics
 /// in `read_num_bytes`; found by the `parquet` fuzz target). Natively the panic unwinds and is
 /// caught here, its message kept out of stderr; the page's WebAssembly build aborts on a panic,
-/// so there it ends the worker, which the page replaces.
+/// so there it is not caught.
 fn without_panics<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
     static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
     QUIET_HOOK.call_once(|| {
