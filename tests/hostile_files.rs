@@ -85,6 +85,13 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
 
 const BUDGET: &str = "geneb's memory budget of 2.0 GiB";
 
+/// `geneb eval --model kmer:3 --task <task> --quiet`, then `extra`.
+fn eval_kmer3<'a>(task: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["eval", "--model", "kmer:3", "--task", task, "--quiet"];
+    args.extend(extra);
+    args
+}
+
 // --- .npy / .npz -----------------------------------------------------------------------------
 
 /// A sound 2 × 1 float32 matrix.
@@ -126,24 +133,20 @@ fn sound_npz() -> Vec<u8> {
 #[test]
 fn an_npy_whose_byte_count_overflows_is_refused() {
     let dir = scratch("npy-overflow");
-    let x = npy(
-        "{'descr': '<f4', 'fortran_order': False, 'shape': (2147483648, 2147483648, 4294967296), }",
-        &[0u8; 64],
-    );
-    let path = write(&dir, "p.npz", &npz_with(&x, 0, x.len() as u32, &[]));
-    refused(
-        &["probe", "--npz", &path],
-        &["p.npz", "X_train.npy", "shape"],
-    );
-    let x = npy(
-        "{'descr': '<f8', 'fortran_order': False, 'shape': (2147483648, 2147483648), }",
-        &[0u8; 64],
-    );
-    let path = write(&dir, "q.npz", &npz_with(&x, 0, x.len() as u32, &[]));
-    refused(
-        &["probe", "--npz", &path],
-        &["q.npz", "X_train.npy", "truncated"],
-    );
+    for (name, descr, shape, says) in [
+        (
+            "p.npz",
+            "<f4",
+            "(2147483648, 2147483648, 4294967296)",
+            "shape",
+        ),
+        ("q.npz", "<f8", "(2147483648, 2147483648)", "truncated"),
+    ] {
+        let header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+        let x = npy(&header, &[0u8; 64]);
+        let path = write(&dir, name, &npz_with(&x, 0, x.len() as u32, &[]));
+        refused(&["probe", "--npz", &path], &[name, "X_train.npy", says]);
+    }
 }
 
 /// A sound probe .npz but for its `task` string, of a width of 2^62 characters.
@@ -203,16 +206,7 @@ fn a_gzip_table_expanding_to_10_gb_of_rows_is_refused() {
         &gzip_repeated(b"text,label,split\n", &chunk, copies),
     );
     refused(
-        &[
-            "eval",
-            "--model",
-            "kmer:3",
-            "--task",
-            &path,
-            "--quiet",
-            "--max-memory",
-            "512MiB",
-        ],
+        &eval_kmer3(&path, &["--max-memory", "512MiB"]),
         &[
             "t.csv.gz",
             "reading the text and keeping its rows needs more than geneb's memory budget of 512.0 MiB",
@@ -229,10 +223,7 @@ fn a_gzip_text_expanding_to_10_gb_without_a_line_break_is_refused() {
         "t.csv.gz",
         &gzip_repeated(b"text,label,split\n", &chunk, 10_000),
     );
-    refused(
-        &["eval", "--model", "kmer:3", "--task", &path, "--quiet"],
-        &["t.csv.gz", "longer than 512 MB"],
-    );
+    refused(&eval_kmer3(&path, &[]), &["t.csv.gz", "longer than 512 MB"]);
 }
 
 // --- Parquet -----------------------------------------------------------------------------------
@@ -256,10 +247,7 @@ fn eval_parquet(name: &str, bytes: &[u8], says: &[&str]) {
     let path = write(&dir, "t.parquet", bytes);
     let mut says = says.to_vec();
     says.push("t.parquet");
-    refused(
-        &["eval", "--model", "kmer:3", "--task", &path, "--quiet"],
-        &says,
-    );
+    refused(&eval_kmer3(&path, &[]), &says);
 }
 
 /// The hand-written Parquet files are real ones: a sound table written the same way is read.
@@ -268,21 +256,7 @@ fn the_hand_written_parquet_writer_makes_files_geneb_reads() {
     let dir = scratch("parquet-sound");
     let columns = rows().map(|values| vec![plain_page(&values)]);
     let path = write(&dir, "t.parquet", &parquet(&COLUMNS, 8, 0, &columns));
-    let out = limited(&[
-        "eval",
-        "--model",
-        "kmer:3",
-        "--task",
-        &path,
-        "--quiet",
-        "--regimes",
-        "full",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&eval_kmer3(&path, &["--regimes", "full"]));
 }
 
 /// Each column but `text` as a sound page; `text`'s pages as given.
@@ -307,15 +281,9 @@ fn with_text_pages(text: Vec<Page>, num_rows: i64, codec: i64) -> Vec<u8> {
     )
 }
 
-/// A gzip dictionary page whose header claims 2 GiB once inflated.
-fn dictionary_2gib_parquet() -> Vec<u8> {
-    let dictionary = Page {
-        dictionary: true,
-        num_values: 1,
-        uncompressed_size: i32::MAX as i64,
-        encoding: 0,
-        data: gzip(&hostile::plain(&["ACGT"])),
-    };
+/// A gzip table whose `text` column is `dictionary` and a data page of 8 rows on its entry 0.
+fn with_dictionary(dictionary: Page) -> Vec<u8> {
+    // RLE_DICTIONARY: bit width 1, one run of 8 rows of entry 0.
     let data = Page {
         dictionary: false,
         num_values: 8,
@@ -324,6 +292,17 @@ fn dictionary_2gib_parquet() -> Vec<u8> {
         data: gzip(&[1, 16, 0]),
     };
     with_text_pages(vec![dictionary, data], 8, 2)
+}
+
+/// A gzip dictionary page whose header claims 2 GiB once inflated.
+fn dictionary_2gib_parquet() -> Vec<u8> {
+    with_dictionary(Page {
+        dictionary: true,
+        num_values: 1,
+        uncompressed_size: i32::MAX as i64,
+        encoding: 0,
+        data: gzip(&hostile::plain(&["ACGT"])),
+    })
 }
 
 #[test]
@@ -346,16 +325,9 @@ fn a_parquet_dictionary_of_10_to_the_8_entries_is_refused() {
         encoding: 0,
         data: gzip_repeated(b"", &empty_strings, 4 * entries >> 20),
     };
-    let data = Page {
-        dictionary: false,
-        num_values: 8,
-        uncompressed_size: 3,
-        encoding: 8,
-        data: gzip(&[1, 16, 0]),
-    };
     eval_parquet(
         "parquet-dictionary-entries",
-        &with_text_pages(vec![dictionary, data], 8, 2),
+        &with_dictionary(dictionary),
         &["reading row group 0 needs", BUDGET],
     );
 }
@@ -493,16 +465,7 @@ fn a_hundred_billion_folds_are_refused_before_anything_is_sized_by_them() {
     let dir = scratch("folds");
     let table = grouped_table(&dir);
     for extra in [&[][..], &["--group-column", "group"][..]] {
-        let mut args = vec![
-            "eval",
-            "--model",
-            "kmer:3",
-            "--task",
-            &table,
-            "--quiet",
-            "--folds",
-            "100000000000",
-        ];
+        let mut args = eval_kmer3(&table, &["--folds", "100000000000"]);
         args.extend(extra);
         refused(&args, &["t.csv", "100000000000 folds need at least"]);
     }
@@ -517,16 +480,7 @@ fn a_million_classes_are_refused_by_the_probe_before_it_sizes_its_buffers() {
     }
     let table = write(&dir, "t.csv", csv.as_bytes());
     refused(
-        &[
-            "eval",
-            "--model",
-            "kmer:3",
-            "--task",
-            &table,
-            "--quiet",
-            "--regimes",
-            "full",
-        ],
+        &eval_kmer3(&table, &["--regimes", "full"]),
         &["the probe for 1000000 classes", BUDGET],
     );
 }
@@ -561,26 +515,28 @@ fn options_that_do_not_apply_to_own_embeddings_are_refused_by_name() {
 
 const SMOKE_TASK: &str = "tasks/smoke/smoke_lambda_phage_vs_ecoli.csv";
 
-/// A probe saved by `geneb eval --save-probe` (kmer:3 on a smoke task), as JSON.
-fn saved_probe(dir: &Path) -> serde_json::Value {
-    let path = dir.join("probe.json");
-    let out = limited(&[
-        "eval",
-        "--model",
-        "kmer:3",
-        "--task",
-        repo(SMOKE_TASK).to_str().unwrap(),
-        "--regimes",
-        "full",
-        "--quiet",
-        "--save-probe",
-        path.to_str().unwrap(),
-    ]);
+/// `geneb eval --model kmer:3` on a smoke task (full regime) and `extra`, which must succeed.
+fn smoke_eval(extra: &[&str]) {
+    let task = repo(SMOKE_TASK);
+    let mut args = eval_kmer3(task.to_str().unwrap(), &["--regimes", "full"]);
+    args.extend(extra);
+    succeeded(&args);
+}
+
+/// Runs geneb (limited) and checks that it succeeded.
+fn succeeded(args: &[&str]) {
+    let out = limited(args);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A probe saved by `geneb eval --save-probe` (kmer:3 on a smoke task), as JSON.
+fn saved_probe(dir: &Path) -> serde_json::Value {
+    let path = dir.join("probe.json");
+    smoke_eval(&["--save-probe", path.to_str().unwrap()]);
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
@@ -640,29 +596,15 @@ fn a_saved_probe_whose_scores_overflow_is_an_error_not_nan() {
 fn a_shard_plan_of_no_shards_is_refused() {
     let dir = scratch("plan");
     let out_dir = dir.join("run");
-    let out = limited(&[
-        "eval",
-        "--model",
-        "kmer:3",
+    let second = repo("tasks/smoke/smoke_yeast_vs_fly_species.csv");
+    smoke_eval(&[
         "--task",
-        repo(SMOKE_TASK).to_str().unwrap(),
-        "--task",
-        repo("tasks/smoke/smoke_yeast_vs_fly_species.csv")
-            .to_str()
-            .unwrap(),
-        "--regimes",
-        "full",
-        "--quiet",
+        second.to_str().unwrap(),
         "--shard",
         "0/2",
         "--out-dir",
         out_dir.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let plan_path = out_dir.join("plan.json");
     let mut plan: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&plan_path).unwrap()).unwrap();
