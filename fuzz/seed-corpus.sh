@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 GENEB=${GENEB:-${CARGO_TARGET_DIR:-target}/debug/geneb}
 corpus=fuzz/corpus
 rm -rf "$corpus"
-mkdir -p "$corpus"/{task_files,safetensors,pytorch,tokenizer,results,npz,model_config}
+mkdir -p "$corpus"/{task_files,safetensors,pytorch,tokenizer,results,npz,model_config,parquet,saved_probe,shard}
 good=tests/fixtures/inputs/good
 
 # Writes the layout byte $2 and then the files $3... (joined by 0x1e) as corpus/$1/<name>.
@@ -73,6 +73,28 @@ printf '{"submissions": [%s, %s]}' "$(cat "$scratch/a.json")" "$(cat "$scratch/b
 rm -rf "$scratch"
 
 seed npz "" probe_small tests/fixtures/cli/probe_small.npz
+# The same target reads its input as one .npy too: X_train of a real .npz.
+python3 -c 'import sys, zipfile; open(sys.argv[2], "wb").write(zipfile.ZipFile(sys.argv[1]).read("X_train.npy"))' \
+  tests/fixtures/own_embeddings/binary.npz "$corpus/npz/x_train_npy"
+
+for table in $(find tests/fixtures/parquet tests/e2e/fixtures/hostile -name '*.parquet' | sort); do
+  seed parquet "" "$(basename "$(dirname "$table")")_$(basename "$table")" "$table"
+done
+
+# A saved probe and a sharded run of two tasks (its plan, then each pair's result, as
+# tests/support/parsers.rs `shard` lays them out: models × tasks in the plan's order).
+scratch=$(mktemp -d)
+"$GENEB" eval --model kmer:2 --task "$good/promoters_table.csv" --regimes full --quiet \
+  --save-probe "$scratch/probe.json" > /dev/null
+seed saved_probe "" kmer2 "$scratch/probe.json"
+"$GENEB" eval --model kmer:2 --task "$good/promoters_table.csv" --task "$good/splice_sites.tsv" \
+  --regimes full --quiet --out-dir "$scratch/run"
+pairs=()
+for task in $(python3 -c 'import json,sys; print(" ".join(t["id"] for t in json.load(open(sys.argv[1]))["tasks"]))' "$scratch/run/plan.json"); do
+  pairs+=("$scratch/run/kmer%3A2/$task.json")
+done
+seed shard "" two_tasks "$scratch/run/plan.json" "${pairs[@]}"
+rm -rf "$scratch"
 
 n=0
 for model in bert dnabert2 nt_v2 hyena/tiny caduceus/ph; do

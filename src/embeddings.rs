@@ -146,7 +146,7 @@ pub fn tasks_from_path(
         Ok(())
     }
     fn read(path: &std::path::Path, name: String) -> Result<InputFile> {
-        let bytes = std::fs::read(path)
+        let bytes = crate::budget::read_file(path)
             .map_err(|e| Error::in_file(path.display().to_string(), format!("cannot read: {e}")))?;
         Ok(InputFile { name, bytes })
     }

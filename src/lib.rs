@@ -10,6 +10,7 @@
 
 #[cfg(feature = "cli")]
 pub mod atomic_file;
+pub mod budget;
 pub mod digest;
 #[cfg(feature = "cli")]
 pub mod embedding_cache;

@@ -37,13 +37,14 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(Plan, Vec<Merged>)> {
     }
     let mut missing: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     let mut merged = Vec::new();
+    let shard_of = plan.dealer();
     for model in &plan.models {
         let mut pairs = Vec::new();
         for task in &plan.tasks {
             match read_pair(&plan, dirs, model, &task.id, &task.sha256)? {
                 Some(pair) => pairs.push(pair),
                 None => missing
-                    .entry(plan.shard_of(model, &task.id))
+                    .entry(shard_of(model, &task.id))
                     .or_default()
                     .push(format!("{model} × {}", task.id)),
             }
@@ -58,6 +59,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(Plan, Vec<Merged>)> {
     if !missing.is_empty() {
         return Err(missing_error(&plan, first, &missing));
     }
+    drop(shard_of);
     Ok((plan, merged))
 }
 
@@ -78,10 +80,12 @@ fn read_pair(
     let mut found: Option<Pair> = None;
     for dir in dirs {
         let path = Plan::pair_path(dir, model, task);
-        let Ok(bytes) = std::fs::read(&path) else {
+        let Ok(bytes) = crate::budget::read_file(&path) else {
             continue;
         };
         let name = path.display().to_string();
+        // Its protocol block and predictions are JSON values: up to 16 bytes per byte of text.
+        crate::budget::charge(&name, "reading the result", bytes.len() as u64, 16)?;
         let result: Submission = serde_json::from_slice(&bytes)
             .map_err(|e| Error::in_file(&name, format!("not a geneb result: {e}")))?;
         if let Some(why) = pair_problem(&result, task, &plan.regimes, sha256) {

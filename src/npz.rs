@@ -65,8 +65,8 @@ impl Matrix {
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read_probe_npz(path: &Path) -> Result<ProbeArrays> {
     let name = path.display().to_string();
-    let bytes =
-        std::fs::read(path).map_err(|e| Error::in_file(&name, format!("cannot open: {e}")))?;
+    let bytes = crate::budget::read_file(path)
+        .map_err(|e| Error::in_file(&name, format!("cannot open: {e}")))?;
     probe_arrays(&name, &bytes)
 }
 
@@ -232,12 +232,18 @@ fn text(a: Option<NpyArray>, name: &str) -> std::result::Result<Option<String>, 
 pub fn read_npz(name: &str, bytes: &[u8]) -> Result<BTreeMap<String, NpyArray>> {
     let err = |m: String| Error::in_file(name, format!("not a readable .npz file: {m}"));
     let mut out = BTreeMap::new();
+    // Every inflated entry is held until the arrays are read.
+    let mut inflated_total = 0u64;
     for entry in zip_entries(bytes).map_err(err)? {
         let data = &bytes[entry.data..entry.data + entry.compressed];
         let inflated;
         let raw = match entry.method {
             0 => data,
             8 => {
+                // What the archive inflates to is held at once, entry by entry.
+                inflated_total = inflated_total.saturating_add(entry.size as u64);
+                let what = format!("{}: inflating the archive", entry.name);
+                crate::budget::charge(name, &what, inflated_total, 1)?;
                 // Deflate expands at most 1032-fold: a declared size past that is made up and
                 // must not size the buffer. What inflates must be what the zip declares.
                 let mut buf =
@@ -427,7 +433,13 @@ fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, String> {
                 .map_err(|_| format!("a malformed shape ({shape_text})"))
         })
         .collect::<std::result::Result<_, String>>()?;
-    let count: usize = shape.iter().product();
+    // Every number here is the file's: the products are checked, and what the values will take
+    // once read is charged to the memory budget before they are.
+    let too_large = || format!("the shape {shape:?} has more values than any machine holds");
+    let count = shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(too_large)?;
     let data = &bytes[start + len..];
     let (order, kind, width) = {
         let mut chars = descr.chars();
@@ -440,13 +452,26 @@ fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, String> {
         (order, kind, width)
     };
     let big = order == '>';
-    let item = if kind == 'U' { 4 * width } else { width };
-    if data.len() < count * item {
+    let item = if kind == 'U' {
+        width.checked_mul(4)
+    } else {
+        Some(width)
+    }
+    .ok_or_else(|| format!("dtype {descr} is wider than any machine holds"))?;
+    if count.checked_mul(item).is_none_or(|need| data.len() < need) {
         return Err(format!(
             "the data is truncated ({} bytes for {count} values of {descr})",
             data.len()
         ));
     }
+    // What one value takes once read (a string: its handle and up to `width` characters).
+    let each = match kind {
+        'f' => width,
+        'U' => std::mem::size_of::<String>().saturating_add(item),
+        _ => std::mem::size_of::<i128>(),
+    };
+    crate::budget::charge_argument("the array's values", count as u64, each as u64)
+        .map_err(|e| e.message)?;
     let word = |i: usize, w: usize| -> u64 {
         let b = &data[i * w..i * w + w];
         let fold = |v: u64, &x: &u8| v << 8 | u64::from(x);

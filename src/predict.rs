@@ -82,6 +82,8 @@ impl SavedProbe {
 
     /// Reads a saved probe, refusing other files and other format versions.
     pub fn read(name: &str, bytes: &[u8]) -> Result<Self> {
+        // Parsed as a JSON tree first: a number of two characters becomes a 32-byte value.
+        crate::budget::charge(name, "reading the probe file", bytes.len() as u64, 16)?;
         let value: serde_json::Value = serde_json::from_slice(bytes)
             .map_err(|e| Error::in_file(name, format!("not a geneb probe file (not JSON: {e})")))?;
         if value["format"] != FORMAT {
@@ -103,6 +105,16 @@ impl SavedProbe {
         }
         let probe: SavedProbe = serde_json::from_value(value)
             .map_err(|e| Error::in_file(name, format!("a damaged geneb probe file: {e}")))?;
+        let classes = probe.classes.len();
+        if classes < 2 || !probe.classes.is_sorted_by(|a, b| a < b) {
+            return Err(Error::in_file(
+                name,
+                format!(
+                    "a damaged geneb probe file: a probe has at least 2 distinct classes in \
+                     ascending order, this one lists {classes}"
+                ),
+            ));
+        }
         let k = probe.intercept.len();
         let sound = probe.coef.len() == probe.encoder.dim
             && probe.coef.iter().all(|r| r.len() == k)
@@ -158,18 +170,35 @@ impl SavedProbe {
     /// Each row's predicted class (an index into `labels`) and its probability per trained
     /// class, in `classes` order: scikit-learn's `predict` and `predict_proba` (the logistic
     /// function for two classes, the softmax otherwise).
-    pub fn predict(&self, x: ArrayView2<f32>) -> (Vec<usize>, Array2<f64>) {
+    ///
+    /// A score that is not finite (weights too large for these embeddings) is an error naming
+    /// the row, never a NaN in the output.
+    pub fn predict(&self, x: ArrayView2<f32>) -> Result<(Vec<usize>, Array2<f64>)> {
         let model = self.model();
         let predicted = model.predict(x);
         let scores = model.decision_function(x);
+        if let Some(row) = scores
+            .rows()
+            .into_iter()
+            .position(|s| s.iter().any(|v| !v.is_finite()))
+        {
+            return Err(Error::new(format!(
+                "the probe's scores for sequence {} are not finite numbers: its weights are too \
+                 large for these embeddings (a damaged probe file?)",
+                row + 1
+            )));
+        }
         let k = self.classes.len();
         let mut proba = Array2::zeros((x.nrows(), k));
         for (mut p, s) in proba.rows_mut().into_iter().zip(scores.rows()) {
             if k == 2 {
+                // scikit-learn's expit: 0 or 1 at the extremes, never NaN for a finite score.
                 let p1 = 1.0 / (1.0 + (-s[0]).exp());
                 p[0] = 1.0 - p1;
                 p[1] = p1;
             } else {
+                // Shifted by the largest score (log-sum-exp): every term is at most 1 and the
+                // total at least 1, so finite scores, however far apart, give finite values.
                 let max = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 let total: f64 = s.iter().map(|v| (v - max).exp()).sum();
                 for (pc, v) in p.iter_mut().zip(s) {
@@ -177,7 +206,7 @@ impl SavedProbe {
                 }
             }
         }
-        (predicted, proba)
+        Ok((predicted, proba))
     }
 }
 
@@ -210,7 +239,9 @@ pub async fn predict_sequences(
     let (ids, texts): (Vec<String>, Vec<String>) =
         sequences.into_iter().map(|s| (s.id, s.sequence)).unzip();
     let x = crate::eval::embed_sequences(encoder, &texts).await?;
-    let (predicted, proba) = probe.predict(x.view());
+    let (predicted, proba) = probe
+        .predict(x.view())
+        .map_err(|e| e.or_in_file(probe_name))?;
     Ok(scores_csv(probe, &ids, &predicted, &proba))
 }
 

@@ -42,6 +42,9 @@ impl Shard {
     }
 }
 
+/// What merging keeps per planned pair at most: its place and, when it is missing, its name.
+const PAIR_BYTES: u64 = 256;
+
 /// The file every shard writes (or checks) in the results folder.
 pub const PLAN_FILE: &str = "plan.json";
 
@@ -123,7 +126,7 @@ impl Plan {
     pub fn read(dir: &Path) -> Result<Plan> {
         let path = dir.join(PLAN_FILE);
         let name = path.display().to_string();
-        let bytes = std::fs::read(&path).map_err(|e| {
+        let bytes = crate::budget::read_file(&path).map_err(|e| {
             Error::in_file(
                 &name,
                 format!(
@@ -131,8 +134,40 @@ impl Plan {
                 ),
             )
         })?;
-        serde_json::from_slice(&bytes)
-            .map_err(|e| Error::in_file(&name, format!("not a geneb plan: {e}")))
+        let plan: Plan = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::in_file(&name, format!("not a geneb plan: {e}")))?;
+        // Pairs are dealt to shards by remainder: a plan of no shards plans nothing.
+        if plan.shards == 0 {
+            return Err(Error::in_file(
+                &name,
+                "a damaged geneb plan: it splits the run into 0 shards",
+            ));
+        }
+        // Dealing counts each pair's place among distinct names.
+        let distinct = |names: Vec<&str>| {
+            let count = names.len();
+            names
+                .into_iter()
+                .collect::<std::collections::HashSet<_>>()
+                .len()
+                == count
+        };
+        if !distinct(plan.models.iter().map(String::as_str).collect())
+            || !distinct(plan.tasks.iter().map(|t| t.id.as_str()).collect())
+        {
+            return Err(Error::in_file(
+                &name,
+                "a damaged geneb plan: it names a model or a task twice",
+            ));
+        }
+        // Merging looks for every (model, task) pair's file and names the missing ones.
+        crate::budget::charge(
+            &name,
+            "the plan's (model, task) pairs",
+            (plan.models.len() as u64).saturating_mul(plan.tasks.len() as u64),
+            PAIR_BYTES,
+        )?;
+        Ok(plan)
     }
 
     /// Which parts of two plans differ, in words; `None` when they are the same plan.
@@ -183,20 +218,32 @@ impl Plan {
             .collect()
     }
 
-    /// The pairs shard `index` computes, done or not.
+    /// The pairs shard `index` computes, done or not: pairs are dealt round-robin, so the first
+    /// `pairs % shards` shards get one more.
     pub fn pairs_in(&self, index: usize) -> usize {
-        self.models
-            .iter()
-            .flat_map(|m| self.tasks.iter().map(move |t| (m, t)))
-            .filter(|(m, t)| self.shard_of(m, &t.id) == index)
-            .count()
+        let pairs = self.models.len() * self.tasks.len();
+        pairs / self.shards + usize::from(index < pairs % self.shards)
+    }
+
+    /// [`Plan::shard_of`] for many pairs: the names are sorted once, each pair then costs two
+    /// binary searches instead of a pass over every model and task.
+    pub fn dealer(&self) -> impl Fn(&str, &str) -> usize + '_ {
+        let mut models: Vec<&str> = self.models.iter().map(String::as_str).collect();
+        let mut tasks: Vec<&str> = self.tasks.iter().map(|t| t.id.as_str()).collect();
+        models.sort_unstable();
+        tasks.sort_unstable();
+        move |model, task| {
+            let models_before = models.partition_point(|m| *m < model);
+            let tasks_before = tasks.partition_point(|t| *t < task);
+            (models_before * tasks.len() + tasks_before) % self.shards
+        }
     }
 
     /// A result file that parses and holds every planned regime of this task on this data;
     /// files are written whole (`atomic_file`), so anything else is from another run.
     fn is_complete(&self, dir: &Path, model: &str, task: &TaskData) -> bool {
         let id = &task.task.id;
-        let Ok(bytes) = std::fs::read(Plan::pair_path(dir, model, id)) else {
+        let Ok(bytes) = crate::budget::read_file(&Plan::pair_path(dir, model, id)) else {
             return false;
         };
         let Ok(result) = serde_json::from_slice::<Submission>(&bytes) else {

@@ -115,6 +115,16 @@ pub fn make(
         groups,
         test_rows: Vec::new(),
     };
+    // Every fold tests at least one row: more folds than rows is an error, before the folds'
+    // shares (one per fold) are made.
+    if let Some(k) = settings.folds
+        && k > y.len()
+    {
+        return Err(err(format!(
+            "{k} folds need at least {k} rows, the table has {}; use fewer folds",
+            y.len()
+        )));
+    }
     let (sides, method, n_groups) = match (groups, settings.folds) {
         (None, None) => {
             for (c, &n) in counts.iter().enumerate() {

@@ -1027,7 +1027,7 @@ fn hostile_model_files_are_refused_in_one_line_with_exit_2() {
         ),
     ];
     // config.json values: (key, value, the file the refusal names, what it says).
-    let configs: [(&str, Value, &str, &str); 5] = [
+    let configs: [(&str, Value, &str, &str); 6] = [
         (
             "num_attention_heads",
             5.into(),
@@ -1057,6 +1057,12 @@ fn hostile_model_files_are_refused_in_one_line_with_exit_2() {
             (-1.0).into(),
             "config.json",
             "'layer_norm_eps': -1 is not a normalisation epsilon",
+        ),
+        (
+            "max_position_embeddings",
+            0.into(),
+            "config.json",
+            "max_position_embeddings is 0: the model would take no token",
         ),
     ];
     for (i, (key, value, file, fragment)) in configs.into_iter().enumerate() {

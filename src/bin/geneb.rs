@@ -46,6 +46,10 @@ fn keep_freed_memory() {
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The most memory one file or argument may make geneb hold (default 2GiB; or the
+    /// GENEB_MAX_MEMORY environment variable): a file asking for more is refused by name.
+    #[arg(long, global = true, value_name = "SIZE")]
+    max_memory: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -142,7 +146,8 @@ struct EvalArgs {
     /// Your own embeddings instead of an encoder: a .npz (X_train, y_train, X_test, y_test,
     /// optional task and category strings), a folder with X.npy + labels.csv (label[, split]),
     /// or a folder of those. Repeat for more. Every regime and the profile run on them.
-    #[arg(long, conflicts_with_all = ["model", "task", "suite"])]
+    /// (No encoder and no task data: the sharding, cache and download options do not apply.)
+    #[arg(long, conflicts_with_all = ["model", "task", "suite", "out_dir", "shard", "offline", "no_cache"])]
     embeddings: Vec<PathBuf>,
     /// A task table (text,label,split), a folder with train.csv + test.csv, FASTA, a Genomic
     /// Benchmarks / GUE / NT / BED+FASTA folder, a folder of those, or `geneb:<task id>` for an
@@ -374,7 +379,7 @@ struct ProfileArgs {
 fn main() -> ExitCode {
     keep_freed_memory();
     let cli = Cli::parse();
-    let outcome = match cli.command {
+    let outcome = set_memory_budget(cli.max_memory.as_deref()).and_then(|()| match cli.command {
         Command::Eval(args) => run_eval(args),
         Command::Predict(args) => run_predict(args),
         Command::Merge(args) => run_merge(args),
@@ -384,13 +389,26 @@ fn main() -> ExitCode {
         Command::Models => run_models(),
         Command::Embed(args) => run_embed(args),
         Command::Tasks(args) => run_tasks(args),
-    };
+    });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("geneb: {}", e.to_string().replace(['\n', '\r'], " "));
             ExitCode::from(2)
         }
+    }
+}
+
+/// `--max-memory` wins over `GENEB_MAX_MEMORY`, which wins over the default.
+fn set_memory_budget(flag: Option<&str>) -> Result<()> {
+    match flag {
+        Some(size) => {
+            let bytes = geneb::budget::parse_size(size)
+                .map_err(|e| Error::new(format!("--max-memory: {}", e.message)))?;
+            geneb::budget::set_limit(bytes);
+            Ok(())
+        }
+        None => geneb::budget::from_env(),
     }
 }
 
@@ -402,7 +420,7 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
 }
 
 fn read_file(path: &Path) -> Result<InputFile> {
-    let bytes = std::fs::read(path)
+    let bytes = geneb::budget::read_file(path)
         .map_err(|e| Error::in_file(path.display().to_string(), format!("cannot read: {e}")))?;
     Ok(InputFile {
         name: path.display().to_string(),

@@ -97,6 +97,13 @@ impl HfModel {
         arch::complete_published_layout(&mut files);
         let fingerprint = files.fingerprint()?;
         let config = files.config()?;
+        // A model of no positions takes no token: refused before its weights are read.
+        if config["max_position_embeddings"].as_u64() == Some(0) {
+            return Err(Error::in_file(
+                format!("{}/config.json", files.name),
+                "max_position_embeddings is 0: the model would take no token",
+            ));
+        }
         let arch_spec = arch::detect(&config)?;
         let tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
         let mut ckpt = read_weights(&mut files)?;

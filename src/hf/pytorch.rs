@@ -532,7 +532,15 @@ struct Unpickler<'p> {
     /// small values per tensor; a hostile pickle recalling a value that holds itself would
     /// otherwise double its memory with every two bytes.
     copy_budget: usize,
+    /// Values and marks pushed or copied so far: what the stack, the memo and the containers
+    /// built from them hold is at most this many values, charged to the memory budget.
+    pushed: u64,
 }
+
+/// A state dict's pickle builds each container from a batch of at most a thousand or so
+/// stacked items (pickle's `SETITEMS`/`APPENDS` batches); a million waiting values is no state
+/// dict, whatever the memory budget allows.
+const MAX_STACK: usize = 1 << 20;
 
 impl<'p> Unpickler<'p> {
     fn new(pickle: &'p [u8]) -> Unpickler<'p> {
@@ -543,7 +551,42 @@ impl<'p> Unpickler<'p> {
             marks: Vec::new(),
             memo: HashMap::new(),
             copy_budget: 4096 + 8 * pickle.len(),
+            pushed: 0,
         }
+    }
+
+    /// Counts one more pushed value or mark against `MAX_STACK` and the memory budget.
+    fn charge_push(&mut self) -> std::result::Result<(), String> {
+        if self.stack.len() + self.marks.len() >= MAX_STACK {
+            return Err(format!(
+                "data.pkl stacks more than {MAX_STACK} values without building anything from \
+                 them: it is not a state dict"
+            ));
+        }
+        self.hold(1)
+    }
+
+    /// Counts `values` more made (pushed or copied) against the memory budget.
+    fn hold(&mut self, values: u64) -> std::result::Result<(), String> {
+        self.pushed = self.pushed.saturating_add(values);
+        let held = self
+            .pushed
+            .saturating_mul(std::mem::size_of::<Value>() as u64);
+        if held > crate::budget::limit() {
+            return Err(format!(
+                "data.pkl builds more values than geneb's memory budget of {} holds (raise it \
+                 with --max-memory or {}): it is not a state dict",
+                crate::budget::human(crate::budget::limit()),
+                crate::budget::ENV
+            ));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, value: Value) -> std::result::Result<(), String> {
+        self.charge_push()?;
+        self.stack.push(value);
+        Ok(())
     }
 
     fn take(&mut self, n: usize) -> std::result::Result<&'p [u8], String> {
@@ -600,13 +643,14 @@ impl<'p> Unpickler<'p> {
         self.stack.last_mut().ok_or_else(corrupt)
     }
 
-    /// Charges a copy of `value` to the copy budget, before it is made.
+    /// Charges a copy of `value` to the copy budget and the memory budget, before it is made.
     fn charge(&mut self, value: &Value) -> std::result::Result<(), String> {
+        let nodes = value.measure().0;
         self.copy_budget = self
             .copy_budget
-            .checked_sub(value.measure().0)
+            .checked_sub(nodes)
             .ok_or("data.pkl copies more objects than a state dict could: it is not one")?;
-        Ok(())
+        self.hold(nodes as u64)
     }
 
     /// Checks that values about to go into a container keep it within `MAX_NESTING`.
@@ -626,14 +670,14 @@ impl<'p> Unpickler<'p> {
         let top = self.stack.pop().ok_or_else(corrupt)?;
         self.charge(&top)?;
         self.memo.insert(index, top.clone());
-        self.stack.push(top);
+        self.push(top)?;
         Ok(())
     }
 
     fn recall(&mut self, index: u32) -> std::result::Result<(), String> {
         let value = self.memo.remove(&index).ok_or_else(corrupt)?;
         self.charge(&value)?;
-        self.stack.push(value.clone());
+        self.push(value.clone())?;
         self.memo.insert(index, value);
         Ok(())
     }
@@ -654,27 +698,30 @@ impl<'p> Unpickler<'p> {
                 b'c' => {
                     let module = self.line()?;
                     let name = self.line()?;
-                    self.stack.push(Value::Global(global(&module, &name)?));
+                    self.push(Value::Global(global(&module, &name)?))?;
                 }
                 0x93 => {
                     let (Value::Str(name), Value::Str(module)) = (self.pop()?, self.pop()?) else {
                         return Err(corrupt());
                     };
-                    self.stack.push(Value::Global(global(&module, &name)?));
+                    self.push(Value::Global(global(&module, &name)?))?;
                 }
-                b'(' => self.marks.push(self.stack.len()),
-                b')' => self.stack.push(Value::Tuple(Vec::new())),
-                b']' => self.stack.push(Value::List(Vec::new())),
-                b'}' => self.stack.push(Value::Dict(Vec::new())),
+                b'(' => {
+                    self.charge_push()?;
+                    self.marks.push(self.stack.len());
+                }
+                b')' => self.push(Value::Tuple(Vec::new()))?,
+                b']' => self.push(Value::List(Vec::new()))?,
+                b'}' => self.push(Value::Dict(Vec::new()))?,
                 b't' => {
                     let items = self.pop_mark()?;
                     Self::nestable(&items)?;
-                    self.stack.push(Value::Tuple(items));
+                    self.push(Value::Tuple(items))?;
                 }
                 b'l' => {
                     let items = self.pop_mark()?;
                     Self::nestable(&items)?;
-                    self.stack.push(Value::List(items));
+                    self.push(Value::List(items))?;
                 }
                 0x85..=0x87 => {
                     let n = usize::from(opcode - 0x84);
@@ -683,7 +730,7 @@ impl<'p> Unpickler<'p> {
                     }
                     let items = self.stack.split_off(self.stack.len() - n);
                     Self::nestable(&items)?;
-                    self.stack.push(Value::Tuple(items));
+                    self.push(Value::Tuple(items))?;
                 }
                 // Items added to an opaque object (a defaultdict, a list subclass) are dropped.
                 b'a' => {
@@ -730,17 +777,17 @@ impl<'p> Unpickler<'p> {
                         dict.push((key, value));
                     }
                 }
-                b'N' => self.stack.push(Value::None),
-                0x88 => self.stack.push(Value::Bool),
-                0x89 => self.stack.push(Value::Bool),
+                b'N' => self.push(Value::None)?,
+                0x88 => self.push(Value::Bool)?,
+                0x89 => self.push(Value::Bool)?,
                 // BININT1, BININT2 (unsigned), BININT (signed 32-bit)
                 b'K' | b'M' => {
                     let v = self.uint(if opcode == b'K' { 1 } else { 2 })?;
-                    self.stack.push(Value::Int(v as i64));
+                    self.push(Value::Int(v as i64))?;
                 }
                 b'J' => {
                     let v = self.uint(4)? as u32 as i32;
-                    self.stack.push(Value::Int(i64::from(v)));
+                    self.push(Value::Int(i64::from(v)))?;
                 }
                 0x8a => {
                     let n = self.uint(1)? as usize;
@@ -755,11 +802,11 @@ impl<'p> Unpickler<'p> {
                     } else {
                         ((v << shift) as i64) >> shift
                     };
-                    self.stack.push(Value::Int(v));
+                    self.push(Value::Int(v))?;
                 }
                 b'G' => {
                     self.take(8)?;
-                    self.stack.push(Value::Float);
+                    self.push(Value::Float)?;
                 }
                 // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8: UTF-8 after its length
                 b'X' | 0x8c | 0x8d => {
@@ -770,7 +817,7 @@ impl<'p> Unpickler<'p> {
                     };
                     let len = usize::try_from(self.uint(width)?).map_err(|_| corrupt())?;
                     let value = self.text(len)?;
-                    self.stack.push(value);
+                    self.push(value)?;
                 }
                 // BINPUT, LONG_BINPUT, MEMOIZE
                 b'q' | b'r' => {
@@ -785,12 +832,12 @@ impl<'p> Unpickler<'p> {
                 }
                 b'Q' => {
                     let id = self.pop()?;
-                    self.stack.push(persistent_storage(id)?);
+                    self.push(persistent_storage(id)?)?;
                 }
                 b'R' => {
                     let args = self.pop()?;
                     let callable = self.pop()?;
-                    self.stack.push(reduce(callable, args)?);
+                    self.push(reduce(callable, args)?)?;
                 }
                 // NEWOBJ (cls, args) and NEWOBJ_EX (cls, args, kwargs): `cls.__new__`, read as
                 // a call.
@@ -800,7 +847,7 @@ impl<'p> Unpickler<'p> {
                     }
                     let args = self.pop()?;
                     let class = self.pop()?;
-                    self.stack.push(reduce(class, args)?);
+                    self.push(reduce(class, args)?)?;
                 }
                 b'b' => {
                     // BUILD sets object state: for a state dict that is its `_metadata`
@@ -1075,5 +1122,21 @@ mod tests {
             .run()
             .unwrap_err();
         assert!(message.contains("uses builtins.exec"), "{message}");
+    }
+
+    /// 20 MB of pushes (values or marks) that never build anything: refused after a million,
+    /// not held as 20 million values.
+    #[test]
+    fn a_pickle_of_megabytes_of_pushes_is_refused() {
+        for push in [b'N', b'('] {
+            let mut pushes = b"\x80\x02".to_vec();
+            pushes.extend(std::iter::repeat_n(push, 20 << 20));
+            pushes.push(b'.');
+            let message = Unpickler::new(&pushes).run().unwrap_err();
+            assert!(
+                message.contains("stacks more than 1048576 values"),
+                "{message}"
+            );
+        }
     }
 }

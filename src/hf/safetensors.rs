@@ -59,6 +59,13 @@ pub fn read(source: &str, file: Box<dyn ByteSource>) -> Result<Checkpoint> {
         )));
     }
     let data_start = 8 + header_len;
+    // Parsed as JSON values: a number of a few characters becomes a 32-byte value.
+    crate::budget::charge(
+        source,
+        "reading the safetensors header",
+        header_len as u64,
+        16,
+    )?;
     let header: BTreeMap<String, serde_json::Value> =
         serde_json::from_slice(&read_at(8, header_len)?)
             .map_err(|e| bad(format!("the safetensors header is not valid JSON ({e})")))?;

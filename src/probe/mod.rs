@@ -106,6 +106,21 @@ pub fn fit<T: Element>(x: ArrayView2<T>, y: &[usize]) -> Result<LogisticRegressi
             classes.len()
         )));
     }
+    // The optimiser holds its weights, gradient and L-BFGS history (two vectors per pair),
+    // a few more of the same size and a block of scores per thread: all `(d + 1) × classes`
+    // (or per row × classes). Refused before any of it is allocated when it cannot fit.
+    let per_class = (d as u64 + 1)
+        .checked_mul(2 * LBFGS_HISTORY as u64 + 8)
+        .and_then(|v| v.checked_add(1024 * rayon::current_num_threads() as u64))
+        .unwrap_or(u64::MAX);
+    crate::budget::charge_argument(
+        &format!(
+            "the probe for {} classes of {d}-dimensional embeddings",
+            classes.len()
+        ),
+        per_class,
+        8 * classes.len() as u64,
+    )?;
     // Dense class indices, as sklearn's LabelEncoder gives the loss.
     let yi: Vec<usize> = y
         .iter()

@@ -45,7 +45,8 @@ pub fn tasks_from_path_split(
                 "this file is one split of a task: give the task's folder, which holds both train and test",
             ));
         }
-        let bytes = fs::read(path).map_err(|err| io_error(path, "cannot read", &err))?;
+        let bytes =
+            crate::budget::read_file(path).map_err(|err| io_error(path, "cannot read", &err))?;
         on_disk.insert(own_name.clone(), path.to_path_buf());
         files.push(InputFile {
             name: own_name,
@@ -123,7 +124,8 @@ fn collect(
                 });
             }
         }
-        let bytes = fs::read(&entry).map_err(|err| io_error(&entry, "cannot read", &err))?;
+        let bytes = crate::budget::read_file(&entry)
+            .map_err(|err| io_error(&entry, "cannot read", &err))?;
         on_disk.insert(name.clone(), entry);
         files.push(InputFile { name, bytes });
     }

@@ -1,9 +1,10 @@
 //! Bytes → physical lines of text: gzip by magic bytes, UTF-8 BOM, LF or CRLF, and an error that
 //! names the line for binary or non-UTF-8 content. Streaming: one line in memory at a time.
 
+use crate::budget::Meter;
 use crate::{Error, Result};
 use flate2::read::MultiGzDecoder;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
@@ -40,12 +41,18 @@ pub(crate) struct Line<'l> {
     pub(crate) text: &'l str,
 }
 
-/// The longest line read: a whole human chromosome on one line fits natively; a tab (4 GiB of
-/// wasm memory in all) gets less.
+/// The longest line read: a whole human chromosome on one line (chr1, 249 Mbp) fits natively;
+/// a tab (4 GiB of wasm memory in all) gets less. Reading one to the limit holds one and a half
+/// times it while the buffer grows, well within the memory budget.
 #[cfg(not(target_arch = "wasm32"))]
-const MAX_LINE_BYTES: usize = 1 << 30;
+const MAX_LINE_BYTES: usize = 512 << 20;
 #[cfg(target_arch = "wasm32")]
 const MAX_LINE_BYTES: usize = 256 << 20;
+
+/// What a line costs the reader that keeps it besides its text (a row's strings, label index
+/// and vector slots): every line read is charged its length plus this to the memory budget, so
+/// a file of short lines cannot make millions of rows out of a small gzip or Parquet file.
+pub(crate) const LINE_OVERHEAD: u64 = 64;
 
 /// A file's text, line by line. Line numbers are 1-based physical lines of the (decompressed)
 /// file, as an editor shows them.
@@ -55,6 +62,8 @@ pub(crate) struct Lines<'a> {
     gzip: bool,
     buffer: Vec<u8>,
     number: usize,
+    /// The text read so far and what keeping it costs, against the memory budget.
+    meter: Meter,
 }
 
 impl<'a> Lines<'a> {
@@ -81,7 +90,7 @@ impl<'a> Lines<'a> {
         let reader: Box<dyn BufRead + 'a> = if gzip {
             Box::new(BufReader::new(MultiGzDecoder::new(bytes)))
         } else if super::parquet::is_parquet(bytes) {
-            Box::new(std::io::Cursor::new(super::parquet::to_csv(file, bytes)?))
+            super::parquet::csv_lines(file, bytes)?
         } else {
             Box::new(bytes)
         };
@@ -91,19 +100,54 @@ impl<'a> Lines<'a> {
             gzip,
             buffer: Vec::new(),
             number: 0,
+            meter: Meter::new(file, "reading the text and keeping its rows"),
         })
+    }
+
+    /// Reads up to and including the next `\n` into `buffer`, charging what it reads; stops
+    /// past `MAX_LINE_BYTES`. The buffer grows to at most the limit (plus one byte), so
+    /// enforcing the limit never costs twice the limit.
+    fn read_line(&mut self) -> std::io::Result<usize> {
+        let cap = MAX_LINE_BYTES + 1;
+        loop {
+            let available = self.reader.fill_buf()?;
+            if available.is_empty() {
+                return Ok(self.buffer.len());
+            }
+            let (take, done) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (available.len(), false),
+            };
+            let take = take.min(cap - self.buffer.len());
+            self.meter.add(take as u64).map_err(std::io::Error::other)?;
+            let needed = self.buffer.len() + take;
+            if needed > self.buffer.capacity() {
+                let grown = (self.buffer.capacity() * 2).clamp(needed, cap.max(needed));
+                self.buffer.reserve_exact(grown - self.buffer.len());
+            }
+            self.buffer.extend_from_slice(&available[..take]);
+            self.reader.consume(take);
+            if done || self.buffer.len() == cap {
+                return Ok(self.buffer.len());
+            }
+        }
     }
 
     /// The next line without its line ending, or `None` at the end of the file.
     pub(crate) fn next_line(&mut self) -> Result<Option<Line<'_>>> {
         self.buffer.clear();
         // Bounded, so a gzip bomb or a newline-free blob is an error rather than an abort.
-        let read = (&mut self.reader)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut self.buffer);
-        match read {
+        match self.read_line() {
             Ok(0) => return Ok(None),
-            Ok(_) => {}
+            Ok(_) => self
+                .meter
+                .add(LINE_OVERHEAD)
+                .map_err(|e| Error::at_line(self.file, self.number + 1, e.message))?,
+            // The budget, or a Parquet row the library could not read: already said well.
+            Err(err) if err.get_ref().is_some_and(|e| e.is::<Error>()) => {
+                let inner = err.into_inner().expect("checked above");
+                return Err(*inner.downcast::<Error>().expect("checked above"));
+            }
             Err(err) if self.gzip => {
                 return Err(Error::in_file(
                     self.file,

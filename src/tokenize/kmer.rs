@@ -4,16 +4,16 @@
 //! Text between matches is split on whitespace and each piece is one token, `<unk>` unless it
 //! is in the vocabulary. `<cls>` goes first; `<eos>` last unless the configuration disables it.
 
+use super::trie::Trie;
 use super::{Kind, Settings, Tokenizer, lookup, read_vocab_txt};
 use crate::Result;
 use crate::hf::ModelFiles;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 pub(super) struct LongestMatch {
     vocab: HashMap<String, u32>,
-    /// First characters of the tokens: only there can a match start.
-    starts: HashSet<char>,
-    longest: usize,
+    /// The vocabulary as a trie: a match costs at most the characters it reads (see `trie`).
+    trie: Trie,
     unk: u32,
 }
 
@@ -22,19 +22,9 @@ impl LongestMatch {
         let chars: Vec<char> = sequence.chars().collect();
         let mut ids = Vec::new();
         let mut unmatched = String::new();
-        let mut candidate = String::new();
         let mut at = 0;
         while at < chars.len() {
-            let found = self.starts.contains(&chars[at]).then(|| {
-                (1..=self.longest.min(chars.len() - at))
-                    .rev()
-                    .find_map(|len| {
-                        candidate.clear();
-                        candidate.extend(&chars[at..at + len]);
-                        self.vocab.get(&candidate).map(|&id| (id, len))
-                    })
-            });
-            match found.flatten() {
+            match self.trie.longest_match(Trie::ROOT, &chars[at..]) {
                 Some((id, len)) => {
                     self.flush(&mut unmatched, &mut ids);
                     ids.push(id);
@@ -84,7 +74,6 @@ pub(super) fn esm_tokenizer(files: &ModelFiles, settings: &Settings) -> Result<T
     };
     let prefix: Vec<u32> = id("cls_token", "<cls>")?.into_iter().collect();
     let suffix: Vec<u32> = id("eos_token", "<eos>")?.into_iter().collect();
-    let longest = vocab.keys().map(|t| t.chars().count()).max().unwrap_or(1);
     let k = tokens
         .iter()
         .filter(|t| t.chars().all(|c| c.is_ascii_alphabetic()))
@@ -93,9 +82,8 @@ pub(super) fn esm_tokenizer(files: &ModelFiles, settings: &Settings) -> Result<T
         .unwrap_or(1);
     Ok(Tokenizer {
         kind: Kind::LongestMatch(LongestMatch {
-            starts: vocab.keys().filter_map(|t| t.chars().next()).collect(),
+            trie: Trie::new(vocab.iter().map(|(token, &id)| (token.as_str(), id))),
             vocab,
-            longest,
             unk,
         }),
         prefix,

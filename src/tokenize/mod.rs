@@ -25,6 +25,7 @@ mod chars;
 mod dnagpt;
 mod kmer;
 mod pipeline;
+mod trie;
 
 pub use dnagpt::vocab_size as dnagpt_vocab_size;
 

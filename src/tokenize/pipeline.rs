@@ -4,6 +4,7 @@
 //! tokenizers use are implemented; any other is refused by name.
 
 use super::bpe::Bpe;
+use super::trie::Trie;
 use super::{Kind, Settings, TokenSetting, Tokenizer, lookup, read_vocab_txt};
 use crate::Result;
 use crate::hf::ModelFiles;
@@ -107,17 +108,68 @@ enum Model {
 }
 
 struct WordPiece {
-    vocab: HashMap<String, u32>,
-    /// The longest vocabulary entry, in characters: no longer piece can match, which keeps a
-    /// word linear in its length whatever `max_input_chars_per_word` the file sets (without it, a
-    /// long sequence as one word took cubic time).
-    longest: usize,
+    /// The vocabulary as a trie: a longest match costs at most the word's length, whatever
+    /// the longest entry (see `trie`).
+    trie: Trie,
     unk: u32,
     continuing_subword_prefix: String,
     max_input_chars_per_word: usize,
 }
 
+impl WordPiece {
+    fn new(
+        vocab: &HashMap<String, u32>,
+        unk: u32,
+        continuing_subword_prefix: String,
+        max_input_chars_per_word: usize,
+    ) -> WordPiece {
+        WordPiece {
+            trie: Trie::new(vocab.iter().map(|(token, &id)| (token.as_str(), id))),
+            unk,
+            continuing_subword_prefix,
+            max_input_chars_per_word,
+        }
+    }
+}
+
+/// How many characters of text a pipeline may make of one character of sequence: DNABERT's
+/// 6-mers under the BERT normalizer make at most 42 (7 per base, CJK spacing 3, lower-casing
+/// 2). A file whose steps could make more (a `Replace` writing a megabyte per base, 20,000-mers)
+/// is refused when it is read, so every sequence's text stays proportional to the sequence.
+const MAX_GROWTH: u64 = 64;
+
 impl Pipeline {
+    /// Refuses a pipeline whose text could grow past `MAX_GROWTH` characters per character.
+    fn new(
+        input: InputFormat,
+        normalizers: Vec<Normalizer>,
+        pre_tokenizers: Vec<PreTokenizer>,
+        model: Model,
+        bad: Bad,
+    ) -> Result<Pipeline> {
+        let input_growth = match input {
+            InputFormat::AsIs => 1,
+            InputFormat::Kmers(k) => k as u64 + 1,
+        };
+        let growth = normalizers
+            .iter()
+            .try_fold(input_growth, |g, n| g.checked_mul(n.growth()))
+            .filter(|&g| g <= MAX_GROWTH);
+        if growth.is_none() {
+            return Err(bad(format!(
+                "its steps can make more than {MAX_GROWTH} characters of text of one character \
+                 of sequence (overlapping k-mers make k + 1, a Replace 1 + its content's length): \
+                 not a tokenizer geneb runs"
+            )));
+        }
+        Ok(Pipeline {
+            input,
+            normalizers,
+            pre_tokenizers,
+            model,
+        })
+    }
+
     pub(super) fn tokens(&self, sequence: &str) -> Vec<u32> {
         let mut text = match self.input {
             InputFormat::AsIs => sequence.to_string(),
@@ -159,6 +211,22 @@ fn is_chinese_char(c: char) -> bool {
 }
 
 impl Normalizer {
+    /// The most characters one character of input becomes.
+    fn growth(&self) -> u64 {
+        match self {
+            // CJK spacing makes 3 of 1; lower-casing makes at most 2 of 1 (U+0130).
+            Normalizer::Bert {
+                chinese_chars,
+                lowercase,
+                ..
+            } => (if *chinese_chars { 3 } else { 1 }) * (if *lowercase { 2 } else { 1 }),
+            Normalizer::Lowercase => 2,
+            Normalizer::Strip { .. } => 1,
+            // A pattern matches at most once per character (and once at the end, empty).
+            Normalizer::Replace { content, .. } => 1 + content.chars().count() as u64,
+        }
+    }
+
     fn apply(&self, text: &str) -> String {
         match self {
             Normalizer::Lowercase => text.to_lowercase(),
@@ -280,33 +348,25 @@ impl WordPiece {
             out.push(self.unk);
             return;
         }
+        let continuing = self.trie.walk(Trie::ROOT, &self.continuing_subword_prefix);
         let mut pieces = Vec::new();
         let mut start = 0;
-        let mut candidate = String::new();
         while start < chars.len() {
-            let found = (start + 1..=chars.len().min(start + self.longest))
-                .rev()
-                .find_map(|end| {
-                    candidate.clear();
-                    if start > 0 {
-                        candidate.push_str(&self.continuing_subword_prefix);
-                    }
-                    candidate.extend(&chars[start..end]);
-                    self.vocab.get(&candidate).map(|&id| (id, end))
-                });
-            let Some((id, end)) = found else {
+            let from = if start == 0 {
+                Some(Trie::ROOT)
+            } else {
+                continuing
+            };
+            let found = from.and_then(|from| self.trie.longest_match(from, &chars[start..]));
+            let Some((id, len)) = found else {
                 out.push(self.unk);
                 return;
             };
             pieces.push(id);
-            start = end;
+            start += len;
         }
         out.extend(pieces);
     }
-}
-
-fn longest_token(vocab: &HashMap<String, u32>) -> usize {
-    vocab.keys().map(|t| t.chars().count()).max().unwrap_or(0)
 }
 
 /// transformers' `BertTokenizer` over `vocab.txt`: BertNormalizer (lower-casing unless
@@ -332,22 +392,17 @@ pub(super) fn bert_from_vocab(files: &ModelFiles, settings: &Settings) -> Result
     let (input, description) = input_format(tokens.iter().map(String::as_str));
     let vocab_size = tokens.len();
     Ok(Tokenizer {
-        kind: Kind::Pipeline(Pipeline {
+        kind: Kind::Pipeline(Pipeline::new(
             input,
-            normalizers: vec![Normalizer::Bert {
+            vec![Normalizer::Bert {
                 clean_text: true,
                 chinese_chars: settings.bool_or("tokenize_chinese_chars", true),
                 lowercase: settings.bool_or("do_lower_case", true),
             }],
-            pre_tokenizers: vec![PreTokenizer::Bert],
-            model: Model::WordPiece(WordPiece {
-                longest: longest_token(&vocab),
-                vocab,
-                unk,
-                continuing_subword_prefix: "##".into(),
-                max_input_chars_per_word: 100,
-            }),
-        }),
+            vec![PreTokenizer::Bert],
+            Model::WordPiece(WordPiece::new(&vocab, unk, "##".into(), 100)),
+            &|message| settings.error(FILE, message),
+        )?),
         prefix: vec![cls],
         suffix: vec![sep],
         pad_id: pad,
@@ -414,18 +469,17 @@ pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Re
                 .get(unk_name)
                 .ok_or_else(|| bad(format!("the unk token '{unk_name}' is not in model.vocab")))?;
             input = input_format(vocab.keys().map(String::as_str));
-            Model::WordPiece(WordPiece {
-                longest: longest_token(&vocab),
-                vocab,
+            Model::WordPiece(WordPiece::new(
+                &vocab,
                 unk,
-                continuing_subword_prefix: model_json["continuing_subword_prefix"]
+                model_json["continuing_subword_prefix"]
                     .as_str()
                     .unwrap_or("##")
                     .to_string(),
-                max_input_chars_per_word: model_json["max_input_chars_per_word"]
+                model_json["max_input_chars_per_word"]
                     .as_u64()
                     .unwrap_or(100) as usize,
-            })
+            ))
         }
         other => {
             return Err(bad(format!(
@@ -446,12 +500,13 @@ pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Re
     let pad_id = lookup(&token_ids, settings, FILE, "pad_token", &pad_name)?;
     let vocab_size = token_ids.values().max().map_or(0, |&id| id as usize + 1);
     Ok(Tokenizer {
-        kind: Kind::Pipeline(Pipeline {
-            input: input.0,
+        kind: Kind::Pipeline(Pipeline::new(
+            input.0,
             normalizers,
             pre_tokenizers,
             model,
-        }),
+            &bad,
+        )?),
         prefix,
         suffix,
         pad_id,

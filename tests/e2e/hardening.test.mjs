@@ -4,7 +4,8 @@
 // own cap on WebAssembly memory) ends in a message and a fresh worker with everything kept; a
 // model too big for the tab is refused before any download; a download cut mid-body or a tab
 // closed mid-download keeps nothing; the worker dying mid-write leaves the embedding cache and
-// the results library whole. Real page, real core, real Chromium.
+// the results library whole; files made to exhaust memory (issue 29) get a one-line message
+// with everything kept. Real page, real core, real Chromium.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -14,13 +15,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, addFiles, byTestId, dropModel, folderFiles, launchBrowser, openApp,
-  pkgMounts, runAndWait, waitLoaded, waitModelError, waitReady, wasmBuilt,
+  pkgMounts, runAndWait, runWithoutError, waitLoaded, waitModelError, waitReady, wasmBuilt,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
 const NT_V2 = join(REPO, 'tests', 'fixtures', 'models', 'nt_v2');
 const GC_VS_AT = join(FIXTURES, 'e2e_gc_vs_at.csv');
 const HOSTILE = join(FIXTURES, 'hostile-bundle.json');
+// Files made to exhaust memory (tests/hostile_files.rs builds them and checks these copies).
+const HOSTILE_FILES = join(FIXTURES, 'hostile');
 const MODEL_FILES = ['config.json', 'model.safetensors', 'vocab.txt', 'tokenizer_config.json', 'special_tokens_map.json'];
 
 /**
@@ -290,6 +293,47 @@ describe('the page holds up against hostile input and failures', { timeout: 15 *
       }
     });
   }
+
+  it('files made to exhaust memory get a one-line message; the page, its files, settings and results stay', { timeout: LOAD_TIMEOUT * 3 }, async () => {
+    const app = await openApp(browser, server);
+    const { page } = app;
+    try {
+      await waitReady(page);
+      await byTestId(page, 'model-random-cnn').uncheck();
+      await byTestId(page, 'kmer-k').selectOption('3');
+      await byTestId(page, 'regime-10shot').uncheck();
+      await addFiles(page, GC_VS_AT);
+      await runWithoutError(page);
+      const saved = await byTestId(page, 'saved-result').count();
+      for (const [name, message] of [
+        // The header's 2 GiB dictionary is refused before the Parquet library sizes a buffer by it.
+        ['dictionary-2gib.parquet', /dictionary-2gib\.parquet: reading row group 0 needs .+, over geneb's memory budget of /],
+        // 4·10^8 rows in 381 bytes: refused before a row is made.
+        ['rle-rows.parquet', /rle-rows\.parquet: a table of 400000000 rows needs .+, over geneb's memory budget of /],
+        // A string dtype 2^62 characters wide.
+        ['absurd-width.npz', /absurd-width\.npz: task\.npy: dtype <U4611686018427387904 is wider than any machine holds/],
+      ]) {
+        await addFiles(page, join(HOSTILE_FILES, name));
+        await runAndWait(page, 'run');
+        const error = await byTestId(page, 'error-message').textContent();
+        assert.match(error, message);
+        assert.equal(error.trim().split('\n').length, 1, error);
+        // The user's table, settings and saved results are all still there.
+        const names = await byTestId(page, 'file-list').locator('.file-name').allTextContents();
+        assert.ok(names.includes('e2e_gc_vs_at.csv'), names.join(', '));
+        assert.equal(await byTestId(page, 'kmer-k').inputValue(), '3');
+        assert.equal(await byTestId(page, 'regime-10shot').isChecked(), false);
+        assert.equal(await byTestId(page, 'saved-result').count(), saved);
+        await byTestId(page, 'clear-files').click();
+        await addFiles(page, GC_VS_AT);
+      }
+      // And the page still runs.
+      await runWithoutError(page);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+    }
+  });
 
   it('a model too big for the tab is refused with its size before any download or read', { timeout: LOAD_TIMEOUT * 2 }, async () => {
     const files = await folderFiles(NT_V2);

@@ -176,9 +176,63 @@ pub fn results(data: &[u8]) {
     }
 }
 
-/// A probe `.npz` (`geneb probe`).
+/// A probe `.npz` (`geneb probe`), and the same bytes as one `.npy` (`eval --embeddings`'s
+/// `X.npy`).
 pub fn npz(data: &[u8]) {
     let _ = geneb::npz::probe_arrays("probe.npz", data);
+    let _ = geneb::npz::read_npy("X.npy", data);
+}
+
+/// A Parquet task table (`geneb eval --task t.parquet`, the page's dropped tables), read to
+/// its rows and checked as a task.
+pub fn parquet(data: &[u8]) {
+    let file = InputFile {
+        name: "t.parquet".into(),
+        bytes: data.to_vec(),
+    };
+    let _ = seq::tasks_from_files(&[file], Some("Fuzzed"));
+}
+
+/// A saved probe (`geneb predict --probe`, the page's predict panel), applied to two rows of
+/// embeddings of the dimension it states (when that is small enough to make here).
+pub fn saved_probe(data: &[u8]) {
+    let Ok(probe) = geneb::predict::SavedProbe::read("probe.json", data) else {
+        return;
+    };
+    let dim = probe.encoder.dim;
+    if dim <= 4096 {
+        let x = ndarray::Array2::from_shape_fn((2, dim), |(i, j)| (i + j) as f32 / 7.0);
+        let _ = probe.predict(x.view());
+    }
+}
+
+/// A sharded run's folder as `geneb merge` reads it: `plan.json`, then the result files of the
+/// plan's first pairs (when the plan parses), cut at `PART`.
+pub fn shard(data: &[u8]) {
+    let dir = std::env::temp_dir().join(format!("geneb-fuzz-shard-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    let mut files = parts(data);
+    let plan = files.next().unwrap_or_default();
+    std::fs::write(dir.join(geneb::shard::PLAN_FILE), plan).expect("writing the plan");
+    if let Ok(plan) = serde_json::from_slice::<geneb::shard::Plan>(plan) {
+        let pairs = plan
+            .models
+            .iter()
+            .flat_map(|m| plan.tasks.iter().map(move |t| (m, &t.id)));
+        for ((model, task), bytes) in pairs.zip(files) {
+            let path = geneb::shard::Plan::pair_path(&dir, model, task);
+            if std::fs::create_dir_all(path.parent().expect("a folder")).is_ok() {
+                let _ = std::fs::write(path, bytes);
+            }
+        }
+    }
+    if let Ok((_, merged)) = geneb::merge::merge(std::slice::from_ref(&dir)) {
+        for m in merged {
+            let _ = m.submission.to_json_pretty();
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `config.json` through tokenizer and architecture detection to a built model: the first byte

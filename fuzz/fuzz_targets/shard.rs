@@ -1,0 +1,6 @@
+#![no_main]
+
+#[path = "../../tests/support/parsers.rs"]
+mod parsers;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| parsers::shard(data));
