@@ -1,0 +1,226 @@
+//! How many GPU kernels one forward pass launches: what a pass costs in the page, where WebGPU
+//! pays for every launch. Counted by `geneb embed --backend wgpu --count-kernels` (CubeCL's launch
+//! observer) on lavapipe in CI; the counts do not depend on the driver or the weights, only on
+//! the shapes, so checkpoints of NT-v2-50m's and DNABERT-2-117M's shapes are written here with
+//! one or two layers and the count of twelve is the part outside the layers plus twelve times
+//! one layer's. Budgets: what a pass launches with Burn's fusion and the layers shaped for it
+//! (bench/README.md), down from 832 and 653 before; issue 27's target is a third of those (277
+//! and 218), which needs a fused attention kernel.
+#![cfg(feature = "wgpu")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const NT_V2_50M_BUDGET: usize = 415;
+const DNABERT2_117M_BUDGET: usize = 332;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// A safetensors file of the named f32 tensors (shape, values from `value(index)`).
+fn write_safetensors(path: &Path, tensors: &[(String, Vec<usize>)]) {
+    let mut header = serde_json::Map::new();
+    let mut offset = 0usize;
+    for (name, shape) in tensors {
+        let bytes = shape.iter().product::<usize>() * 4;
+        header.insert(
+            name.clone(),
+            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + bytes]}),
+        );
+        offset += bytes;
+    }
+    let mut header = serde_json::to_vec(&header).unwrap();
+    header.resize(header.len().next_multiple_of(8), b' ');
+    let mut file = Vec::with_capacity(8 + header.len() + offset);
+    file.extend((header.len() as u64).to_le_bytes());
+    file.extend(&header);
+    // Small distinct values: the launches do not depend on them, the pass must stay finite.
+    file.extend((0..offset / 4).flat_map(|i| (((i % 97) as f32 - 48.0) * 1e-3).to_le_bytes()));
+    std::fs::write(path, file).unwrap();
+}
+
+fn copy_files(from: &Path, to: &Path, names: &[&str]) {
+    for name in names {
+        std::fs::copy(from.join(name), to.join(name)).unwrap();
+    }
+}
+
+fn write_config(dir: &Path, template: &Path, overrides: serde_json::Value) {
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(template).unwrap()).unwrap();
+    for (key, value) in overrides.as_object().unwrap() {
+        config[key] = value.clone();
+    }
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+}
+
+/// NT-v2-50m's shape (hidden 512, 16 heads, SwiGLU 2048, vocab 4107, rotary) with `layers`.
+fn nt_v2_50m(dir: &Path, layers: usize) {
+    let (hidden, inter, vocab) = (512, 2048, 4107);
+    let mut tensors = vec![(
+        "esm.embeddings.word_embeddings.weight".to_string(),
+        vec![vocab, hidden],
+    )];
+    for i in 0..layers {
+        let p = |name: &str| format!("esm.encoder.layer.{i}.{name}");
+        for norm in ["attention.LayerNorm", "LayerNorm"] {
+            tensors.push((p(&format!("{norm}.weight")), vec![hidden]));
+            tensors.push((p(&format!("{norm}.bias")), vec![hidden]));
+        }
+        for proj in [
+            "attention.self.query",
+            "attention.self.key",
+            "attention.self.value",
+        ] {
+            tensors.push((p(&format!("{proj}.weight")), vec![hidden, hidden]));
+            tensors.push((p(&format!("{proj}.bias")), vec![hidden]));
+        }
+        tensors.push((
+            p("attention.self.rotary_embeddings.inv_freq"),
+            vec![hidden / 16 / 2],
+        ));
+        tensors.push((p("attention.output.dense.weight"), vec![hidden, hidden]));
+        tensors.push((p("attention.output.dense.bias"), vec![hidden]));
+        tensors.push((p("intermediate.dense.weight"), vec![2 * inter, hidden]));
+        tensors.push((p("output.dense.weight"), vec![hidden, inter]));
+    }
+    for part in ["weight", "bias"] {
+        tensors.push((
+            format!("esm.encoder.emb_layer_norm_after.{part}"),
+            vec![hidden],
+        ));
+    }
+    write_safetensors(&dir.join("model.safetensors"), &tensors);
+    write_config(
+        dir,
+        &fixtures().join("models/nt_v2/config.json"),
+        serde_json::json!({"vocab_size": vocab, "hidden_size": hidden, "num_hidden_layers": layers,
+            "num_attention_heads": 16, "intermediate_size": inter, "max_position_embeddings": 2050}),
+    );
+    copy_files(
+        &fixtures().join("tokenizers/nt6"),
+        dir,
+        &["vocab.txt", "special_tokens_map.json"],
+    );
+    std::fs::write(
+        dir.join("tokenizer_config.json"),
+        r#"{"tokenizer_class": "EsmTokenizer", "model_max_length": 2048, "eos_token": null}"#,
+    )
+    .unwrap();
+}
+
+/// DNABERT-2-117M's shape (hidden 768, 12 heads, GLU 3072, ALiBi) with `layers`, the committed
+/// BPE tokenizer fixture as its tokenizer.
+fn dnabert2_117m(dir: &Path, layers: usize) {
+    let (hidden, inter, vocab) = (768, 3072, 4096);
+    let mut tensors = vec![
+        (
+            "bert.embeddings.word_embeddings.weight".to_string(),
+            vec![vocab, hidden],
+        ),
+        (
+            "bert.embeddings.token_type_embeddings.weight".to_string(),
+            vec![2, hidden],
+        ),
+        ("bert.embeddings.LayerNorm.weight".to_string(), vec![hidden]),
+        ("bert.embeddings.LayerNorm.bias".to_string(), vec![hidden]),
+    ];
+    for i in 0..layers {
+        let p = |name: &str| format!("bert.encoder.layer.{i}.{name}");
+        tensors.push((p("attention.self.Wqkv.weight"), vec![3 * hidden, hidden]));
+        tensors.push((p("attention.self.Wqkv.bias"), vec![3 * hidden]));
+        tensors.push((p("attention.output.dense.weight"), vec![hidden, hidden]));
+        tensors.push((p("attention.output.dense.bias"), vec![hidden]));
+        for norm in ["attention.output.LayerNorm", "mlp.layernorm"] {
+            tensors.push((p(&format!("{norm}.weight")), vec![hidden]));
+            tensors.push((p(&format!("{norm}.bias")), vec![hidden]));
+        }
+        tensors.push((p("mlp.gated_layers.weight"), vec![2 * inter, hidden]));
+        tensors.push((p("mlp.wo.weight"), vec![hidden, inter]));
+        tensors.push((p("mlp.wo.bias"), vec![hidden]));
+    }
+    write_safetensors(&dir.join("model.safetensors"), &tensors);
+    write_config(
+        dir,
+        &fixtures().join("models/dnabert2/config.json"),
+        serde_json::json!({"vocab_size": vocab, "hidden_size": hidden, "num_hidden_layers": layers,
+            "num_attention_heads": 12, "intermediate_size": inter}),
+    );
+    copy_files(
+        &fixtures().join("tokenizers/dnabert2"),
+        dir,
+        &["tokenizer.json", "tokenizer_config.json"],
+    );
+}
+
+/// (kernel launches, host reads) of one forward pass on one 200-nt sequence.
+fn launches(model: &Path) -> (usize, usize) {
+    let fasta = model.join("one.fa");
+    let bases = b"ACGT";
+    let sequence: String = (0..200usize)
+        .map(|i| bases[(i * 7 + i / 3) % 4] as char)
+        .collect();
+    std::fs::write(&fasta, format!(">s\n{sequence}\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_geneb"))
+        .args(["embed", "--model"])
+        .arg(format!("hf:{}", model.display()))
+        .arg("--input")
+        .arg(&fasta)
+        .arg("--out")
+        .arg(model.join("one.npy"))
+        .args(["--backend", "wgpu", "--count-kernels"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let summary = stderr
+        .lines()
+        .find(|l| l.contains("kernel launches"))
+        .unwrap_or_else(|| panic!("no count in {stderr}"));
+    let numbers: Vec<usize> = summary
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (numbers[0], numbers[1])
+}
+
+/// Launches of a twelve-layer pass, from passes of one and two layers.
+fn twelve_layers(name: &str, write: fn(&Path, usize)) -> usize {
+    let root = std::env::temp_dir().join(format!("geneb-launches-{name}-{}", std::process::id()));
+    let count = |layers: usize| {
+        let dir = root.join(format!("{layers}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        write(&dir, layers);
+        let (launches, reads) = launches(&dir);
+        assert_eq!(
+            reads, 1,
+            "{name}: a pass reads the device once, for its embeddings"
+        );
+        launches
+    };
+    let (one, two) = (count(1), count(2));
+    std::fs::remove_dir_all(&root).ok();
+    let per_layer = two - one;
+    let outside = one - per_layer;
+    eprintln!("{name}: {per_layer} launches per layer, {outside} outside the layers");
+    outside + 12 * per_layer
+}
+
+#[test]
+fn nt_v2_50m_pass_stays_within_its_launch_budget() {
+    let launches = twelve_layers("nt-v2-50m", nt_v2_50m);
+    assert!(
+        launches <= NT_V2_50M_BUDGET,
+        "NT-v2-50m: {launches} launches per pass, budget {NT_V2_50M_BUDGET}"
+    );
+}
+
+#[test]
+fn dnabert2_117m_pass_stays_within_its_launch_budget() {
+    let launches = twelve_layers("dnabert2-117m", dnabert2_117m);
+    assert!(
+        launches <= DNABERT2_117M_BUDGET,
+        "DNABERT-2-117M: {launches} launches per pass, budget {DNABERT2_117M_BUDGET}"
+    );
+}
