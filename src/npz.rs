@@ -445,7 +445,9 @@ fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, String> {
         let mut chars = descr.chars();
         let order = chars.next().ok_or("an empty dtype")?;
         let kind = chars.next().ok_or("an empty dtype")?;
-        let width: usize = chars
+        // u64, not usize: the page's wasm32 usize would call a huge width unreadable where a
+        // native build says it is too wide.
+        let width: u64 = chars
             .as_str()
             .parse()
             .map_err(|_| format!("dtype {descr} is not read"))?;
@@ -457,7 +459,10 @@ fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, String> {
     } else {
         Some(width)
     }
+    .and_then(|item| usize::try_from(item).ok())
     .ok_or_else(|| format!("dtype {descr} is wider than any machine holds"))?;
+    // No wider than `item`, which fits.
+    let width = width as usize;
     if count.checked_mul(item).is_none_or(|need| data.len() < need) {
         return Err(format!(
             "the data is truncated ({} bytes for {count} values of {descr})",
