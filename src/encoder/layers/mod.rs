@@ -54,13 +54,8 @@ impl Linear {
         bias: bool,
         device: &Device,
     ) -> Result<Linear> {
-        let weight = ckpt.take(&format!("{name}.weight"), &[out_features, in_features])?;
-        let bias = if bias {
-            Some(ckpt.take(&format!("{name}.bias"), &[out_features])?)
-        } else {
-            None
-        };
-        Ok(Linear::new(weight, bias, in_features, out_features, device))
+        let [linear] = Linear::load_parts(ckpt, name, in_features, out_features, bias, device)?;
+        Ok(linear)
     }
 
     /// `N` linear layers from one checkpoint weight `{name}.weight` [N·out, in] (and bias) that
@@ -75,16 +70,27 @@ impl Linear {
         bias: bool,
         device: &Device,
     ) -> Result<[Linear; N]> {
-        let weight = ckpt.take(&format!("{name}.weight"), &[N * out_features, in_features])?;
-        let bias = if bias {
+        let mut weight = ckpt.take(&format!("{name}.weight"), &[N * out_features, in_features])?;
+        let mut bias = if bias {
             Some(ckpt.take(&format!("{name}.bias"), &[N * out_features])?)
         } else {
             None
         };
-        Ok(std::array::from_fn(|part| {
-            let rows = part * out_features..(part + 1) * out_features;
-            let weight = weight[rows.start * in_features..rows.end * in_features].to_vec();
-            let bias = bias.as_ref().map(|b| b[rows].to_vec());
+        // Parts after the first are split off the end; the first keeps the vectors read, so a
+        // single layer's weights are never copied.
+        let mut parts: Vec<(Vec<f32>, Option<Vec<f32>>)> = (1..N)
+            .rev()
+            .map(|part| {
+                let weight = weight.split_off(part * out_features * in_features);
+                let bias = bias.as_mut().map(|b| b.split_off(part * out_features));
+                (weight, bias)
+            })
+            .collect();
+        parts.push((weight, bias));
+        parts.reverse();
+        let mut parts = parts.into_iter();
+        Ok(std::array::from_fn(|_| {
+            let (weight, bias) = parts.next().expect("N parts were split off");
             Linear::new(weight, bias, in_features, out_features, device)
         }))
     }
