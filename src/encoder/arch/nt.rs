@@ -256,14 +256,14 @@ impl Arch for NucleotideTransformer {
         let head_dim = self.hidden / self.heads;
         for layer in &self.layers {
             let h = layer.attention_norm.forward(x.clone());
-            // ESM scales the queries before rotating them.
-            let q = split_heads(layer.query.forward(h.clone()), self.heads)
-                * (head_dim as f64).powf(-0.5);
+            // ESM scales the queries before rotating them; rotation is linear, so the scale is
+            // applied to the scores instead (attention's own, no launch of its own on a GPU).
+            let q = split_heads(layer.query.forward(h.clone()), self.heads);
             let k = split_heads(layer.key.forward(h.clone()), self.heads);
             let v = split_heads(layer.value.forward(h), self.heads);
             let q = rotary.apply(q);
             let k = rotary.apply(k);
-            let context = attention(q, k, v, 1.0, bias.clone());
+            let context = attention(q, k, v, (head_dim as f64).powf(-0.5), bias.clone());
             let attended = layer.attention_out.forward(context) + x;
             let gated = layer
                 .gated

@@ -3,6 +3,8 @@
 //! Mamba in `mamba`, Hyena's long convolution in `long_conv`, rotary and ALiBi positions in
 //! `positions`. Weights are uploaded tensor by tensor as they are taken.
 
+#[cfg(feature = "wgpu")]
+mod attention_kernel;
 pub mod long_conv;
 pub mod mamba;
 #[cfg(any(target_arch = "wasm32", test))]
@@ -417,8 +419,7 @@ pub fn split_heads(x: Tensor<3>, heads: usize) -> Tensor<4> {
 }
 
 /// softmax(q kᵀ · scale + bias) v, heads merged back: q, k, v [batch, heads, tokens, head_dim],
-/// bias broadcastable to [batch, heads or 1, tokens, tokens]. The score matrix is built for as
-/// many heads at a time as fit in one GPU buffer, so long inputs never exceed the limit.
+/// bias broadcastable to [batch, heads or 1, tokens, tokens].
 pub fn attention(
     q: Tensor<4>,
     k: Tensor<4>,
@@ -426,73 +427,23 @@ pub fn attention(
     scale: f64,
     bias: Tensor<4>,
 ) -> Tensor<3> {
-    let [batch, heads, tokens, head_dim] = q.dims();
-    if q.device() == Device::flex() {
-        // burn-flex's fused attention: per (sequence, head) on the thread pool, the scores of
-        // one head at a time in cache (tiled with an online softmax past 512 tokens), instead
-        // of [batch, heads, tokens, tokens] tensors written and reread by five separate ops.
-        // Its bias must span whole [tokens, tokens] tiles (a broadcast over the query rows is
-        // expanded to all heads), so a per-key padding bias is spread over the rows here, once.
-        let [bias_batch, bias_heads, ..] = bias.dims();
-        let bias = bias.expand([bias_batch, bias_heads, tokens, tokens]);
-        let options = AttentionModuleOptions {
-            scale: Some(scale),
-            ..Default::default()
-        };
-        return burn::tensor::module::attention(q, k, v, None, Some(bias), options)
-            .swap_dims(1, 2)
-            .reshape([batch, tokens, heads * head_dim]);
+    #[cfg(feature = "wgpu")]
+    if q.device() != Device::flex() {
+        return attention_kernel::attention(q, k, v, scale, bias);
     }
-    let max_floats = crate::encoder::backend::max_buffer_floats(&q.device());
-    let group = (max_floats / (batch * tokens * tokens).max(1)).clamp(1, heads);
-    attention_in_groups(q, k, v, scale, bias, group)
-}
-
-/// Softmax over the last dimension, as Burn's `softmax` computes it (max-shifted exponentials
-/// over their sum), but without its `detach`, which kept Burn's fusion from running the two
-/// reductions and the element-wise work between them as one kernel.
-fn softmax_last(x: Tensor<4>) -> Tensor<4> {
-    let shifted = (x.clone() - x.max_dim(3)).exp();
-    shifted.clone() / shifted.sum_dim(3)
-}
-
-/// `attention` computing the scores of `group` heads at a time.
-fn attention_in_groups(
-    q: Tensor<4>,
-    k: Tensor<4>,
-    v: Tensor<4>,
-    scale: f64,
-    bias: Tensor<4>,
-    group: usize,
-) -> Tensor<3> {
+    // burn-flex's fused attention: per (sequence, head) on the thread pool, the scores of
+    // one head at a time in cache (tiled with an online softmax past 512 tokens), instead
+    // of [batch, heads, tokens, tokens] tensors written and reread by five separate ops.
+    // Its bias must span whole [tokens, tokens] tiles (a broadcast over the query rows is
+    // expanded to all heads), so a per-key padding bias is spread over the rows here, once.
     let [batch, heads, tokens, head_dim] = q.dims();
-    let bias_heads = bias.dims()[1];
-    let mut contexts = Vec::with_capacity(heads.div_ceil(group));
-    for start in (0..heads).step_by(group) {
-        let n = group.min(heads - start);
-        // All heads at once (the usual case) takes no slices and no concatenation: on a GPU
-        // each would be a copy kernel.
-        let heads_of = |x: &Tensor<4>| {
-            if n == heads {
-                x.clone()
-            } else {
-                x.clone().narrow(1, start, n)
-            }
-        };
-        let bias = if bias_heads == 1 {
-            bias.clone()
-        } else {
-            heads_of(&bias)
-        };
-        let scores = heads_of(&q).matmul(heads_of(&k).swap_dims(2, 3)) * scale + bias;
-        contexts.push(softmax_last(scores).matmul(heads_of(&v)));
-    }
-    let context = if contexts.len() == 1 {
-        contexts.remove(0)
-    } else {
-        Tensor::cat(contexts, 1)
+    let [bias_batch, bias_heads, ..] = bias.dims();
+    let bias = bias.expand([bias_batch, bias_heads, tokens, tokens]);
+    let options = AttentionModuleOptions {
+        scale: Some(scale),
+        ..Default::default()
     };
-    context
+    burn::tensor::module::attention(q, k, v, None, Some(bias), options)
         .swap_dims(1, 2)
         .reshape([batch, tokens, heads * head_dim])
 }
@@ -619,9 +570,30 @@ mod tests {
         }
     }
 
-    #[test]
-    fn fused_cpu_attention_equals_the_grouped_tensor_ops() {
-        let device = crate::encoder::backend::cpu().device;
+    /// softmax(q kᵀ · scale + bias) v as Burn's tensor ops compute it, heads merged back: the
+    /// oracle for both fused attentions.
+    fn attention_with_tensor_ops(
+        q: Tensor<4>,
+        k: Tensor<4>,
+        v: Tensor<4>,
+        scale: f64,
+        bias: Tensor<4>,
+    ) -> Vec<f32> {
+        let [batch, heads, tokens, head_dim] = q.dims();
+        let scores = q.matmul(k.swap_dims(2, 3)) * scale + bias;
+        burn::tensor::activation::softmax(scores, 3)
+            .matmul(v)
+            .swap_dims(1, 2)
+            .reshape([batch, tokens, heads * head_dim])
+            .into_data()
+            .try_to_vec()
+            .unwrap()
+    }
+
+    /// Attention's inputs of a small case on `device`: q, k, v [2, 4, 7, 3] and two biases, a
+    /// per-key padding one (the last two keys of the second sequence removed) and a full
+    /// per-head one (ALiBi's shape plus padding).
+    fn attention_case(device: &Device) -> ([Tensor<4>; 3], [Tensor<4>; 2]) {
         let values = |n: usize, seed: f32| -> Vec<f32> {
             (0..n)
                 .map(|i| (i as f32 * 0.37 + seed).sin() * 1.3)
@@ -630,62 +602,68 @@ mod tests {
         let [batch, heads, tokens, head_dim] = [2, 4, 7, 3];
         let shape = [batch, heads, tokens, head_dim];
         let n = shape.iter().product();
-        let q = upload(values(n, 0.1), shape, &device);
-        let k = upload(values(n, 0.7), shape, &device);
-        let v = upload(values(n, 1.9), shape, &device);
-        // A padding bias (per key, the last two keys of the second sequence removed) and a
-        // full per-head one (ALiBi's shape plus padding).
+        let q = upload(values(n, 0.1), shape, device);
+        let k = upload(values(n, 0.7), shape, device);
+        let v = upload(values(n, 1.9), shape, device);
         let mut mask = vec![1f32; batch * tokens];
         mask[2 * tokens - 2..].fill(0.0);
-        let padding = padding_bias(upload(mask, [batch, tokens], &device));
+        let padding = padding_bias(upload(mask, [batch, tokens], device));
         let full = upload(
             values(batch * heads * tokens * tokens, 2.3),
             [batch, heads, tokens, tokens],
-            &device,
+            device,
         ) + padding.clone();
-        for bias in [padding, full] {
-            let fused: Vec<f32> = attention(q.clone(), k.clone(), v.clone(), 0.5, bias.clone())
-                .into_data()
-                .try_to_vec()
-                .unwrap();
-            let ops: Vec<f32> =
-                attention_in_groups(q.clone(), k.clone(), v.clone(), 0.5, bias, heads)
-                    .into_data()
-                    .try_to_vec()
-                    .unwrap();
-            assert_eq!(fused.len(), batch * tokens * heads * head_dim);
-            for (a, b) in fused.iter().zip(&ops) {
-                assert!((a - b).abs() <= 1e-6, "fused {a}, tensor ops {b}");
-            }
+        ([q, k, v], [padding, full])
+    }
+
+    fn assert_close(fused: &[f32], ops: &[f32], tolerance: f32) {
+        assert_eq!(fused.len(), ops.len());
+        for (a, b) in fused.iter().zip(ops) {
+            assert!((a - b).abs() <= tolerance, "fused {a}, tensor ops {b}");
         }
     }
 
     #[test]
-    fn attention_by_head_groups_equals_all_heads_at_once() {
+    fn fused_cpu_attention_equals_the_tensor_ops() {
         let device = crate::encoder::backend::cpu().device;
-        let values = |n: usize, seed: f32| -> Vec<f32> {
-            (0..n)
-                .map(|i| (i as f32 * 0.37 + seed).sin() * 1.3)
-                .collect()
-        };
-        let shape = [2, 4, 5, 3];
-        let n = shape.iter().product();
-        let q = upload(values(n, 0.1), shape, &device);
-        let k = upload(values(n, 0.7), shape, &device);
-        let v = upload(values(n, 1.9), shape, &device);
-        let bias = upload(values(2 * 4 * 5 * 5, 2.3), [2, 4, 5, 5], &device);
-        let all: Vec<f32> =
-            attention_in_groups(q.clone(), k.clone(), v.clone(), 0.5, bias.clone(), 4)
+        let ([q, k, v], biases) = attention_case(&device);
+        for bias in biases {
+            let fused: Vec<f32> = attention(q.clone(), k.clone(), v.clone(), 0.5, bias.clone())
                 .into_data()
                 .try_to_vec()
                 .unwrap();
-        for group in [1, 3] {
-            let grouped: Vec<f32> =
-                attention_in_groups(q.clone(), k.clone(), v.clone(), 0.5, bias.clone(), group)
-                    .into_data()
-                    .try_to_vec()
-                    .unwrap();
-            assert_eq!(all, grouped, "group {group}");
+            let ops = attention_with_tensor_ops(q.clone(), k.clone(), v.clone(), 0.5, bias);
+            assert_close(&fused, &ops, 1e-6);
+        }
+    }
+
+    /// The GPU kernel (on Mesa's lavapipe here) reads q, k, v through their strides: a layout
+    /// as the models give it ([batch, tokens, heads, head_dim] with the middle axes swapped) as
+    /// well as a contiguous one.
+    #[cfg(feature = "wgpu")]
+    #[test]
+    fn gpu_attention_kernel_equals_the_tensor_ops() {
+        let device = match pollster::block_on(crate::encoder::backend::wgpu()) {
+            Ok(compute) => compute.device,
+            Err(e) => panic!("wgpu (Mesa lavapipe) is needed for this test: {e}"),
+        };
+        let ([q, k, v], biases) = attention_case(&device);
+        // The same values stored as [batch, tokens, heads, head_dim], seen through swapped axes.
+        let swapped = |x: &Tensor<4>| {
+            Tensor::<4>::from_data(x.clone().swap_dims(1, 2).into_data(), &device).swap_dims(1, 2)
+        };
+        for bias in biases {
+            let ops = attention_with_tensor_ops(q.clone(), k.clone(), v.clone(), 0.5, bias.clone());
+            let fused: Vec<f32> = attention(q.clone(), k.clone(), v.clone(), 0.5, bias.clone())
+                .into_data()
+                .try_to_vec()
+                .unwrap();
+            assert_close(&fused, &ops, 1e-6);
+            let strided: Vec<f32> = attention(swapped(&q), swapped(&k), swapped(&v), 0.5, bias)
+                .into_data()
+                .try_to_vec()
+                .unwrap();
+            assert_close(&strided, &ops, 1e-6);
         }
     }
 }
