@@ -4,7 +4,7 @@
 // browser (library.js), and a service worker (sw.js) keeps the page usable offline. Nothing
 // leaves the tab.
 
-import { downloadText, formatBytes, h, messageOf, plural } from './dom.js';
+import { downloadText, bytesText, h, messageOf, plural } from './dom.js';
 import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.js';
 import { renderProfile, setProtocol } from './profile-view.js';
 import { keepTaskFiles, keptTaskFiles } from './store.js';
@@ -16,7 +16,7 @@ import { deviationList, initSplit, splitSettings, truncationList, updateSplitTab
 import { initMeta, metaList, metaOverrides } from './meta.js';
 import { askToKeep, initStorage } from './storage.js';
 import { initPredict, savingProbe, showProbe } from './predict.js';
-import { outOfMemoryMessage } from './out-of-memory.js';
+import { callCore, startCore } from './core-client.js';
 
 /** The baselines the demo runs. */
 const DEMO_MODELS = ['kmer:4', 'random-cnn'];
@@ -77,21 +77,18 @@ const el = {
 };
 
 const state = {
-  worker: null,
-  outOfMemorySignal: null, // the worker's BroadcastChannel for a pool thread's out-of-memory
-  workerReady: false,
+  workerReady: false, // the current worker's core has loaded
   phase: 'loading', // loading | ready | running | unavailable
   models: [], // from the worker's ready message
   modelsRendered: false,
   backend: null, // {kind, adapter, reason?} from the last GPU check
   threads: null, // {count, reason}: the core's CPU threads (www/worker.js)
   files: [], // [{path, file}]
-  run: null, // {id, request, label, forcedCpu, startedAt, gpuNote}
-  nextRunId: 1,
+  run: null, // {request, label, forcedCpu, startedAt, gpuNote, inFlight}
   epoch: 0, // bumped by cancel, so a run still reading its files knows it was cancelled
   pendingRun: null, // a run waiting for the (re)started worker to be ready
   result: null, // {submissions, profile, backend}
-  report: null, // {id, resolve, reject}: a comparison waiting for the worker
+  comparing: false, // a comparison of saved results is with the core
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -282,7 +279,7 @@ function renderFiles() {
   for (const { path, file } of state.files) {
     el.fileList.append(h('li', {},
       h('span', { class: 'file-name', title: path }, path),
-      h('span', { class: 'file-size' }, formatBytes(file.size)),
+      h('span', { class: 'file-size' }, bytesText(file.size)),
       h('button', {
         type: 'button', class: 'linkish remove', 'aria-label': `Remove ${path}`,
         onclick: () => removeFile(path),
@@ -292,7 +289,7 @@ function renderFiles() {
   const n = state.files.length;
   const total = state.files.reduce((s, f) => s + f.file.size, 0);
   const where = el.keepFiles.checked ? 'kept in this browser' : 'read only in this tab';
-  el.filesSummary.textContent = n ? `${plural(n, 'file')} chosen (${formatBytes(total)}), ${where}.` : 'No files chosen.';
+  el.filesSummary.textContent = n ? `${plural(n, 'file')} chosen (${bytesText(total)}), ${where}.` : 'No files chosen.';
   el.clearFiles.hidden = n === 0;
   if (el.keepFiles.checked) syncKeptFiles();
   updateSplitTables(state.files);
@@ -387,140 +384,85 @@ async function onDrop(event) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Worker
+// The core's worker (www/core-client.js speaks to it)
 
 function startWorker({ phase = 'loading' } = {}) {
-  if (state.worker) state.worker.terminate();
-  state.outOfMemorySignal?.close();
   setPhase(phase);
-  const url = new URL('./worker.js', import.meta.url);
-  // `?threads=N` on the page sizes the threaded core's pool (default: every logical core), for a
-  // user who wants cores left free and for the tests of thread-count determinism.
-  const threads = new URLSearchParams(location.search).get('threads');
-  if (threads) url.searchParams.set('threads', threads);
-  const worker = new Worker(url, { type: 'module', name: 'geneb' });
-  state.worker = worker;
   state.workerReady = false;
-  // A pool thread of the threaded core that runs out of memory says so here before it traps,
-  // as the worker, blocked waiting for that thread, never will (src/web.rs pool_out_of_memory).
-  // One channel per worker: another tab's core must not answer for this one.
-  const channel = `geneb-out-of-memory-${[...crypto.getRandomValues(new Uint32Array(4))].map((n) => n.toString(36)).join('')}`;
-  state.outOfMemorySignal = new BroadcastChannel(channel);
-  state.outOfMemorySignal.addEventListener('message', (e) => {
-    if (worker === state.worker) onPoolOutOfMemory(Number(e.data));
-  });
-  worker.postMessage({ type: 'out-of-memory-channel', channel });
   coreStarting();
-  worker.addEventListener('message', (e) => {
-    if (worker === state.worker) onWorkerMessage(e.data);
-  });
-  worker.addEventListener('error', (e) => {
-    if (worker !== state.worker) return;
-    e.preventDefault?.();
-    onWorkerCrash(e.message || 'the worker stopped unexpectedly');
-  });
-  worker.addEventListener('messageerror', () => {
-    if (worker === state.worker) onWorkerCrash('a message from the worker could not be read');
-  });
+  startCore({ ready: onCoreReady, unavailable: onCoreUnavailable, failed: onCallFailed, lost: onWorkerLost });
 }
 
-/** An uncaught error in the worker (a wasm panic inside an async step ends up here). */
-function onWorkerCrash(message) {
-  settleReport({ error: new Error(`the compute worker stopped: ${message}`) });
+function onCoreReady(msg) {
+  state.workerReady = true;
+  state.models = Array.isArray(msg.models) ? msg.models : [];
+  setKnownModels(msg);
+  setProtocol(msg.protocol);
+  // GENEB's categories, for the user's own tasks (the first option, "from the task id", stays).
+  if (el.category.options.length <= 1) {
+    for (const c of msg.protocol?.categories ?? []) el.category.append(h('option', { value: c }, c));
+  }
+  state.backend = msg.backend ?? null;
+  state.threads = msg.threads ?? null;
+  el.version.textContent = msg.version || '—';
+  if (!state.modelsRendered) {
+    renderModels(state.models);
+    redrawLibrary();
+  }
+  if (!state.result) el.backend.textContent = backendText(state.backend);
+  el.computeHint.textContent = state.backend?.fallback
+    ? 'This WebGPU adapter is a software fallback, slower than the CPU: Automatic runs on the CPU (choose WebGPU to use it anyway).'
+    : isGpu(state.backend) ? '' : 'No WebGPU adapter in this browser: everything runs on the CPU.';
+  setPhase('ready');
+  coreReady();
+  if (state.pendingRun) {
+    const pending = state.pendingRun;
+    state.pendingRun = null;
+    dispatchRun(pending);
+  }
+}
+
+/** The core cannot be loaded in this tab. */
+function onCoreUnavailable(message) {
+  state.run = null;
+  showError(message);
+  setPhase('unavailable');
+  coreFailed(message);
+  el.backend.textContent = backendText(state.backend);
+}
+
+/**
+ * Any call's failure, before its caller hears of it: a trapped core (a model check, the embed
+ * tool, a prediction) must not take the next call. A run or a comparison (the page is running)
+ * replaces the worker itself, after deciding what to say.
+ */
+function onCallFailed(error) {
+  if (error.poisoned && state.phase !== 'running') startWorker();
+}
+
+/**
+ * The worker cannot go on (it crashed, or a pool thread ran out of memory). A run or comparison
+ * in flight has failed with the same error and handles it; else the page restarts the worker.
+ */
+function onWorkerLost(error) {
   if (!state.workerReady) {
     // It never started: restarting would only loop.
     state.run = null;
     state.pendingRun = null;
-    showError(`The compute worker could not start: ${message}`);
+    showError(`The compute worker could not start (${error.message}).`);
     resetProgress('failed');
     setPhase('unavailable');
-    coreFailed(message);
+    coreFailed(error.message);
     return;
   }
-  const run = state.run;
-  if (run && state.phase === 'running' && mayUseGpu(run)) {
-    retryOnCpu(run, message);
-    return;
-  }
+  if (state.run?.inFlight || state.comparing) return;
   state.run = null;
   state.pendingRun = null;
-  showError(`The compute worker failed: ${message}`);
-  resetProgress('failed');
-  startWorker(); // the wasm is in an unknown state after a crash
-}
-
-/** A pool thread ran out of memory: the worker waits for it forever, so this is its failure. */
-function onPoolOutOfMemory(refusedBytes) {
-  const failure = { poisoned: true, outOfMemory: true, message: outOfMemoryMessage(refusedBytes) };
-  if (state.report) onReportError(failure);
-  else if (state.run) onRunError(failure);
-  else startWorker();
-}
-
-function onWorkerMessage(msg) {
-  switch (msg?.type) {
-    case 'ready': {
-      state.workerReady = true;
-      state.models = Array.isArray(msg.models) ? msg.models : [];
-      setKnownModels(msg);
-      setProtocol(msg.protocol);
-      // GENEB's categories, for the user's own tasks (the first option, "from the task id", stays).
-      if (el.category.options.length <= 1) {
-        for (const c of msg.protocol?.categories ?? []) el.category.append(h('option', { value: c }, c));
-      }
-      state.backend = msg.backend ?? null;
-      state.threads = msg.threads ?? null;
-      el.version.textContent = msg.version || '—';
-      if (!state.modelsRendered) {
-        renderModels(state.models);
-        redrawLibrary();
-      }
-      if (!state.result) el.backend.textContent = backendText(state.backend);
-      el.computeHint.textContent = state.backend?.fallback
-        ? 'This WebGPU adapter is a software fallback, slower than the CPU: Automatic runs on the CPU (choose WebGPU to use it anyway).'
-        : isGpu(state.backend) ? '' : 'No WebGPU adapter in this browser: everything runs on the CPU.';
-      setPhase('ready');
-      coreReady();
-      if (state.pendingRun) {
-        const pending = state.pendingRun;
-        state.pendingRun = null;
-        dispatchRun(pending);
-      }
-      break;
-    }
-    case 'progress':
-      if (state.run && msg.id === state.run.id) setProgress(msg);
-      break;
-    case 'result':
-      if (state.run && msg.id === state.run.id) onResult(msg);
-      break;
-    case 'report':
-      if (state.report?.id === msg.id) onReport(msg);
-      break;
-    case 'error':
-      if (state.report && msg.id === state.report.id) {
-        onReportError(msg);
-        break;
-      }
-      if (msg.fatal) {
-        state.run = null;
-        showError(msg.message);
-        setPhase('unavailable');
-        coreFailed(msg.message);
-        el.backend.textContent = backendText(state.backend);
-        break;
-      }
-      if (state.run && msg.id != null && msg.id !== state.run.id) break;
-      onRunError(msg);
-      break;
-    case 'embed-error':
-      // A model check or the embed tool trapped the core (models.js shows the message): a
-      // broken instance must not take the next call.
-      if (msg.poisoned && state.phase !== 'running') startWorker();
-      break;
-    default:
-      break;
+  if (!error.outOfMemory) {
+    showError(`The compute worker failed (${error.message}); it has been restarted.`);
+    resetProgress('failed');
   }
+  startWorker(); // the wasm is in an unknown state after a crash
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -569,13 +511,15 @@ function dispatchRun(run) {
   run.startedAt = performance.now();
   setPhase('running');
   setProgress({}, `starting · ${run.request.files.length} file${run.request.files.length === 1 ? '' : 's'}`);
-  // Send copies: the files stay in the list for the next run.
-  state.worker.postMessage({
-    type: 'run',
-    id: run.id,
+  run.inFlight = true;
+  // The worker gets copies: the files stay in the list for the next run.
+  callCore('run', {
     forceBackend: run.forcedCpu ? 'cpu' : run.compute === 'webgpu' ? 'webgpu' : undefined,
     request: run.request,
-  });
+  }, { onProgress: (p) => { if (state.run === run) setProgress(p); } }).then(
+    (value) => { run.inFlight = false; if (state.run === run) onResult(value); },
+    (error) => { run.inFlight = false; if (state.run === run) onRunError(error); },
+  );
 }
 
 function startRun({ files, models, regimes, category, label, source = 'run' }) {
@@ -591,7 +535,6 @@ function startRun({ files, models, regimes, category, label, source = 'run' }) {
     return;
   }
   dispatchRun({
-    id: state.nextRunId++,
     label,
     source,
     compute: el.compute.value, // auto | webgpu | cpu
@@ -719,9 +662,8 @@ async function onOfflineClick() {
 
 function onCancelClick() {
   if (state.phase !== 'running') return;
-  if (state.report) {
-    settleReport({ error: Object.assign(new Error('cancelled'), { cancelled: true }) });
-    startWorker();
+  if (state.comparing) {
+    startWorker(); // the comparison's call fails as cancelled
     resetProgress('cancelled');
     showNotice('Comparison cancelled.');
     return;
@@ -742,6 +684,7 @@ function mayUseGpu(run) {
 
 /** WebGPU failed to start (or panicked): run the same request on the CPU in a fresh worker. */
 function retryOnCpu(run, message) {
+  run.inFlight = false;
   run.forcedCpu = true;
   run.gpuNote = `WebGPU failed (${message}); ran on the CPU instead.`;
   showNotice(`WebGPU failed (${message}); retrying on the CPU…`);
@@ -749,10 +692,19 @@ function retryOnCpu(run, message) {
   startWorker({ phase: 'running' }); // stays cancellable while the fresh worker loads
 }
 
+/** The run's CoreError (www/core-client.js): the core's, or the worker's crash. */
 function onRunError(msg) {
   const run = state.run;
-  if (run && msg.gpuFailure && mayUseGpu(run)) {
+  if (run && (msg.gpuFailure || msg.crashed) && mayUseGpu(run)) {
     retryOnCpu(run, msg.message); // in a fresh worker, so a trapped one is replaced too
+    return;
+  }
+  if (msg.crashed) {
+    state.run = null;
+    state.pendingRun = null;
+    showError(`The compute worker failed (${msg.message}); it has been restarted.`);
+    resetProgress('failed');
+    startWorker(); // the wasm is in an unknown state after a crash
     return;
   }
   state.run = null;
@@ -808,7 +760,7 @@ async function showEmbeddingCacheSize() {
   try {
     const { entries, bytes } = await cacheSize();
     el.embeddingCacheSize.textContent = entries
-      ? `${plural(entries, 'set')} of embeddings kept (${formatBytes(bytes)}).`
+      ? `${plural(entries, 'set')} of embeddings kept (${bytesText(bytes)}).`
       : 'No embeddings kept.';
     el.clearEmbeddings.disabled = entries === 0;
   } catch (err) {
@@ -832,38 +784,29 @@ async function onClearEmbeddingsClick() {
 /**
  * Ask the core for the report on result files [{name, text}]: {html, csv, svg, official (each
  * {file name: text}), analysis (the profile with its statistics)}; `maxParams` limits the size
- * of the recommended models.
+ * of the recommended models. Rejects with `cancelled` when the user cancels it.
  */
-function requestReport(files, { maxParams = null } = {}) {
-  if (state.phase !== 'ready') return Promise.reject(new Error('wait for the current run to finish'));
+async function requestReport(files, { maxParams = null } = {}) {
+  if (state.phase !== 'ready') throw new Error('wait for the current run to finish');
   clearError();
   showNotice('');
-  return new Promise((resolve, reject) => {
-    state.report = { id: state.nextRunId++, resolve, reject };
-    setPhase('running');
-    setProgress({}, `comparing ${plural(files.length, 'result')}`);
-    state.worker.postMessage({ type: 'report', id: state.report.id, request: { files, maxParams } });
-  });
-}
-
-function settleReport({ report, error }) {
-  const pending = state.report;
-  if (!pending) return;
-  state.report = null;
-  if (error) pending.reject(error); else pending.resolve(report);
-}
-
-function onReport(msg) {
-  settleReport({ report: msg.report });
-  resetProgress('done');
-  el.progressBar.value = 1;
-  setPhase('ready');
-}
-
-function onReportError(msg) {
-  settleReport({ error: new Error(msg.message || 'the core could not build the report') });
-  resetProgress('failed');
-  if (msg.poisoned) startWorker(); else setPhase('ready');
+  state.comparing = true;
+  setPhase('running');
+  setProgress({}, `comparing ${plural(files.length, 'result')}`);
+  try {
+    const report = await callCore('report', { request: { files, maxParams } });
+    resetProgress('done');
+    el.progressBar.value = 1;
+    setPhase('ready');
+    return report;
+  } catch (err) {
+    if (err.cancelled) throw err;
+    resetProgress('failed');
+    if (err.poisoned || err.crashed) startWorker(); else setPhase('ready');
+    throw err.crashed ? err : new Error(err.message || 'the core could not build the report');
+  } finally {
+    state.comparing = false;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -979,13 +922,13 @@ function init() {
     renderFiles();
   });
   // Before the first renderFiles: it tells the split panel which tables lack a split column.
-  initSplit($('#split-panel'), { getWorker: () => state.worker });
+  initSplit($('#split-panel'));
   initMeta($('#meta-fields'));
   initStorage($('#storage-line'));
-  initPredict($('#predict-panel'), { getWorker: () => state.worker });
+  initPredict($('#predict-panel'));
   renderFiles();
   restoreKeptFiles();
-  initModels($('#models-panel'), { getWorker: () => state.worker, onChange: updateControls });
+  initModels($('#models-panel'), { onChange: updateControls });
   initTasks($('#tasks-panel'), { addTaskFiles: addFiles });
   startWorker();
   initLibrary({ requestReport, modelName });

@@ -5,9 +5,10 @@
 // page's task files as `<id>/train.csv` + `<id>/test.csv` (the core knows each id's category).
 // Also the credits of the committed offline real-genome suite, which app.js runs.
 
+import { bytesText, h, messageOf } from './dom.js';
 import {
-  bundle, bytesText, cachedManifests, confirmPlan, downloadAll, fromCache, h, hubEndpoint, messageOf,
-  plannedBytes, probe, store, verificationNote,
+  bundle, cachedManifests, confirmPlan, downloadAll, fromCache, hubEndpoint, plannedBytes, probe, store,
+  verificationNote,
 } from './hub.js';
 
 /** Served by scripts/serve.mjs from this page's own origin: no request leaves for the list. */
