@@ -18,6 +18,7 @@ pub mod embeddings;
 pub mod encoder;
 pub mod error;
 pub mod eval;
+pub mod facts;
 pub mod hf;
 #[cfg(all(feature = "hub", not(target_arch = "wasm32")))]
 pub mod hub;

@@ -138,20 +138,11 @@ pub fn version() -> String {
     crate::VERSION.to_string()
 }
 
-/// The protocol facts the page shows, so www/ does not restate them: `{categories: [the 13,
-/// in the leaderboard's order], officialTasks: 100}`.
+/// The core's rules the page shows and checks input by (src/facts.rs): regimes, categories,
+/// data file types, suites, the embedding budget; www/core-facts.js reads them.
 #[wasm_bindgen]
-pub fn protocol() -> std::result::Result<JsValue, JsError> {
-    #[derive(Serialize)]
-    struct Facts {
-        categories: &'static [&'static str],
-        #[serde(rename = "officialTasks")]
-        official_tasks: usize,
-    }
-    to_js(&Facts {
-        categories: &crate::protocol::CATEGORIES,
-        official_tasks: crate::task::catalogue::tasks().len(),
-    })
+pub fn facts() -> std::result::Result<JsValue, JsError> {
+    to_js(&crate::facts::Facts::get().map_err(|e| JsError::new(&e.to_string()))?)
 }
 
 /// `{builtin: [{spec, name, description, needsBackend}], known: [{hubId (null off the hub),

@@ -1,41 +1,33 @@
-// UI state of the geneb page. The WebAssembly core and the GPU check live in worker.js; this
-// file reads the user's files locally, sends their bytes to the worker, shows progress and the
-// per-category profile, and offers the result JSON as a download. Finished runs are saved in the
-// browser (library.js), and a service worker (sw.js) keeps the page usable offline. Nothing
-// leaves the tab.
+// The geneb page's runs: it starts the WebAssembly core's worker (core-client.js) and follows its
+// life (ready, crashed, out of memory), sends a run of the chosen task files, encoders and
+// regimes, shows its progress, retries on the CPU when WebGPU fails, and shows the per-category
+// profile with the result JSON as a download; it also hands the results library (library.js)
+// the core's comparisons. The panels are modules of their own: the task files (task-files.js),
+// the encoders and regimes (encoders.js), the foundation models (models.js), the GENEB tasks
+// (tasks.js), the split (split.js), the metadata (meta.js), the probe (predict.js), offline use
+// (offline.js). Nothing leaves the tab.
 
-import { downloadText, bytesText, h, messageOf, plural } from './dom.js';
-import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.js';
-import { renderProfile, setProtocol } from './profile-view.js';
-import { keepTaskFiles, keptTaskFiles } from './store.js';
-import { cacheSize, clearCache } from './embedding-cache.js';
-import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './models.js';
-import { OFFLINE_MANIFEST, initTasks } from './tasks.js';
-import { coreFailed, coreReady, coreStarting } from './queue.js';
-import { deviationList, initSplit, splitSettings, truncationList, updateSplitTables } from './split.js';
-import { initMeta, metaList, metaOverrides } from './meta.js';
-import { askToKeep, initStorage } from './storage.js';
-import { initPredict, savingProbe, showProbe } from './predict.js';
+import { bytesText, downloadText, h, messageOf, plural } from './dom.js';
 import { callCore, startCore } from './core-client.js';
-
-/** The baselines the demo runs. */
-const DEMO_MODELS = ['kmer:4', 'random-cnn'];
-const DEMO_REGIMES = ['full', '10shot', '1shot'];
-const DEMO_MANIFEST = 'tasks/smoke/tasks.json';
-
-/**
- * The files the core reads, and so the ones taken from a dropped or chosen folder (others there
- * are skipped): task tables and FASTA, each optionally gzip-compressed, `tasks.json`, and your
- * own embeddings (.npz, X.npy). Keep in step with `is_data_extension` and `MANIFEST` in
- * src/seq/layout.rs and `is_embeddings_file` in src/embeddings.rs.
- */
-const DATA_EXTENSIONS = ['csv', 'tsv', 'parquet', 'fa', 'fasta', 'fna', 'npz', 'npy'];
-/** Embeddings the core probes as they are, with no encoder (src/embeddings.rs). */
-const OWN_EMBEDDINGS = /\.npz$|(^|\/)x\.npy$/i;
-const hasOwnEmbeddings = () => state.files.some((f) => OWN_EMBEDDINGS.test(f.path));
-const DATA_FILE = new RegExp(`\\.(${DATA_EXTENSIONS.join('|')})(\\.gz)?$|^tasks\\.json$`, 'i');
-/** The file picker's hint (it cannot say ".csv.gz", so any .gz; the core names a wrong one). */
-const DATA_ACCEPT = [...DATA_EXTENSIONS.map((e) => `.${e}`), '.gz', '.json'].join(',');
+import { coreFacts, setCoreFacts } from './core-facts.js';
+import { cacheSize, clearCache } from './embedding-cache.js';
+import {
+  DEMO_MODELS, builtinModel, encodersShown, initEncoders, modelName, selectedModels, selectedRegimes, showEncoders,
+} from './encoders.js';
+import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.js';
+import { initMeta, metaList, metaOverrides } from './meta.js';
+import { initModels, modelFilesFor, setKnownModels } from './models.js';
+import { setUpOffline } from './offline.js';
+import { initPredict, savingProbe, showProbe } from './predict.js';
+import { renderProfile } from './profile-view.js';
+import { coreFailed, coreReady, coreStarting } from './queue.js';
+import { deviationList, initSplit, splitSettings, truncationList } from './split.js';
+import { initStorage } from './storage.js';
+import { DEMO_MANIFEST, fetchSuiteFiles } from './suite-files.js';
+import {
+  addTaskFiles, hasOwnEmbeddings, initTaskFiles, readTaskFiles, setTaskFilesBusy, taskFiles,
+} from './task-files.js';
+import { OFFLINE_MANIFEST, initTasks } from './tasks.js';
 
 const $ = (sel) => document.querySelector(sel);
 const el = {
@@ -43,17 +35,7 @@ const el = {
   backend: $('#backend'),
   version: $('#version'),
   setup: $('#setup'),
-  drop: $('#drop-zone'),
-  filesInput: $('#task-files'),
-  folderInput: $('#task-folder'),
-  filesSummary: $('#files-summary'),
-  fileList: $('#file-list'),
-  clearFiles: $('#clear-files'),
-  keepFiles: $('#keep-files'),
   category: $('#category'),
-  models: $('#model'),
-  modelsLoading: $('#models-loading'),
-  regimes: $('#regimes'),
   run: $('#run'),
   cancel: $('#cancel'),
   demo: $('#demo'),
@@ -73,17 +55,13 @@ const el = {
   embeddingCacheSize: $('#embedding-cache-size'),
   clearEmbeddings: $('#clear-embeddings'),
   addDemoSuite: $('#add-demo-suite'),
-  offline: $('#offline'),
 };
 
 const state = {
   workerReady: false, // the current worker's core has loaded
   phase: 'loading', // loading | ready | running | unavailable
-  models: [], // from the worker's ready message
-  modelsRendered: false,
   backend: null, // {kind, adapter, reason?} from the last GPU check
   threads: null, // {count, reason}: the core's CPU threads (www/worker.js)
-  files: [], // [{path, file}]
   run: null, // {request, label, forcedCpu, startedAt, gpuNote, inFlight}
   epoch: 0, // bumped by cancel, so a run still reading its files knows it was cancelled
   pendingRun: null, // a run waiting for the (re)started worker to be ready
@@ -181,209 +159,6 @@ function announce(text) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Encoders and regimes
-
-function selectedModels() {
-  const specs = [];
-  for (const box of el.models.querySelectorAll('input[type=checkbox][name=model]:checked')) {
-    if (box.dataset.kmer != null) {
-      const k = el.models.querySelector('select[name=kmer-k]');
-      const canonical = el.models.querySelector('input[name=kmer-canonical]')?.checked;
-      specs.push(`kmer:${k ? k.value : 4}${canonical ? ':canonical' : ''}`);
-    } else {
-      specs.push(box.value);
-    }
-  }
-  return [...specs, ...selectedHubModels()];
-}
-
-function selectedRegimes() {
-  return [...el.regimes.querySelectorAll('input[name=regime]:checked')].map((b) => b.value);
-}
-
-/** "random CNN (random-cnn[:SEED])" → "random CNN": the spec is shown beside it anyway. */
-function shortName(name) {
-  return String(name ?? '').replace(/\s*\([^()]*\)\s*$/, '');
-}
-
-function modelName(spec) {
-  const k = /^kmer:(\d+)(:canonical)?$/.exec(spec);
-  if (k) return `${k[1]}-mer spectrum${k[2] ? ', canonical' : ''}`;
-  const base = spec.split(':')[0];
-  const m = state.models.find((x) => x.spec === spec) ?? state.models.find((x) => x.spec === base);
-  return m ? shortName(m.name) : '';
-}
-
-/** Group the k-mer entries (one entry "kmer:K" or several "kmer:1".."kmer:6") into one choice. */
-function renderModels(models) {
-  el.modelsLoading?.remove();
-  const kmers = models.filter((m) => /^kmer(:\d+)?$/.test(m.spec));
-  const others = models.filter((m) => !/^kmer(:\d+)?$/.test(m.spec));
-  const rows = [];
-  if (kmers.length) {
-    let ks = kmers.map((m) => Number(/^kmer:(\d+)$/.exec(m.spec)?.[1])).filter(Number.isInteger);
-    const listed = kmers.flatMap((m) => (Array.isArray(m.ks) ? m.ks : Array.isArray(m.k) ? m.k : []));
-    if (listed.length) ks = listed.map(Number);
-    if (ks.length <= 1) ks = [1, 2, 3, 4, 5, 6];
-    ks = [...new Set(ks)].sort((a, b) => a - b);
-    const first = kmers[0];
-    const select = h('select', { id: 'kmer-k', name: 'kmer-k', 'data-testid': 'kmer-k' },
-      ks.map((k) => h('option', { value: k, selected: k === 4 }, `K = ${k}`)));
-    const box = h('input', {
-      type: 'checkbox', name: 'model', value: 'kmer', id: 'model-kmer',
-      'data-testid': 'model-kmer', 'data-kmer': '', checked: true,
-      'aria-describedby': 'model-kmer-desc',
-    });
-    rows.push(h('div', { class: 'choice model-choice' },
-      box,
-      h('label', { for: 'model-kmer' }, h('span', { class: 'model-name' }, 'k-mer spectrum'), ' ',
-        h('code', {}, 'kmer:K')),
-      h('label', { class: 'kmer-k', for: 'kmer-k' }, h('span', { class: 'visually-hidden' }, 'k-mer size'), select),
-      h('p', { class: 'model-desc', id: 'model-kmer-desc' },
-        first.description || 'Counts of every DNA word of length K; no training.'),
-      h('label', { class: 'kmer-canonical', for: 'kmer-canonical' },
-        h('input', { type: 'checkbox', id: 'kmer-canonical', name: 'kmer-canonical', 'data-testid': 'kmer-canonical' }),
-        'canonical (merge reverse complements)'),
-    ));
-  }
-  for (const m of others) {
-    const id = `model-${m.spec.replace(/[^a-z0-9]+/gi, '-')}`;
-    rows.push(h('div', { class: 'choice model-choice' },
-      h('input', {
-        type: 'checkbox', name: 'model', value: m.spec, id, 'data-testid': id,
-        checked: DEMO_MODELS.includes(m.spec), 'aria-describedby': `${id}-desc`,
-      }),
-      h('label', { for: id }, h('span', { class: 'model-name' }, shortName(m.name) || m.spec), ' ', h('code', {}, m.spec)),
-      h('p', { class: 'model-desc', id: `${id}-desc` },
-        m.description || '',
-        m.needsBackend ? h('span', { class: 'tag' }, ' uses WebGPU when available') : null),
-    ));
-  }
-  if (!rows.length) rows.push(h('p', { class: 'hint' }, 'No encoders are built into this version.'));
-  el.models.append(...rows);
-  state.modelsRendered = true;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Files
-
-function addFiles(entries) {
-  const byPath = new Map(state.files.map((f) => [f.path, f]));
-  for (const e of entries) byPath.set(e.path, e);
-  state.files = [...byPath.values()].sort((a, b) => a.path.localeCompare(b.path));
-  renderFiles();
-}
-
-function renderFiles() {
-  el.fileList.textContent = '';
-  for (const { path, file } of state.files) {
-    el.fileList.append(h('li', {},
-      h('span', { class: 'file-name', title: path }, path),
-      h('span', { class: 'file-size' }, bytesText(file.size)),
-      h('button', {
-        type: 'button', class: 'linkish remove', 'aria-label': `Remove ${path}`,
-        onclick: () => removeFile(path),
-      }, 'Remove'),
-    ));
-  }
-  const n = state.files.length;
-  const total = state.files.reduce((s, f) => s + f.file.size, 0);
-  const where = el.keepFiles.checked ? 'kept in this browser' : 'read only in this tab';
-  el.filesSummary.textContent = n ? `${plural(n, 'file')} chosen (${bytesText(total)}), ${where}.` : 'No files chosen.';
-  el.clearFiles.hidden = n === 0;
-  if (el.keepFiles.checked) syncKeptFiles();
-  updateSplitTables(state.files);
-  updateControls();
-}
-
-/** Mirror the file list into the browser's storage while "keep" is on. */
-function syncKeptFiles() {
-  keepTaskFiles(el.keepFiles.checked ? state.files : [])
-    .then(() => (el.keepFiles.checked && state.files.length ? askToKeep() : undefined))
-    .catch((err) => showError(`The task files could not be kept in this browser: ${messageOf(err)}`));
-}
-
-/** Bring back the files kept by an earlier visit. */
-async function restoreKeptFiles() {
-  let kept = [];
-  try {
-    kept = await keptTaskFiles();
-  } catch (err) {
-    showError(`The task files kept in this browser could not be read: ${messageOf(err)}`);
-    return;
-  }
-  if (!kept.length) return;
-  el.keepFiles.checked = true;
-  addFiles(kept);
-  showNotice(`Restored ${plural(kept.length, 'task file')} kept in this browser.`);
-}
-
-/** Remove one file; focus moves to the next Remove button, else to the files summary. */
-function removeFile(path) {
-  const index = state.files.findIndex((f) => f.path === path);
-  state.files = state.files.filter((f) => f.path !== path);
-  renderFiles();
-  const next = el.fileList.querySelectorAll('button.remove')[index];
-  (next ?? el.filesSummary).focus();
-}
-
-function fromFileList(list, { folder = false } = {}) {
-  const out = [];
-  let skipped = 0;
-  for (const file of list) {
-    const path = (file.webkitRelativePath || file.name).replace(/^\/+/, '');
-    const base = path.split('/').pop();
-    if (folder && (base.startsWith('.') || !DATA_FILE.test(base))) { skipped++; continue; }
-    out.push({ path, file });
-  }
-  return { entries: out, skipped };
-}
-
-/** Read a dropped directory tree (webkitGetAsEntry) into {path, file} entries. */
-async function readEntry(entry, out) {
-  if (entry.isFile) {
-    const file = await new Promise((res, rej) => entry.file(res, rej));
-    out.push({ file, path: entry.fullPath.replace(/^\/+/, ''), inFolder: entry.fullPath.split('/').length > 2 });
-  } else if (entry.isDirectory) {
-    const reader = entry.createReader();
-    for (;;) {
-      const batch = await new Promise((res, rej) => reader.readEntries(res, rej));
-      if (!batch.length) break;
-      for (const child of batch) await readEntry(child, out);
-    }
-  }
-}
-
-async function onDrop(event) {
-  event.preventDefault();
-  el.drop.classList.remove('over');
-  if (state.phase === 'running') return;
-  const dt = event.dataTransfer;
-  if (!dt) return;
-  try {
-    const items = [...(dt.items || [])].filter((i) => i.kind === 'file');
-    const entries = items.map((i) => (i.webkitGetAsEntry ? i.webkitGetAsEntry() : null));
-    let picked = [];
-    let skipped = 0;
-    if (entries.length && entries.every(Boolean)) {
-      const all = [];
-      for (const e of entries) await readEntry(e, all);
-      for (const f of all) {
-        const base = f.path.split('/').pop();
-        if (f.inFolder && (base.startsWith('.') || !DATA_FILE.test(base))) skipped++;
-        else picked.push({ path: f.path, file: f.file });
-      }
-    } else {
-      picked = fromFileList(dt.files).entries;
-    }
-    addFiles(picked);
-    showNotice(skipped ? `Skipped ${skipped} file${skipped === 1 ? '' : 's'} in the folder that are not sequence tables.` : '');
-  } catch (err) {
-    showError(`Could not read the dropped files: ${messageOf(err)}`);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 // The core's worker (www/core-client.js speaks to it)
 
 function startWorker({ phase = 'loading' } = {}) {
@@ -395,18 +170,17 @@ function startWorker({ phase = 'loading' } = {}) {
 
 function onCoreReady(msg) {
   state.workerReady = true;
-  state.models = Array.isArray(msg.models) ? msg.models : [];
+  setCoreFacts(msg.facts);
   setKnownModels(msg);
-  setProtocol(msg.protocol);
   // GENEB's categories, for the user's own tasks (the first option, "from the task id", stays).
   if (el.category.options.length <= 1) {
-    for (const c of msg.protocol?.categories ?? []) el.category.append(h('option', { value: c }, c));
+    for (const c of msg.facts.categories) el.category.append(h('option', { value: c }, c));
   }
   state.backend = msg.backend ?? null;
   state.threads = msg.threads ?? null;
   el.version.textContent = msg.version || '—';
-  if (!state.modelsRendered) {
-    renderModels(state.models);
+  if (!encodersShown()) {
+    showEncoders(msg.models, msg.facts.regimes);
     redrawLibrary();
   }
   if (!state.result) el.backend.textContent = backendText(state.backend);
@@ -471,39 +245,24 @@ function onWorkerLost(error) {
 function updateControls() {
   const running = state.phase === 'running';
   const ready = state.phase === 'ready';
-  const models = state.modelsRendered ? selectedModels() : [];
+  const models = selectedModels();
   const regimes = selectedRegimes();
   let why = '';
   if (state.phase === 'loading') why = 'Loading the WebAssembly core…';
   else if (state.phase === 'unavailable') why = 'The compute core could not be loaded (see the error above).';
-  else if (!state.files.length) why = 'Choose or drop at least one task file to run.';
+  else if (!taskFiles().length) why = 'Choose or drop at least one task file to run.';
   else if (!models.length && !hasOwnEmbeddings()) why = 'Choose at least one encoder.';
   else if (!regimes.length) why = 'Choose at least one regime.';
   el.run.disabled = !ready || Boolean(why);
   el.demo.disabled = !ready;
   el.offlineSuite.disabled = !ready;
   el.cancel.disabled = !running;
-  el.filesInput.disabled = running;
-  el.folderInput.disabled = running;
-  el.clearFiles.disabled = running;
-  el.keepFiles.disabled = running;
+  setTaskFilesBusy(running);
   el.compute.disabled = running;
   el.reuseEmbeddings.disabled = running;
   el.addDemoSuite.disabled = running;
   el.runHint.textContent = running ? '' : why;
   el.setup.setAttribute('aria-busy', running ? 'true' : 'false');
-}
-
-async function readFiles(entries) {
-  const files = [];
-  for (const { path, file } of entries) {
-    try {
-      files.push({ name: path, bytes: new Uint8Array(await file.arrayBuffer()) });
-    } catch (err) {
-      throw new Error(`${path}: could not be read (${messageOf(err)}); choose it again`);
-    }
-  }
-  return files;
 }
 
 function dispatchRun(run) {
@@ -575,8 +334,8 @@ async function onRunClick(event) {
   if (state.phase !== 'ready') return;
   const models = selectedModels();
   const regimes = selectedRegimes();
-  if (!state.files.length || (!models.length && !hasOwnEmbeddings()) || !regimes.length) { updateControls(); return; }
-  const files = await loadRunInput('reading files', () => readFiles(state.files));
+  if (!taskFiles().length || (!models.length && !hasOwnEmbeddings()) || !regimes.length) { updateControls(); return; }
+  const files = await loadRunInput('reading files', readTaskFiles);
   if (!files) return;
   const n = files.length;
   startRun({
@@ -586,57 +345,16 @@ async function onRunClick(event) {
   });
 }
 
-function suitePaths(manifest, manifestPath) {
-  const list = Array.isArray(manifest) ? manifest
-    : Array.isArray(manifest?.tasks) ? manifest.tasks
-      : Array.isArray(manifest?.files) ? manifest.files : null;
-  if (!list) throw new Error(`${manifestPath}: expected a list of tasks`);
-  const paths = [];
-  for (const t of list) {
-    const p = typeof t === 'string' ? t : (t.file ?? t.path ?? t.table ?? (t.id ? `${t.id}.csv` : null));
-    if (Array.isArray(t?.files)) paths.push(...t.files);
-    else if (p) paths.push(p);
-  }
-  for (const p of paths) {
-    if (typeof p !== 'string' || p.startsWith('/') || p.split('/').includes('..') || /^[a-z]+:/i.test(p)) {
-      throw new Error(`${manifestPath}: bad file name ${JSON.stringify(p)}`);
-    }
-  }
-  if (!paths.length) throw new Error(`${manifestPath}: lists no task files`);
-  return paths;
-}
-
-/** A built-in suite from this server (demo, offline): its manifest, then every task file it lists. */
-async function fetchSuiteFiles(manifestPath) {
-  const base = new URL(manifestPath, document.baseURI);
-  const res = await fetch(base, { cache: 'no-cache' });
-  if (!res.ok) throw new Error(`${manifestPath}: the suite is not available from this server (HTTP ${res.status})`);
-  const manifestBytes = new Uint8Array(await res.arrayBuffer());
-  let manifest;
-  try {
-    manifest = JSON.parse(new TextDecoder().decode(manifestBytes));
-  } catch {
-    throw new Error(`${manifestPath}: not valid JSON`);
-  }
-  // The manifest travels too: it gives the suite's tasks their categories.
-  const files = [{ name: 'tasks.json', bytes: manifestBytes }];
-  for (const p of suitePaths(manifest, manifestPath)) {
-    const r = await fetch(new URL(p, base), { cache: 'no-cache' });
-    if (!r.ok) throw new Error(`${new URL(p, base).pathname}: could not be fetched (HTTP ${r.status})`);
-    files.push({ name: p, bytes: new Uint8Array(await r.arrayBuffer()) });
-  }
-  return files;
-}
-
 async function onDemoClick() {
   if (state.phase !== 'ready') return;
   clearError();
   showNotice('');
   const files = await loadRunInput('fetching the demo suite', () => fetchSuiteFiles(DEMO_MANIFEST));
   if (!files) return;
-  const models = DEMO_MODELS.filter((m) => m.startsWith('kmer:') || state.models.some((x) => x.spec === m));
+  const models = DEMO_MODELS.filter((m) => m.startsWith('kmer:') || builtinModel(m));
   startRun({
-    files, models, regimes: DEMO_REGIMES, category: null, source: 'demo',
+    // Every regime of the protocol.
+    files, models, regimes: coreFacts().regimes.map((r) => r.key), category: null, source: 'demo',
     label: `Demo: the built-in suite (${files.length - 1} task${files.length === 2 ? '' : 's'})`,
   });
 }
@@ -810,53 +528,20 @@ async function requestReport(files, { maxParams = null } = {}) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The demo suite as task files, and offline use
+// The demo suite as task files
 
 async function onAddDemoSuite() {
   el.addDemoSuite.disabled = true;
   clearError();
   try {
     const files = await fetchSuiteFiles(DEMO_MANIFEST);
-    addFiles(files.map((f) => ({ path: f.name, file: new File([f.bytes], f.name.split('/').pop()) })));
+    addTaskFiles(files.map((f) => ({ path: f.name, file: new File([f.bytes], f.name.split('/').pop()) })));
     showNotice(`Added the demo suite: ${plural(files.length - 1, 'task file')} and its tasks.json.`);
   } catch (err) {
     showError(messageOf(err));
   } finally {
     updateControls();
   }
-}
-
-let offlineStatus = 'checking…'; // what the service worker's registration reached
-
-function renderOffline() {
-  const now = navigator.onLine === false ? ' (you are offline: running from the copy in this browser)' : '';
-  el.offline.textContent = `${offlineStatus}${offlineStatus.startsWith('ready') ? now : ''}`;
-}
-
-/** Register sw.js, which keeps the page, the core and the demo suite for use without a network. */
-async function setUpOffline() {
-  addEventListener('online', renderOffline);
-  addEventListener('offline', renderOffline);
-  if (!('serviceWorker' in navigator)) {
-    offlineStatus = 'not available in this browser';
-    renderOffline();
-    return;
-  }
-  try {
-    const registration = await navigator.serviceWorker.register(new URL('./sw.js', import.meta.url), { scope: './' });
-    const installing = registration.installing;
-    installing?.addEventListener('statechange', () => {
-      if (installing.state === 'redundant' && !registration.active) {
-        offlineStatus = 'unavailable (the page could not be kept in this browser)';
-        renderOffline();
-      }
-    });
-    await navigator.serviceWorker.ready;
-    offlineStatus = 'ready: works without a network';
-  } catch (err) {
-    offlineStatus = `unavailable (${messageOf(err)})`;
-  }
-  renderOffline();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -881,58 +566,26 @@ function onDownloadClick() {
 // Wiring
 
 function init() {
-  el.filesInput.accept = DATA_ACCEPT;
   el.setup.addEventListener('submit', onRunClick);
   el.cancel.addEventListener('click', onCancelClick);
   el.demo.addEventListener('click', onDemoClick);
   el.offlineSuite.addEventListener('click', onOfflineClick);
   el.download.addEventListener('click', onDownloadClick);
-  el.clearFiles.addEventListener('click', () => { state.files = []; renderFiles(); el.filesSummary.focus(); });
-  el.models.addEventListener('change', updateControls);
-  el.regimes.addEventListener('change', updateControls);
-  el.filesInput.addEventListener('change', () => {
-    addFiles(fromFileList(el.filesInput.files).entries);
-    el.filesInput.value = '';
-  });
-  el.folderInput.addEventListener('change', () => {
-    const { entries, skipped } = fromFileList(el.folderInput.files, { folder: true });
-    addFiles(entries);
-    showNotice(skipped ? `Skipped ${skipped} file${skipped === 1 ? '' : 's'} in the folder that are not sequence tables.` : '');
-    el.folderInput.value = '';
-  });
-  for (const type of ['dragenter', 'dragover']) {
-    el.drop.addEventListener(type, (e) => {
-      e.preventDefault();
-      if (e.dataTransfer) e.dataTransfer.dropEffect = state.phase === 'running' ? 'none' : 'copy';
-      el.drop.classList.add('over');
-    });
-  }
-  el.drop.addEventListener('dragleave', (e) => {
-    if (!el.drop.contains(e.relatedTarget)) el.drop.classList.remove('over');
-  });
-  el.drop.addEventListener('drop', onDrop);
-  // A file dropped beside the zone must not make the browser navigate away from the page.
-  window.addEventListener('dragover', (e) => e.preventDefault());
-  window.addEventListener('drop', (e) => { if (!el.drop.contains(e.target)) e.preventDefault(); });
   el.addDemoSuite.addEventListener('click', onAddDemoSuite);
   el.clearEmbeddings.addEventListener('click', onClearEmbeddingsClick);
   showEmbeddingCacheSize();
-  el.keepFiles.addEventListener('change', () => {
-    if (!el.keepFiles.checked) syncKeptFiles(); // forget them; renderFiles keeps them when checked
-    renderFiles();
-  });
-  // Before the first renderFiles: it tells the split panel which tables lack a split column.
+  initEncoders({ onChange: updateControls });
+  // Before the task files: their list tells the split panel which tables lack a split column.
   initSplit($('#split-panel'));
   initMeta($('#meta-fields'));
   initStorage($('#storage-line'));
   initPredict($('#predict-panel'));
-  renderFiles();
-  restoreKeptFiles();
+  initTaskFiles({ onChange: updateControls, showError, showNotice, isRunning: () => state.phase === 'running' });
   initModels($('#models-panel'), { onChange: updateControls });
-  initTasks($('#tasks-panel'), { addTaskFiles: addFiles });
+  initTasks($('#tasks-panel'), { addTaskFiles });
   startWorker();
   initLibrary({ requestReport, modelName });
-  setUpOffline();
+  setUpOffline($('#offline'));
 }
 
 init();

@@ -46,7 +46,7 @@ export const NOTICES = Object.freeze({
 
 /** Worker → page. */
 export const EVENTS = Object.freeze({
-  ready: '{version, models, known, tabWeightsLimit, modelFiles, protocol, facts, backend, threads: {count, reason}}: '
+  ready: '{version, models, known, tabWeightsLimit, modelFiles, facts (src/facts.rs), backend, threads: {count, reason}}: '
     + 'the core is loaded; requests sent before this waited for it',
   unavailable: '{message}: the core could not be loaded in this tab; every request fails',
   progress: '{id, stage, model, task, done, total, fromCache, pace}: how far a call is '

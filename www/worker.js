@@ -208,22 +208,22 @@ async function start() {
   let known = [];
   let tabWeightsLimit = null;
   let modelFiles = null;
-  let protocol = null;
+  let facts = null;
   try {
-    protocol = plain(parseIfString(mod.protocol()));
+    facts = plain(parseIfString(mod.facts())); // the core's rules the page shows (src/facts.rs)
     const catalogue = plain(parseIfString(mod.models())) ?? {};
     models = catalogue.builtin ?? [];
     known = catalogue.known ?? []; // foundation models by hub id (www/models.js shows them)
     tabWeightsLimit = catalogue.tabWeightsLimit ?? null;
     modelFiles = catalogue.modelFiles ?? null;
   } catch (err) {
-    self.postMessage({ type: 'unavailable', message: `Could not list the encoders: ${messageOf(err)}` });
+    self.postMessage({ type: 'unavailable', message: `Could not read the core's encoders and rules: ${messageOf(err)}` });
     return;
   }
   let version = '';
   try { version = String(mod.version()); } catch { version = ''; }
   self.postMessage({
-    type: 'ready', version, models, known, tabWeightsLimit, modelFiles, protocol, backend: await backendP, threads,
+    type: 'ready', version, models, known, tabWeightsLimit, modelFiles, facts, backend: await backendP, threads,
   });
 }
 

@@ -198,12 +198,7 @@ fn legend(svg: &mut Svg, entries: &[(String, &str)], x: f64, y: f64) {
 
 /// How a regime key reads in titles.
 pub fn regime_label(key: &str) -> &str {
-    match key {
-        "full" => "full data",
-        "10shot" => "10-shot",
-        "1shot" => "1-shot",
-        other => other,
-    }
+    crate::protocol::Regime::parse(key).map_or(key, crate::protocol::Regime::label)
 }
 
 /// Models × categories (and macro) in one regime: cells coloured by MCC on a fixed 0–1 viridis
