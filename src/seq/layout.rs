@@ -66,7 +66,8 @@ pub const MANIFEST: &str = "tasks.json";
 pub const COMPRESSION: &str = "gz";
 /// The extensions of the files `role_of` gives a role, each also compressed (`.csv.gz`): the
 /// page keeps a dropped folder's files by them (src/facts.rs).
-pub const TASK_EXTENSIONS: [&str; 8] = ["csv", "tsv", "parquet", "fa", "fasta", "fna", "bed", "txt"];
+pub const TASK_EXTENSIONS: [&str; 8] =
+    ["csv", "tsv", "parquet", "fa", "fasta", "fna", "bed", "txt"];
 /// What geneb reads, for the errors that find nothing it recognises.
 pub(crate) const KNOWN_LAYOUTS: &str = "geneb reads task tables (.csv or .tsv with columns text, \
      label, split), train.csv + test.csv in a folder named after the task (GUE, NT), FASTA (.fa, \
@@ -653,7 +654,10 @@ mod tests {
             // `.txt` is read only as a Genomic Benchmarks file, `<task>/<split>/<class>/<n>.txt`.
             let name = format!("task/train/0/1.{extension}");
             assert!(read(&name), "{name}");
-            assert!(read(&format!("{name}.{COMPRESSION}")), "{name}.{COMPRESSION}");
+            assert!(
+                read(&format!("{name}.{COMPRESSION}")),
+                "{name}.{COMPRESSION}"
+            );
         }
         for other in ["json", "npy", "md", "xlsx"] {
             assert!(!read(&format!("task/train/0/1.{other}")), "{other}");
