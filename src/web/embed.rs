@@ -2,7 +2,7 @@
 //! embed tool).
 
 use super::held_model::{ModelFile, load_encoder};
-use super::to_js;
+use super::{answer, from_page};
 use crate::encoder::BackendKind;
 use crate::seq;
 use crate::{Error, Result};
@@ -42,8 +42,7 @@ struct Embedded {
 /// Sequences are validated like task files (IUPAC codes → N).
 #[wasm_bindgen]
 pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
-    let request: EmbedRequest = serde_wasm_bindgen::from_value(request)
-        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
+    let request: EmbedRequest = from_page(request)?;
     let run = async move {
         let sequences = request
             .sequences
@@ -72,5 +71,5 @@ pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
             model_kept,
         })
     };
-    to_js(&run.await.map_err(|e| JsError::new(&e.to_string()))?)
+    answer(run.await)
 }

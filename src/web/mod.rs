@@ -51,7 +51,7 @@ pub fn version() -> String {
 /// data file types, suites, the embedding budget; www/core-facts.js reads them.
 #[wasm_bindgen]
 pub fn facts() -> std::result::Result<JsValue, JsError> {
-    to_js(&crate::facts::Facts::get().map_err(|e| JsError::new(&e.to_string()))?)
+    answer(crate::facts::Facts::get())
 }
 
 /// `{builtin: [{spec, name, description, needsBackend}], known: [{hubId (null off the hub),
@@ -60,7 +60,7 @@ pub fn facts() -> std::result::Result<JsValue, JsError> {
 /// description}, published}]}`.
 #[wasm_bindgen]
 pub fn models() -> std::result::Result<JsValue, JsError> {
-    to_js(&crate::encoder::catalogue().map_err(|e| JsError::new(&e.to_string()))?)
+    answer(crate::encoder::catalogue())
 }
 
 #[derive(Deserialize)]
@@ -83,6 +83,22 @@ impl From<DroppedFile> for InputFile {
 fn js_message(e: &JsValue) -> String {
     e.dyn_ref::<js_sys::Error>()
         .map_or_else(|| format!("{e:?}"), |e| String::from(e.message()))
+}
+
+/// The page's request as `T`: a shape the core does not take is the page's bug, and says so.
+fn from_page<T: serde::de::DeserializeOwned>(request: JsValue) -> std::result::Result<T, JsError> {
+    serde_wasm_bindgen::from_value(request)
+        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))
+}
+
+/// A core error as the page's `Error`: the one-line message the CLI would print.
+fn page_error(e: crate::Error) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+/// A call's answer for the page: its value as plain JS data, or its error.
+fn answer(result: crate::Result<impl Serialize>) -> std::result::Result<JsValue, JsError> {
+    to_js(&result.map_err(page_error)?)
 }
 
 fn to_js(value: &impl Serialize) -> std::result::Result<JsValue, JsError> {

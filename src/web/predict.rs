@@ -1,7 +1,7 @@
 //! `predict`: a saved probe on new sequences, as `geneb predict` applies it.
 
 use super::held_model::{ModelFile, load_encoder};
-use super::{DroppedFile, to_js};
+use super::{DroppedFile, answer, from_page};
 use crate::Error;
 use crate::encoder::BackendKind;
 use crate::seq::{self, InputFile};
@@ -35,8 +35,7 @@ struct Predicted {
 /// backend}` → `{csv, rows, task}`. A probe fitted on another encoder is refused.
 #[wasm_bindgen]
 pub async fn predict(request: JsValue) -> std::result::Result<JsValue, JsError> {
-    let request: PredictRequest = serde_wasm_bindgen::from_value(request)
-        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
+    let request: PredictRequest = from_page(request)?;
     let run = async move {
         let saved = crate::predict::SavedProbe::read(&request.probe.name, &request.probe.bytes)?;
         let sequences = seq::read_sequences(&InputFile::from(request.input))?;
@@ -57,5 +56,5 @@ pub async fn predict(request: JsValue) -> std::result::Result<JsValue, JsError> 
             task: saved.task,
         })
     };
-    to_js(&run.await.map_err(|e| JsError::new(&e.to_string()))?)
+    answer(run.await)
 }

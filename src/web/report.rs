@@ -1,6 +1,6 @@
 //! `report`: the comparison of stored results, exactly as `geneb profile` makes it.
 
-use super::to_js;
+use super::{answer, from_page};
 use crate::{Error, profile};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -39,8 +39,7 @@ struct Report {
 /// `{html, csv: {name: text}, svg: {name: text}, official: {name: text}, analysis}`.
 #[wasm_bindgen]
 pub fn report(request: JsValue) -> std::result::Result<JsValue, JsError> {
-    let request: ReportRequest = serde_wasm_bindgen::from_value(request)
-        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
+    let request: ReportRequest = from_page(request)?;
     let build = || {
         let mut submissions = Vec::new();
         for file in &request.files {
@@ -58,5 +57,5 @@ pub fn report(request: JsValue) -> std::result::Result<JsValue, JsError> {
         let outputs = crate::report::html::render(&analysis, &submissions)?;
         Ok::<_, Error>(Report { outputs, analysis })
     };
-    to_js(&build().map_err(|e| JsError::new(&e.to_string()))?)
+    answer(build())
 }

@@ -2,7 +2,7 @@
 
 use super::held_model::{ModelFile, holds_model, load_encoder};
 use super::page_store::PageStore;
-use super::{DroppedFile, to_js};
+use super::{DroppedFile, answer, from_page, page_error};
 use crate::encoder::BackendKind;
 use crate::eval::{self, Progress};
 use crate::protocol::Regime;
@@ -69,13 +69,9 @@ pub async fn evaluate(
     on_progress: js_sys::Function,
     embedding_cache: JsValue,
 ) -> std::result::Result<JsValue, JsError> {
-    let request: Request = serde_wasm_bindgen::from_value(request)
-        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
-    let store = PageStore::from_js(&embedding_cache).map_err(|e| JsError::new(&e.to_string()))?;
-    let outcome = run(request, &on_progress, store.as_ref())
-        .await
-        .map_err(|e| JsError::new(&e.to_string()))?;
-    to_js(&outcome)
+    let request: Request = from_page(request)?;
+    let store = PageStore::from_js(&embedding_cache).map_err(page_error)?;
+    answer(run(request, &on_progress, store.as_ref()).await)
 }
 
 async fn run(

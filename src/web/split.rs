@@ -1,7 +1,7 @@
 //! The split of tables without a split column: the core's defaults, and which dropped tables
 //! need one (the page's split panel, www/split.js).
 
-use super::{DroppedFile, to_js};
+use super::{DroppedFile, answer, from_page, to_js};
 use crate::seq::{self, InputFile};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
@@ -22,8 +22,7 @@ struct FilesRequest {
 /// column (which the core splits, see `crate::split`) and the columns that could group them.
 #[wasm_bindgen(js_name = unsplitTables)]
 pub fn unsplit_tables(request: JsValue) -> std::result::Result<JsValue, JsError> {
-    let request: FilesRequest = serde_wasm_bindgen::from_value(request)
-        .map_err(|e| JsError::new(&format!("malformed request from the page: {e}")))?;
+    let request: FilesRequest = from_page(request)?;
     let files: Vec<InputFile> = request.files.into_iter().map(InputFile::from).collect();
-    to_js(&seq::unsplit_tables(&files).map_err(|e| JsError::new(&e.to_string()))?)
+    answer(seq::unsplit_tables(&files))
 }
