@@ -44,6 +44,8 @@ pub struct DataFiles {
     /// Task files: these extensions, each also gzip-compressed (`<name>.<ext>.<compression>`),
     /// and the suite manifest `names`.
     pub tasks: FileKinds,
+    /// The extensions of the task tables, the only task files that can lack a split column.
+    pub tables: &'static [&'static str],
     /// The user's own embeddings, probed with no encoder: `.npz`, or `X.npy` beside labels.
     pub embeddings: FileKinds,
     /// The one compression the readers undo.
@@ -96,6 +98,7 @@ impl Facts {
                     extensions: &crate::seq::TASK_EXTENSIONS,
                     names: &[crate::seq::MANIFEST],
                 },
+                tables: &crate::seq::TABLE_EXTENSIONS,
                 embeddings: FileKinds {
                     extensions: &[crate::embeddings::NPZ_EXTENSION],
                     names: &[crate::embeddings::X_NPY],

@@ -7,10 +7,14 @@
 let facts = null;
 const listeners = [];
 
-/** The worker's ready message brought the facts: everything waiting on them runs. */
+/**
+ * The worker's ready message brought the facts: everything waiting on them runs, once (a
+ * restarted worker's core states the same rules).
+ */
 export function setCoreFacts(value) {
-  facts = value ?? null;
-  if (facts) for (const fn of listeners) fn(facts);
+  if (facts || !value) return;
+  facts = value;
+  for (const fn of listeners) fn(facts);
 }
 
 /** The facts, or null until the core is up. */
@@ -18,7 +22,7 @@ export function coreFacts() {
   return facts;
 }
 
-/** Call `fn(facts)` now if the core is up, and whenever it (re)starts. */
+/** Call `fn(facts)` once the core has stated them (now, if it has). */
 export function onCoreFacts(fn) {
   listeners.push(fn);
   if (facts) fn(facts);
@@ -49,15 +53,29 @@ export function regimeRank(key) {
   return i < 0 ? Number.MAX_SAFE_INTEGER : i;
 }
 
+/** A lower-cased name without the compression the readers undo (`t.csv.gz` → `t.csv`). */
+function uncompressed(name) {
+  const { compression } = facts.dataFiles;
+  const lower = name.toLowerCase();
+  return lower.endsWith(`.${compression}`) ? lower.slice(0, -compression.length - 1) : lower;
+}
+
 /** Whether a base name is a file the core reads (for picking a dropped folder's files). */
 export function isDataFile(base) {
   if (!facts) return false;
-  const { tasks, embeddings, compression } = facts.dataFiles;
+  const { tasks, embeddings } = facts.dataFiles;
   const lower = base.toLowerCase();
-  const plain = lower.endsWith(`.${compression}`) ? lower.slice(0, -compression.length - 1) : lower;
+  const plain = uncompressed(base);
   const extension = plain.includes('.') ? plain.slice(plain.lastIndexOf('.') + 1) : '';
   return [...tasks.extensions, ...embeddings.extensions].includes(extension)
     || [...tasks.names, ...embeddings.names].includes(lower);
+}
+
+/** Whether a path is a task table (the only kind of task file that can lack a split column). */
+export function isTable(path) {
+  if (!facts) return false;
+  const plain = uncompressed(path);
+  return facts.dataFiles.tables.some((e) => plain.endsWith(`.${e}`));
 }
 
 /** Whether a path is the user's own embeddings (.npz, X.npy), probed with no encoder. */

@@ -4,14 +4,14 @@
 // and, after a run, lists where the result deviates from GENEB (the result's protocol block).
 
 import { callCore } from './core-client.js';
+import { isTable, onCoreFacts } from './core-facts.js';
 import { fmt, h, messageOf } from './dom.js';
 
-/** Files whose header the core reads: tables, the only files that can lack a split column. */
-const TABLE = /\.(csv|tsv|parquet)(\.gz)?$/i;
 
 const ui = {};
 let tables = []; // [{file, task, columns}] from the core
 let latest = 0; // the newest request's id: older answers are dropped
+let chosen = []; // the page's task files, asked about again once the core says which are tables
 
 /** Mount the (hidden until needed) panel into `root`. */
 export function initSplit(root) {
@@ -37,12 +37,16 @@ export function initSplit(root) {
       ' makes (scikit-learn’s train_test_split / StratifiedKFold without a group column). GENEB’s own tasks have fixed splits, so the result records this as a deviation.'));
   ui.folds.addEventListener('input', () => { ui.fraction.disabled = ui.folds.value.trim() !== ''; });
   root.append(ui.panel);
+  // Files chosen (or restored) before the core was up are looked at once it is.
+  onCoreFacts(() => updateSplitTables(chosen));
 }
 
 /** Ask the core which of `entries` ([{path, file}]) are tables without a split column. */
 export async function updateSplitTables(entries) {
+  chosen = entries;
   const id = ++latest;
-  const candidates = entries.filter(({ path }) => TABLE.test(path));
+  // Tables, the only files that can lack a split column (the core's list): their headers alone.
+  const candidates = entries.filter(({ path }) => isTable(path));
   if (!candidates.length) { show([], null); return; }
   try {
     const files = await Promise.all(candidates.map(async ({ path, file }) => (

@@ -68,6 +68,9 @@ pub const COMPRESSION: &str = "gz";
 /// page keeps a dropped folder's files by them (src/facts.rs).
 pub const TASK_EXTENSIONS: [&str; 8] =
     ["csv", "tsv", "parquet", "fa", "fasta", "fna", "bed", "txt"];
+/// Of those, the tables: the only task files that can lack a split column (the page asks the
+/// core about these alone).
+pub const TABLE_EXTENSIONS: [&str; 3] = ["csv", "tsv", "parquet"];
 /// What geneb reads, for the errors that find nothing it recognises.
 pub(crate) const KNOWN_LAYOUTS: &str = "geneb reads task tables (.csv or .tsv with columns text, \
      label, split), train.csv + test.csv in a folder named after the task (GUE, NT), FASTA (.fa, \
@@ -663,5 +666,15 @@ mod tests {
             assert!(!read(&format!("task/train/0/1.{other}")), "{other}");
         }
         assert!(matches!(role_of(MANIFEST), Ok(Role::Manifest)));
+        for extension in TASK_EXTENSIONS {
+            let table = matches!(
+                role_of(&format!("t/train.{extension}")),
+                Ok(Role::PairPart {
+                    format: Format::Table { .. },
+                    ..
+                })
+            );
+            assert_eq!(table, TABLE_EXTENSIONS.contains(&extension), "{extension}");
+        }
     }
 }
