@@ -198,7 +198,10 @@ fn legend(svg: &mut Svg, entries: &[(String, &str)], x: f64, y: f64) {
 
 /// How a regime key reads in titles.
 pub fn regime_label(key: &str) -> &str {
-    crate::protocol::Regime::parse(key).map_or(key, crate::protocol::Regime::label)
+    match crate::protocol::Regime::parse(key) {
+        Some(regime) => regime.label(),
+        None => key,
+    }
 }
 
 /// Models × categories (and macro) in one regime: cells coloured by MCC on a fixed 0–1 viridis

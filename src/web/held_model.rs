@@ -1,8 +1,8 @@
 //! Building a model from the files the page sent, and keeping the last one built between calls
 //! (parsing a checkpoint and building the model is most of what a short call costs).
 
-use crate::Result;
 use crate::encoder::{BackendKind, Encoder};
+use crate::{Error, Result};
 use serde::Deserialize;
 use std::cell::RefCell;
 use std::rc::Rc;
