@@ -138,6 +138,5 @@ function renderModels() {
   }
   if (!rows.length) rows.push(h('p', { class: 'hint' }, 'No encoders are built into this version.'));
   el.models.append(...rows);
-  modelsRendered = true;
 }
 
