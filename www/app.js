@@ -478,7 +478,7 @@ async function showEmbeddingCacheSize() {
   try {
     const { entries, bytes } = await cacheSize();
     el.embeddingCacheSize.textContent = entries
-      ? `${plural(entries, 'set')} of embeddings kept (${bytesText(bytes)}).`
+      ? `${plural(entries, 'set')} of embeddings kept (${bytesText(bytes, 'KB')}).`
       : 'No embeddings kept.';
     el.clearEmbeddings.disabled = entries === 0;
   } catch (err) {

@@ -18,11 +18,14 @@ export function h(tag, attrs = {}, ...children) {
   return node;
 }
 
-/** "512 B", "88 kB", "3.0 GB"; "unknown size" for a size nobody announced. */
-export function bytesText(n) {
+/**
+ * "512 B", "88 kB", "3.0 GB"; "unknown size" for a size nobody announced. `kilo` spells the
+ * 1,024-byte unit: downloads say "kB", the lists of the user's own files have always said "KB".
+ */
+export function bytesText(n, kilo = 'kB') {
   if (!Number.isFinite(n)) return 'unknown size';
   if (n < 1024) return `${n} B`;
-  const units = ['kB', 'MB', 'GB'];
+  const units = [kilo, 'MB', 'GB'];
   let v = n;
   let u = -1;
   do { v /= 1024; u++; } while (v >= 1024 && u < units.length - 1);

@@ -52,7 +52,7 @@ export async function refreshStorage() {
     line.dataset.usage = String(usage);
     line.dataset.quota = String(quota);
     line.dataset.persisted = String(persisted);
-    line.textContent = `Storage: ${bytesText(usage)} used, ${bytesText(Math.max(0, quota - usage))} left · `
+    line.textContent = `Storage: ${bytesText(usage, 'KB')} used, ${bytesText(Math.max(0, quota - usage), 'KB')} left · `
       + (persisted
         ? 'kept: the browser will not clear cached models and tasks to free space'
         : 'not persistent: the browser may clear cached models and tasks when space runs low');

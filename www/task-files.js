@@ -56,7 +56,7 @@ function renderFiles() {
   for (const { path, file } of files) {
     el.fileList.append(h('li', {},
       h('span', { class: 'file-name', title: path }, path),
-      h('span', { class: 'file-size' }, bytesText(file.size)),
+      h('span', { class: 'file-size' }, bytesText(file.size, 'KB')),
       h('button', {
         type: 'button', class: 'linkish remove', 'aria-label': `Remove ${path}`,
         onclick: () => removeFile(path),
@@ -66,7 +66,7 @@ function renderFiles() {
   const n = files.length;
   const total = files.reduce((s, f) => s + f.file.size, 0);
   const where = el.keepFiles.checked ? 'kept in this browser' : 'read only in this tab';
-  el.filesSummary.textContent = n ? `${plural(n, 'file')} chosen (${bytesText(total)}), ${where}.` : 'No files chosen.';
+  el.filesSummary.textContent = n ? `${plural(n, 'file')} chosen (${bytesText(total, 'KB')}), ${where}.` : 'No files chosen.';
   el.clearFiles.hidden = n === 0;
   if (el.keepFiles.checked) syncKeptFiles();
   updateSplitTables(files);
