@@ -57,9 +57,9 @@ pub fn tasks_from_files(
     for file in files {
         let (folder, base) = file.name.rsplit_once('/').unwrap_or(("", &file.name));
         let lower = base.to_ascii_lowercase();
-        if lower.ends_with(".npz") {
+        if is_npz(&lower) {
             tasks.push(from_npz(file, category)?);
-        } else if lower == "x.npy" {
+        } else if lower == X_NPY {
             folders.entry(folder).or_default().0 = Some(file);
         } else if LABELS.contains(&lower.as_str()) {
             folders.entry(folder).or_default().1 = Some(file);
@@ -179,7 +179,7 @@ pub fn partition(files: Vec<InputFile>) -> (Vec<InputFile>, Vec<InputFile>) {
             f.name
                 .rsplit('/')
                 .next()
-                .is_some_and(|b| b.eq_ignore_ascii_case("x.npy"))
+                .is_some_and(|b| b.eq_ignore_ascii_case(X_NPY))
         })
         .map(|f| folder(&f.name))
         .collect();
@@ -200,8 +200,19 @@ pub fn partition(files: Vec<InputFile>) -> (Vec<InputFile>, Vec<InputFile>) {
 /// Whether a file is read by [`tasks_from_files`] (the page and the CLI pick files by this).
 pub fn is_embeddings_file(base: &str) -> bool {
     let lower = base.to_ascii_lowercase();
-    lower.ends_with(".npz") || lower == "x.npy" || LABELS.contains(&lower.as_str())
+    is_npz(&lower) || lower == X_NPY || LABELS.contains(&lower.as_str())
 }
+
+/// The extension of an embeddings archive (`X_train`, `y_train`, `X_test`, `y_test`): one task.
+pub const NPZ_EXTENSION: &str = "npz";
+
+fn is_npz(lower_name: &str) -> bool {
+    lower_name
+        .rsplit_once('.')
+        .is_some_and(|(_, extension)| extension == NPZ_EXTENSION)
+}
+/// The embeddings matrix of a folder's `X.npy` + labels task, lower-cased.
+pub const X_NPY: &str = "x.npy";
 
 const LABELS: [&str; 4] = ["labels.csv", "labels.tsv", "labels.csv.gz", "labels.tsv.gz"];
 

@@ -532,9 +532,9 @@ fn fit_one(e: &Embedded, shots: Option<(usize, u32)>) -> Result<Fitted> {
 /// Embeddings are held in f32 for the probe; past this many bytes a task is refused with advice
 /// instead of aborting the process (or trapping the tab, whose memory is 4 GiB in all).
 #[cfg(not(target_arch = "wasm32"))]
-const EMBEDDING_BUDGET: usize = 16 << 30;
+pub const EMBEDDING_BUDGET: usize = 16 << 30;
 #[cfg(target_arch = "wasm32")]
-const EMBEDDING_BUDGET: usize = 1 << 30;
+pub const EMBEDDING_BUDGET: usize = 1 << 30;
 
 fn check_memory(task: &str, rows: usize, dim: usize) -> Result<()> {
     let bytes = rows.saturating_mul(dim).saturating_mul(size_of::<f32>());

@@ -2,7 +2,7 @@
 //! probe → per-category profile — as one core for the native CLI and the browser (wasm32).
 
 // The threaded page build is nightly-only (scripts/build-wasm.sh); it tells the page when a
-// pool thread runs out of memory (src/web.rs `pool_out_of_memory`).
+// pool thread runs out of memory (src/web/out_of_memory.rs).
 #![cfg_attr(
     all(target_arch = "wasm32", feature = "threads"),
     feature(alloc_error_hook)
@@ -18,6 +18,7 @@ pub mod embeddings;
 pub mod encoder;
 pub mod error;
 pub mod eval;
+pub mod facts;
 pub mod hf;
 #[cfg(all(feature = "hub", not(target_arch = "wasm32")))]
 pub mod hub;

@@ -42,6 +42,15 @@ impl Regime {
         }
     }
 
+    /// How the regime reads in a title (the report's, the page's).
+    pub fn label(self) -> &'static str {
+        match self {
+            Regime::Full => "full data",
+            Regime::TenShot => "10-shot",
+            Regime::OneShot => "1-shot",
+        }
+    }
+
     /// Examples per class, or `None` for the whole train split.
     pub fn shots(self) -> Option<usize> {
         match self {

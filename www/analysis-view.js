@@ -4,9 +4,7 @@
 // Rendering only: every number comes from the wasm core.
 
 import { fmt, h } from './dom.js';
-import { REGIME_LABELS } from './profile-view.js';
-
-const regimeText = (r) => REGIME_LABELS[r] ?? r;
+import { regimeLabel } from './core-facts.js';
 
 function paramsText(n) {
   if (!Number.isFinite(n) || n <= 0) return 'unknown';
@@ -48,7 +46,7 @@ function recommendations(list, maxParams) {
       head: ['Category', 'Regime', 'Best model', 'Parameters', 'MCC', 'Your best (place)', 'Note'],
       numeric: [3, 4],
       rows: list.map((r) => [
-        r.category, regimeText(r.regime), modelCell(r.model, r.published), paramsText(r.params), fmt(r.mcc),
+        r.category, regimeLabel(r.regime), modelCell(r.model, r.published), paramsText(r.params), fmt(r.mcc),
         r.yours ? `${r.yours.model}: ${fmt(r.yours.mcc)} (${r.yours.place} of ${r.candidates}${r.yours.comparable ? '' : ', other tasks'})` : '—',
         r.note ?? '',
       ]),
@@ -66,7 +64,7 @@ function paired(list) {
       head: ['Category', 'Regime', 'A − B', 'Δ MCC', '95 % interval', 'p', 'Tasks'],
       numeric: [3, 4, 5, 6],
       rows: list.map((p) => [
-        p.category, regimeText(p.regime), `${p.a} − ${p.b}`, fmt(p.delta), interval(p.lo, p.hi),
+        p.category, regimeLabel(p.regime), `${p.a} − ${p.b}`, fmt(p.delta), interval(p.lo, p.hi),
         Number.isFinite(p.p) ? p.p.toFixed(3) : '—', p.n_tasks,
       ]),
     }));
@@ -84,7 +82,7 @@ function reordering(list) {
       head: ['Category', 'Regime', 'Full-data winner', 'Winner here', 'Changed', 'Kendall τ-b', 'Models'],
       numeric: [5, 6],
       rows: list.map((r) => [
-        r.category, regimeText(r.regime), r.winner_full, r.winner, r.winner_changed ? 'yes' : 'no',
+        r.category, regimeLabel(r.regime), r.winner_full, r.winner, r.winner_changed ? 'yes' : 'no',
         r.tau == null ? '—' : fmt(r.tau), r.n_models,
       ]),
     }));
@@ -100,7 +98,7 @@ function paramsCorrelation(list) {
       head: ['Regime', 'Your models', 'With the published models'],
       numeric: [1, 2],
       rows: list.map((c) => [
-        regimeText(c.regime),
+        regimeLabel(c.regime),
         c.yours == null ? `— (${c.n_yours} with a count)` : `${fmt(c.yours)} (n = ${c.n_yours})`,
         c.with_published == null ? '—' : `${fmt(c.with_published)} (n = ${c.n_with_published})`,
       ]),
@@ -122,9 +120,9 @@ function publishedContext(list, categories) {
       return r.published || r.comparable?.includes(c) ? fmt(v) : `${fmt(v)} *`;
     };
     return h('details', { class: 'published-context', 'data-testid': `published-${ctx.regime}` },
-      h('summary', {}, `${regimeText(ctx.regime)}: your models among ${rows.filter((r) => r.published).length} published`),
+      h('summary', {}, `${regimeLabel(ctx.regime)}: your models among ${rows.filter((r) => r.published).length} published`),
       table({
-        caption: `MCC per category, ${regimeText(ctx.regime)}; * = scored on other tasks than GENEB's, not directly comparable`,
+        caption: `MCC per category, ${regimeLabel(ctx.regime)}; * = scored on other tasks than GENEB's, not directly comparable`,
         testId: `published-table-${ctx.regime}`,
         head: ['Model', 'Parameters', ...cats, 'Macro'],
         numeric: [1, ...cats.map((_, i) => i + 2), cats.length + 2],

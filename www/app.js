@@ -1,41 +1,33 @@
-// UI state of the geneb page. The WebAssembly core and the GPU check live in worker.js; this
-// file reads the user's files locally, sends their bytes to the worker, shows progress and the
-// per-category profile, and offers the result JSON as a download. Finished runs are saved in the
-// browser (library.js), and a service worker (sw.js) keeps the page usable offline. Nothing
-// leaves the tab.
+// The geneb page's runs: it starts the WebAssembly core's worker (core-client.js) and follows its
+// life (ready, crashed, out of memory), sends a run of the chosen task files, encoders and
+// regimes, shows its progress, retries on the CPU when WebGPU fails, and shows the per-category
+// profile with the result JSON as a download; it also hands the results library (library.js)
+// the core's comparisons. The panels are modules of their own: the task files (task-files.js),
+// the encoders and regimes (encoders.js), the foundation models (models.js), the GENEB tasks
+// (tasks.js), the split (split.js), the metadata (meta.js), the probe (predict.js), offline use
+// (offline.js). Nothing leaves the tab.
 
-import { downloadText, formatBytes, h, messageOf, plural } from './dom.js';
-import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.js';
-import { renderProfile, setProtocol } from './profile-view.js';
-import { keepTaskFiles, keptTaskFiles } from './store.js';
+import { bytesText, downloadText, h, messageOf, plural } from './dom.js';
+import { callCore, startCore } from './core-client.js';
+import { coreFacts, setCoreFacts } from './core-facts.js';
 import { cacheSize, clearCache } from './embedding-cache.js';
-import { initModels, modelFilesFor, selectedHubModels, setKnownModels } from './models.js';
-import { OFFLINE_MANIFEST, initTasks } from './tasks.js';
-import { coreFailed, coreReady, coreStarting } from './queue.js';
-import { deviationList, initSplit, splitSettings, truncationList, updateSplitTables } from './split.js';
+import {
+  DEMO_MODELS, builtinModel, encodersShown, initEncoders, modelName, selectedModels, selectedRegimes, showEncoders,
+} from './encoders.js';
+import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.js';
 import { initMeta, metaList, metaOverrides } from './meta.js';
-import { askToKeep, initStorage } from './storage.js';
+import { initModels, modelFilesFor, setKnownModels } from './models.js';
+import { setUpOffline } from './offline.js';
 import { initPredict, savingProbe, showProbe } from './predict.js';
-import { outOfMemoryMessage } from './out-of-memory.js';
-
-/** The baselines the demo runs. */
-const DEMO_MODELS = ['kmer:4', 'random-cnn'];
-const DEMO_REGIMES = ['full', '10shot', '1shot'];
-const DEMO_MANIFEST = 'tasks/smoke/tasks.json';
-
-/**
- * The files the core reads, and so the ones taken from a dropped or chosen folder (others there
- * are skipped): task tables and FASTA, each optionally gzip-compressed, `tasks.json`, and your
- * own embeddings (.npz, X.npy). Keep in step with `is_data_extension` and `MANIFEST` in
- * src/seq/layout.rs and `is_embeddings_file` in src/embeddings.rs.
- */
-const DATA_EXTENSIONS = ['csv', 'tsv', 'parquet', 'fa', 'fasta', 'fna', 'npz', 'npy'];
-/** Embeddings the core probes as they are, with no encoder (src/embeddings.rs). */
-const OWN_EMBEDDINGS = /\.npz$|(^|\/)x\.npy$/i;
-const hasOwnEmbeddings = () => state.files.some((f) => OWN_EMBEDDINGS.test(f.path));
-const DATA_FILE = new RegExp(`\\.(${DATA_EXTENSIONS.join('|')})(\\.gz)?$|^tasks\\.json$`, 'i');
-/** The file picker's hint (it cannot say ".csv.gz", so any .gz; the core names a wrong one). */
-const DATA_ACCEPT = [...DATA_EXTENSIONS.map((e) => `.${e}`), '.gz', '.json'].join(',');
+import { renderProfile } from './profile-view.js';
+import { coreFailed, coreReady, coreStarting } from './queue.js';
+import { deviationList, initSplit, splitSettings, truncationList } from './split.js';
+import { initStorage } from './storage.js';
+import { DEMO_MANIFEST, fetchSuiteFiles } from './suite-files.js';
+import {
+  addTaskFiles, hasOwnEmbeddings, initTaskFiles, readTaskFiles, setTaskFilesBusy, taskFiles,
+} from './task-files.js';
+import { OFFLINE_MANIFEST, initTasks } from './tasks.js';
 
 const $ = (sel) => document.querySelector(sel);
 const el = {
@@ -43,17 +35,7 @@ const el = {
   backend: $('#backend'),
   version: $('#version'),
   setup: $('#setup'),
-  drop: $('#drop-zone'),
-  filesInput: $('#task-files'),
-  folderInput: $('#task-folder'),
-  filesSummary: $('#files-summary'),
-  fileList: $('#file-list'),
-  clearFiles: $('#clear-files'),
-  keepFiles: $('#keep-files'),
   category: $('#category'),
-  models: $('#model'),
-  modelsLoading: $('#models-loading'),
-  regimes: $('#regimes'),
   run: $('#run'),
   cancel: $('#cancel'),
   demo: $('#demo'),
@@ -73,25 +55,18 @@ const el = {
   embeddingCacheSize: $('#embedding-cache-size'),
   clearEmbeddings: $('#clear-embeddings'),
   addDemoSuite: $('#add-demo-suite'),
-  offline: $('#offline'),
 };
 
 const state = {
-  worker: null,
-  outOfMemorySignal: null, // the worker's BroadcastChannel for a pool thread's out-of-memory
-  workerReady: false,
+  workerReady: false, // the current worker's core has loaded
   phase: 'loading', // loading | ready | running | unavailable
-  models: [], // from the worker's ready message
-  modelsRendered: false,
   backend: null, // {kind, adapter, reason?} from the last GPU check
   threads: null, // {count, reason}: the core's CPU threads (www/worker.js)
-  files: [], // [{path, file}]
-  run: null, // {id, request, label, forcedCpu, startedAt, gpuNote}
-  nextRunId: 1,
+  run: null, // {request, label, forcedCpu, startedAt, gpuNote, inFlight}
   epoch: 0, // bumped by cancel, so a run still reading its files knows it was cancelled
   pendingRun: null, // a run waiting for the (re)started worker to be ready
   result: null, // {submissions, profile, backend}
-  report: null, // {id, resolve, reject}: a comparison waiting for the worker
+  comparing: false, // a comparison of saved results is with the core
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -184,343 +159,84 @@ function announce(text) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Encoders and regimes
-
-function selectedModels() {
-  const specs = [];
-  for (const box of el.models.querySelectorAll('input[type=checkbox][name=model]:checked')) {
-    if (box.dataset.kmer != null) {
-      const k = el.models.querySelector('select[name=kmer-k]');
-      const canonical = el.models.querySelector('input[name=kmer-canonical]')?.checked;
-      specs.push(`kmer:${k ? k.value : 4}${canonical ? ':canonical' : ''}`);
-    } else {
-      specs.push(box.value);
-    }
-  }
-  return [...specs, ...selectedHubModels()];
-}
-
-function selectedRegimes() {
-  return [...el.regimes.querySelectorAll('input[name=regime]:checked')].map((b) => b.value);
-}
-
-/** "random CNN (random-cnn[:SEED])" → "random CNN": the spec is shown beside it anyway. */
-function shortName(name) {
-  return String(name ?? '').replace(/\s*\([^()]*\)\s*$/, '');
-}
-
-function modelName(spec) {
-  const k = /^kmer:(\d+)(:canonical)?$/.exec(spec);
-  if (k) return `${k[1]}-mer spectrum${k[2] ? ', canonical' : ''}`;
-  const base = spec.split(':')[0];
-  const m = state.models.find((x) => x.spec === spec) ?? state.models.find((x) => x.spec === base);
-  return m ? shortName(m.name) : '';
-}
-
-/** Group the k-mer entries (one entry "kmer:K" or several "kmer:1".."kmer:6") into one choice. */
-function renderModels(models) {
-  el.modelsLoading?.remove();
-  const kmers = models.filter((m) => /^kmer(:\d+)?$/.test(m.spec));
-  const others = models.filter((m) => !/^kmer(:\d+)?$/.test(m.spec));
-  const rows = [];
-  if (kmers.length) {
-    let ks = kmers.map((m) => Number(/^kmer:(\d+)$/.exec(m.spec)?.[1])).filter(Number.isInteger);
-    const listed = kmers.flatMap((m) => (Array.isArray(m.ks) ? m.ks : Array.isArray(m.k) ? m.k : []));
-    if (listed.length) ks = listed.map(Number);
-    if (ks.length <= 1) ks = [1, 2, 3, 4, 5, 6];
-    ks = [...new Set(ks)].sort((a, b) => a - b);
-    const first = kmers[0];
-    const select = h('select', { id: 'kmer-k', name: 'kmer-k', 'data-testid': 'kmer-k' },
-      ks.map((k) => h('option', { value: k, selected: k === 4 }, `K = ${k}`)));
-    const box = h('input', {
-      type: 'checkbox', name: 'model', value: 'kmer', id: 'model-kmer',
-      'data-testid': 'model-kmer', 'data-kmer': '', checked: true,
-      'aria-describedby': 'model-kmer-desc',
-    });
-    rows.push(h('div', { class: 'choice model-choice' },
-      box,
-      h('label', { for: 'model-kmer' }, h('span', { class: 'model-name' }, 'k-mer spectrum'), ' ',
-        h('code', {}, 'kmer:K')),
-      h('label', { class: 'kmer-k', for: 'kmer-k' }, h('span', { class: 'visually-hidden' }, 'k-mer size'), select),
-      h('p', { class: 'model-desc', id: 'model-kmer-desc' },
-        first.description || 'Counts of every DNA word of length K; no training.'),
-      h('label', { class: 'kmer-canonical', for: 'kmer-canonical' },
-        h('input', { type: 'checkbox', id: 'kmer-canonical', name: 'kmer-canonical', 'data-testid': 'kmer-canonical' }),
-        'canonical (merge reverse complements)'),
-    ));
-  }
-  for (const m of others) {
-    const id = `model-${m.spec.replace(/[^a-z0-9]+/gi, '-')}`;
-    rows.push(h('div', { class: 'choice model-choice' },
-      h('input', {
-        type: 'checkbox', name: 'model', value: m.spec, id, 'data-testid': id,
-        checked: DEMO_MODELS.includes(m.spec), 'aria-describedby': `${id}-desc`,
-      }),
-      h('label', { for: id }, h('span', { class: 'model-name' }, shortName(m.name) || m.spec), ' ', h('code', {}, m.spec)),
-      h('p', { class: 'model-desc', id: `${id}-desc` },
-        m.description || '',
-        m.needsBackend ? h('span', { class: 'tag' }, ' uses WebGPU when available') : null),
-    ));
-  }
-  if (!rows.length) rows.push(h('p', { class: 'hint' }, 'No encoders are built into this version.'));
-  el.models.append(...rows);
-  state.modelsRendered = true;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Files
-
-function addFiles(entries) {
-  const byPath = new Map(state.files.map((f) => [f.path, f]));
-  for (const e of entries) byPath.set(e.path, e);
-  state.files = [...byPath.values()].sort((a, b) => a.path.localeCompare(b.path));
-  renderFiles();
-}
-
-function renderFiles() {
-  el.fileList.textContent = '';
-  for (const { path, file } of state.files) {
-    el.fileList.append(h('li', {},
-      h('span', { class: 'file-name', title: path }, path),
-      h('span', { class: 'file-size' }, formatBytes(file.size)),
-      h('button', {
-        type: 'button', class: 'linkish remove', 'aria-label': `Remove ${path}`,
-        onclick: () => removeFile(path),
-      }, 'Remove'),
-    ));
-  }
-  const n = state.files.length;
-  const total = state.files.reduce((s, f) => s + f.file.size, 0);
-  const where = el.keepFiles.checked ? 'kept in this browser' : 'read only in this tab';
-  el.filesSummary.textContent = n ? `${plural(n, 'file')} chosen (${formatBytes(total)}), ${where}.` : 'No files chosen.';
-  el.clearFiles.hidden = n === 0;
-  if (el.keepFiles.checked) syncKeptFiles();
-  updateSplitTables(state.files);
-  updateControls();
-}
-
-/** Mirror the file list into the browser's storage while "keep" is on. */
-function syncKeptFiles() {
-  keepTaskFiles(el.keepFiles.checked ? state.files : [])
-    .then(() => (el.keepFiles.checked && state.files.length ? askToKeep() : undefined))
-    .catch((err) => showError(`The task files could not be kept in this browser: ${messageOf(err)}`));
-}
-
-/** Bring back the files kept by an earlier visit. */
-async function restoreKeptFiles() {
-  let kept = [];
-  try {
-    kept = await keptTaskFiles();
-  } catch (err) {
-    showError(`The task files kept in this browser could not be read: ${messageOf(err)}`);
-    return;
-  }
-  if (!kept.length) return;
-  el.keepFiles.checked = true;
-  addFiles(kept);
-  showNotice(`Restored ${plural(kept.length, 'task file')} kept in this browser.`);
-}
-
-/** Remove one file; focus moves to the next Remove button, else to the files summary. */
-function removeFile(path) {
-  const index = state.files.findIndex((f) => f.path === path);
-  state.files = state.files.filter((f) => f.path !== path);
-  renderFiles();
-  const next = el.fileList.querySelectorAll('button.remove')[index];
-  (next ?? el.filesSummary).focus();
-}
-
-function fromFileList(list, { folder = false } = {}) {
-  const out = [];
-  let skipped = 0;
-  for (const file of list) {
-    const path = (file.webkitRelativePath || file.name).replace(/^\/+/, '');
-    const base = path.split('/').pop();
-    if (folder && (base.startsWith('.') || !DATA_FILE.test(base))) { skipped++; continue; }
-    out.push({ path, file });
-  }
-  return { entries: out, skipped };
-}
-
-/** Read a dropped directory tree (webkitGetAsEntry) into {path, file} entries. */
-async function readEntry(entry, out) {
-  if (entry.isFile) {
-    const file = await new Promise((res, rej) => entry.file(res, rej));
-    out.push({ file, path: entry.fullPath.replace(/^\/+/, ''), inFolder: entry.fullPath.split('/').length > 2 });
-  } else if (entry.isDirectory) {
-    const reader = entry.createReader();
-    for (;;) {
-      const batch = await new Promise((res, rej) => reader.readEntries(res, rej));
-      if (!batch.length) break;
-      for (const child of batch) await readEntry(child, out);
-    }
-  }
-}
-
-async function onDrop(event) {
-  event.preventDefault();
-  el.drop.classList.remove('over');
-  if (state.phase === 'running') return;
-  const dt = event.dataTransfer;
-  if (!dt) return;
-  try {
-    const items = [...(dt.items || [])].filter((i) => i.kind === 'file');
-    const entries = items.map((i) => (i.webkitGetAsEntry ? i.webkitGetAsEntry() : null));
-    let picked = [];
-    let skipped = 0;
-    if (entries.length && entries.every(Boolean)) {
-      const all = [];
-      for (const e of entries) await readEntry(e, all);
-      for (const f of all) {
-        const base = f.path.split('/').pop();
-        if (f.inFolder && (base.startsWith('.') || !DATA_FILE.test(base))) skipped++;
-        else picked.push({ path: f.path, file: f.file });
-      }
-    } else {
-      picked = fromFileList(dt.files).entries;
-    }
-    addFiles(picked);
-    showNotice(skipped ? `Skipped ${skipped} file${skipped === 1 ? '' : 's'} in the folder that are not sequence tables.` : '');
-  } catch (err) {
-    showError(`Could not read the dropped files: ${messageOf(err)}`);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Worker
+// The core's worker (www/core-client.js speaks to it)
 
 function startWorker({ phase = 'loading' } = {}) {
-  if (state.worker) state.worker.terminate();
-  state.outOfMemorySignal?.close();
   setPhase(phase);
-  const url = new URL('./worker.js', import.meta.url);
-  // `?threads=N` on the page sizes the threaded core's pool (default: every logical core), for a
-  // user who wants cores left free and for the tests of thread-count determinism.
-  const threads = new URLSearchParams(location.search).get('threads');
-  if (threads) url.searchParams.set('threads', threads);
-  const worker = new Worker(url, { type: 'module', name: 'geneb' });
-  state.worker = worker;
   state.workerReady = false;
-  // A pool thread of the threaded core that runs out of memory says so here before it traps,
-  // as the worker, blocked waiting for that thread, never will (src/web.rs pool_out_of_memory).
-  // One channel per worker: another tab's core must not answer for this one.
-  const channel = `geneb-out-of-memory-${[...crypto.getRandomValues(new Uint32Array(4))].map((n) => n.toString(36)).join('')}`;
-  state.outOfMemorySignal = new BroadcastChannel(channel);
-  state.outOfMemorySignal.addEventListener('message', (e) => {
-    if (worker === state.worker) onPoolOutOfMemory(Number(e.data));
-  });
-  worker.postMessage({ type: 'out-of-memory-channel', channel });
   coreStarting();
-  worker.addEventListener('message', (e) => {
-    if (worker === state.worker) onWorkerMessage(e.data);
-  });
-  worker.addEventListener('error', (e) => {
-    if (worker !== state.worker) return;
-    e.preventDefault?.();
-    onWorkerCrash(e.message || 'the worker stopped unexpectedly');
-  });
-  worker.addEventListener('messageerror', () => {
-    if (worker === state.worker) onWorkerCrash('a message from the worker could not be read');
-  });
+  startCore({ ready: onCoreReady, unavailable: onCoreUnavailable, failed: onCallFailed, lost: onWorkerLost });
 }
 
-/** An uncaught error in the worker (a wasm panic inside an async step ends up here). */
-function onWorkerCrash(message) {
-  settleReport({ error: new Error(`the compute worker stopped: ${message}`) });
+function onCoreReady(msg) {
+  state.workerReady = true;
+  setCoreFacts(msg.facts);
+  setKnownModels(msg);
+  // GENEB's categories, for the user's own tasks (the first option, "from the task id", stays).
+  if (el.category.options.length <= 1) {
+    for (const c of msg.facts.categories) el.category.append(h('option', { value: c }, c));
+  }
+  state.backend = msg.backend ?? null;
+  state.threads = msg.threads ?? null;
+  el.version.textContent = msg.version || '—';
+  if (!encodersShown()) {
+    showEncoders(msg.models, msg.facts.regimes);
+    redrawLibrary();
+  }
+  if (!state.result) el.backend.textContent = backendText(state.backend);
+  el.computeHint.textContent = state.backend?.fallback
+    ? 'This WebGPU adapter is a software fallback, slower than the CPU: Automatic runs on the CPU (choose WebGPU to use it anyway).'
+    : isGpu(state.backend) ? '' : 'No WebGPU adapter in this browser: everything runs on the CPU.';
+  setPhase('ready');
+  coreReady();
+  if (state.pendingRun) {
+    const pending = state.pendingRun;
+    state.pendingRun = null;
+    dispatchRun(pending);
+  }
+}
+
+/** The core cannot be loaded in this tab. */
+function onCoreUnavailable(message) {
+  state.run = null;
+  showError(message);
+  setPhase('unavailable');
+  coreFailed(message);
+  el.backend.textContent = backendText(state.backend);
+}
+
+/**
+ * Any call's failure, before its caller hears of it: a trapped core (a model check, the embed
+ * tool, a prediction) must not take the next call. A run or a comparison (the page is running)
+ * replaces the worker itself, after deciding what to say.
+ */
+function onCallFailed(error) {
+  if (error.poisoned && state.phase !== 'running') startWorker();
+}
+
+/**
+ * The worker cannot go on (it crashed, or a pool thread ran out of memory). A run or comparison
+ * in flight has failed with the same error and handles it; else the page restarts the worker.
+ */
+function onWorkerLost(error) {
   if (!state.workerReady) {
     // It never started: restarting would only loop.
     state.run = null;
     state.pendingRun = null;
-    showError(`The compute worker could not start: ${message}`);
+    showError(`The compute worker could not start (${error.message}).`);
     resetProgress('failed');
     setPhase('unavailable');
-    coreFailed(message);
+    coreFailed(error.message);
     return;
   }
-  const run = state.run;
-  if (run && state.phase === 'running' && mayUseGpu(run)) {
-    retryOnCpu(run, message);
-    return;
-  }
+  if (state.run?.inFlight || state.comparing) return;
   state.run = null;
   state.pendingRun = null;
-  showError(`The compute worker failed: ${message}`);
-  resetProgress('failed');
-  startWorker(); // the wasm is in an unknown state after a crash
-}
-
-/** A pool thread ran out of memory: the worker waits for it forever, so this is its failure. */
-function onPoolOutOfMemory(refusedBytes) {
-  const failure = { poisoned: true, outOfMemory: true, message: outOfMemoryMessage(refusedBytes) };
-  if (state.report) onReportError(failure);
-  else if (state.run) onRunError(failure);
-  else startWorker();
-}
-
-function onWorkerMessage(msg) {
-  switch (msg?.type) {
-    case 'ready': {
-      state.workerReady = true;
-      state.models = Array.isArray(msg.models) ? msg.models : [];
-      setKnownModels(msg);
-      setProtocol(msg.protocol);
-      // GENEB's categories, for the user's own tasks (the first option, "from the task id", stays).
-      if (el.category.options.length <= 1) {
-        for (const c of msg.protocol?.categories ?? []) el.category.append(h('option', { value: c }, c));
-      }
-      state.backend = msg.backend ?? null;
-      state.threads = msg.threads ?? null;
-      el.version.textContent = msg.version || '—';
-      if (!state.modelsRendered) {
-        renderModels(state.models);
-        redrawLibrary();
-      }
-      if (!state.result) el.backend.textContent = backendText(state.backend);
-      el.computeHint.textContent = state.backend?.fallback
-        ? 'This WebGPU adapter is a software fallback, slower than the CPU: Automatic runs on the CPU (choose WebGPU to use it anyway).'
-        : isGpu(state.backend) ? '' : 'No WebGPU adapter in this browser: everything runs on the CPU.';
-      setPhase('ready');
-      coreReady();
-      if (state.pendingRun) {
-        const pending = state.pendingRun;
-        state.pendingRun = null;
-        dispatchRun(pending);
-      }
-      break;
-    }
-    case 'progress':
-      if (state.run && msg.id === state.run.id) setProgress(msg);
-      break;
-    case 'result':
-      if (state.run && msg.id === state.run.id) onResult(msg);
-      break;
-    case 'report':
-      if (state.report?.id === msg.id) onReport(msg);
-      break;
-    case 'error':
-      if (state.report && msg.id === state.report.id) {
-        onReportError(msg);
-        break;
-      }
-      if (msg.fatal) {
-        state.run = null;
-        showError(msg.message);
-        setPhase('unavailable');
-        coreFailed(msg.message);
-        el.backend.textContent = backendText(state.backend);
-        break;
-      }
-      if (state.run && msg.id != null && msg.id !== state.run.id) break;
-      onRunError(msg);
-      break;
-    case 'embed-error':
-      // A model check or the embed tool trapped the core (models.js shows the message): a
-      // broken instance must not take the next call.
-      if (msg.poisoned && state.phase !== 'running') startWorker();
-      break;
-    default:
-      break;
+  if (!error.outOfMemory) {
+    showError(`The compute worker failed (${error.message}); it has been restarted.`);
+    resetProgress('failed');
   }
+  startWorker(); // the wasm is in an unknown state after a crash
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -529,22 +245,19 @@ function onWorkerMessage(msg) {
 function updateControls() {
   const running = state.phase === 'running';
   const ready = state.phase === 'ready';
-  const models = state.modelsRendered ? selectedModels() : [];
+  const models = selectedModels();
   const regimes = selectedRegimes();
   let why = '';
   if (state.phase === 'loading') why = 'Loading the WebAssembly core…';
   else if (state.phase === 'unavailable') why = 'The compute core could not be loaded (see the error above).';
-  else if (!state.files.length) why = 'Choose or drop at least one task file to run.';
+  else if (!taskFiles().length) why = 'Choose or drop at least one task file to run.';
   else if (!models.length && !hasOwnEmbeddings()) why = 'Choose at least one encoder.';
   else if (!regimes.length) why = 'Choose at least one regime.';
   el.run.disabled = !ready || Boolean(why);
   el.demo.disabled = !ready;
   el.offlineSuite.disabled = !ready;
   el.cancel.disabled = !running;
-  el.filesInput.disabled = running;
-  el.folderInput.disabled = running;
-  el.clearFiles.disabled = running;
-  el.keepFiles.disabled = running;
+  setTaskFilesBusy(running);
   el.compute.disabled = running;
   el.reuseEmbeddings.disabled = running;
   el.addDemoSuite.disabled = running;
@@ -552,30 +265,20 @@ function updateControls() {
   el.setup.setAttribute('aria-busy', running ? 'true' : 'false');
 }
 
-async function readFiles(entries) {
-  const files = [];
-  for (const { path, file } of entries) {
-    try {
-      files.push({ name: path, bytes: new Uint8Array(await file.arrayBuffer()) });
-    } catch (err) {
-      throw new Error(`${path}: could not be read (${messageOf(err)}); choose it again`);
-    }
-  }
-  return files;
-}
-
 function dispatchRun(run) {
   state.run = run;
   run.startedAt = performance.now();
   setPhase('running');
   setProgress({}, `starting · ${run.request.files.length} file${run.request.files.length === 1 ? '' : 's'}`);
-  // Send copies: the files stay in the list for the next run.
-  state.worker.postMessage({
-    type: 'run',
-    id: run.id,
+  run.inFlight = true;
+  // The worker gets copies: the files stay in the list for the next run.
+  callCore('run', {
     forceBackend: run.forcedCpu ? 'cpu' : run.compute === 'webgpu' ? 'webgpu' : undefined,
     request: run.request,
-  });
+  }, { onProgress: (p) => { if (state.run === run) setProgress(p); } }).then(
+    (value) => { run.inFlight = false; if (state.run === run) onResult(value); },
+    (error) => { run.inFlight = false; if (state.run === run) onRunError(error); },
+  );
 }
 
 function startRun({ files, models, regimes, category, label, source = 'run' }) {
@@ -591,7 +294,6 @@ function startRun({ files, models, regimes, category, label, source = 'run' }) {
     return;
   }
   dispatchRun({
-    id: state.nextRunId++,
     label,
     source,
     compute: el.compute.value, // auto | webgpu | cpu
@@ -632,8 +334,8 @@ async function onRunClick(event) {
   if (state.phase !== 'ready') return;
   const models = selectedModels();
   const regimes = selectedRegimes();
-  if (!state.files.length || (!models.length && !hasOwnEmbeddings()) || !regimes.length) { updateControls(); return; }
-  const files = await loadRunInput('reading files', () => readFiles(state.files));
+  if (!taskFiles().length || (!models.length && !hasOwnEmbeddings()) || !regimes.length) { updateControls(); return; }
+  const files = await loadRunInput('reading files', readTaskFiles);
   if (!files) return;
   const n = files.length;
   startRun({
@@ -643,57 +345,16 @@ async function onRunClick(event) {
   });
 }
 
-function suitePaths(manifest, manifestPath) {
-  const list = Array.isArray(manifest) ? manifest
-    : Array.isArray(manifest?.tasks) ? manifest.tasks
-      : Array.isArray(manifest?.files) ? manifest.files : null;
-  if (!list) throw new Error(`${manifestPath}: expected a list of tasks`);
-  const paths = [];
-  for (const t of list) {
-    const p = typeof t === 'string' ? t : (t.file ?? t.path ?? t.table ?? (t.id ? `${t.id}.csv` : null));
-    if (Array.isArray(t?.files)) paths.push(...t.files);
-    else if (p) paths.push(p);
-  }
-  for (const p of paths) {
-    if (typeof p !== 'string' || p.startsWith('/') || p.split('/').includes('..') || /^[a-z]+:/i.test(p)) {
-      throw new Error(`${manifestPath}: bad file name ${JSON.stringify(p)}`);
-    }
-  }
-  if (!paths.length) throw new Error(`${manifestPath}: lists no task files`);
-  return paths;
-}
-
-/** A built-in suite from this server (demo, offline): its manifest, then every task file it lists. */
-async function fetchSuiteFiles(manifestPath) {
-  const base = new URL(manifestPath, document.baseURI);
-  const res = await fetch(base, { cache: 'no-cache' });
-  if (!res.ok) throw new Error(`${manifestPath}: the suite is not available from this server (HTTP ${res.status})`);
-  const manifestBytes = new Uint8Array(await res.arrayBuffer());
-  let manifest;
-  try {
-    manifest = JSON.parse(new TextDecoder().decode(manifestBytes));
-  } catch {
-    throw new Error(`${manifestPath}: not valid JSON`);
-  }
-  // The manifest travels too: it gives the suite's tasks their categories.
-  const files = [{ name: 'tasks.json', bytes: manifestBytes }];
-  for (const p of suitePaths(manifest, manifestPath)) {
-    const r = await fetch(new URL(p, base), { cache: 'no-cache' });
-    if (!r.ok) throw new Error(`${new URL(p, base).pathname}: could not be fetched (HTTP ${r.status})`);
-    files.push({ name: p, bytes: new Uint8Array(await r.arrayBuffer()) });
-  }
-  return files;
-}
-
 async function onDemoClick() {
   if (state.phase !== 'ready') return;
   clearError();
   showNotice('');
   const files = await loadRunInput('fetching the demo suite', () => fetchSuiteFiles(DEMO_MANIFEST));
   if (!files) return;
-  const models = DEMO_MODELS.filter((m) => m.startsWith('kmer:') || state.models.some((x) => x.spec === m));
+  const models = DEMO_MODELS.filter((m) => m.startsWith('kmer:') || builtinModel(m));
   startRun({
-    files, models, regimes: DEMO_REGIMES, category: null, source: 'demo',
+    // Every regime of the protocol.
+    files, models, regimes: coreFacts().regimes.map((r) => r.key), category: null, source: 'demo',
     label: `Demo: the built-in suite (${files.length - 1} task${files.length === 2 ? '' : 's'})`,
   });
 }
@@ -719,9 +380,8 @@ async function onOfflineClick() {
 
 function onCancelClick() {
   if (state.phase !== 'running') return;
-  if (state.report) {
-    settleReport({ error: Object.assign(new Error('cancelled'), { cancelled: true }) });
-    startWorker();
+  if (state.comparing) {
+    startWorker(); // the comparison's call fails as cancelled
     resetProgress('cancelled');
     showNotice('Comparison cancelled.');
     return;
@@ -742,6 +402,7 @@ function mayUseGpu(run) {
 
 /** WebGPU failed to start (or panicked): run the same request on the CPU in a fresh worker. */
 function retryOnCpu(run, message) {
+  run.inFlight = false;
   run.forcedCpu = true;
   run.gpuNote = `WebGPU failed (${message}); ran on the CPU instead.`;
   showNotice(`WebGPU failed (${message}); retrying on the CPU…`);
@@ -749,10 +410,19 @@ function retryOnCpu(run, message) {
   startWorker({ phase: 'running' }); // stays cancellable while the fresh worker loads
 }
 
+/** The run's CoreError (www/core-client.js): the core's, or the worker's crash. */
 function onRunError(msg) {
   const run = state.run;
-  if (run && msg.gpuFailure && mayUseGpu(run)) {
+  if (run && (msg.gpuFailure || msg.crashed) && mayUseGpu(run)) {
     retryOnCpu(run, msg.message); // in a fresh worker, so a trapped one is replaced too
+    return;
+  }
+  if (msg.crashed) {
+    state.run = null;
+    state.pendingRun = null;
+    showError(`The compute worker failed (${msg.message}); it has been restarted.`);
+    resetProgress('failed');
+    startWorker(); // the wasm is in an unknown state after a crash
     return;
   }
   state.run = null;
@@ -808,7 +478,7 @@ async function showEmbeddingCacheSize() {
   try {
     const { entries, bytes } = await cacheSize();
     el.embeddingCacheSize.textContent = entries
-      ? `${plural(entries, 'set')} of embeddings kept (${formatBytes(bytes)}).`
+      ? `${plural(entries, 'set')} of embeddings kept (${bytesText(bytes, 'KB')}).`
       : 'No embeddings kept.';
     el.clearEmbeddings.disabled = entries === 0;
   } catch (err) {
@@ -832,88 +502,46 @@ async function onClearEmbeddingsClick() {
 /**
  * Ask the core for the report on result files [{name, text}]: {html, csv, svg, official (each
  * {file name: text}), analysis (the profile with its statistics)}; `maxParams` limits the size
- * of the recommended models.
+ * of the recommended models. Rejects with `cancelled` when the user cancels it.
  */
-function requestReport(files, { maxParams = null } = {}) {
-  if (state.phase !== 'ready') return Promise.reject(new Error('wait for the current run to finish'));
+async function requestReport(files, { maxParams = null } = {}) {
+  if (state.phase !== 'ready') throw new Error('wait for the current run to finish');
   clearError();
   showNotice('');
-  return new Promise((resolve, reject) => {
-    state.report = { id: state.nextRunId++, resolve, reject };
-    setPhase('running');
-    setProgress({}, `comparing ${plural(files.length, 'result')}`);
-    state.worker.postMessage({ type: 'report', id: state.report.id, request: { files, maxParams } });
-  });
-}
-
-function settleReport({ report, error }) {
-  const pending = state.report;
-  if (!pending) return;
-  state.report = null;
-  if (error) pending.reject(error); else pending.resolve(report);
-}
-
-function onReport(msg) {
-  settleReport({ report: msg.report });
-  resetProgress('done');
-  el.progressBar.value = 1;
-  setPhase('ready');
-}
-
-function onReportError(msg) {
-  settleReport({ error: new Error(msg.message || 'the core could not build the report') });
-  resetProgress('failed');
-  if (msg.poisoned) startWorker(); else setPhase('ready');
+  state.comparing = true;
+  setPhase('running');
+  setProgress({}, `comparing ${plural(files.length, 'result')}`);
+  try {
+    const report = await callCore('report', { request: { files, maxParams } });
+    resetProgress('done');
+    el.progressBar.value = 1;
+    setPhase('ready');
+    return report;
+  } catch (err) {
+    if (err.cancelled) throw err;
+    resetProgress('failed');
+    if (err.poisoned || err.crashed) startWorker(); else setPhase('ready');
+    throw err.crashed ? err : new Error(err.message || 'the core could not build the report');
+  } finally {
+    state.comparing = false;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
-// The demo suite as task files, and offline use
+// The demo suite as task files
 
 async function onAddDemoSuite() {
   el.addDemoSuite.disabled = true;
   clearError();
   try {
     const files = await fetchSuiteFiles(DEMO_MANIFEST);
-    addFiles(files.map((f) => ({ path: f.name, file: new File([f.bytes], f.name.split('/').pop()) })));
+    addTaskFiles(files.map((f) => ({ path: f.name, file: new File([f.bytes], f.name.split('/').pop()) })));
     showNotice(`Added the demo suite: ${plural(files.length - 1, 'task file')} and its tasks.json.`);
   } catch (err) {
     showError(messageOf(err));
   } finally {
     updateControls();
   }
-}
-
-let offlineStatus = 'checking…'; // what the service worker's registration reached
-
-function renderOffline() {
-  const now = navigator.onLine === false ? ' (you are offline: running from the copy in this browser)' : '';
-  el.offline.textContent = `${offlineStatus}${offlineStatus.startsWith('ready') ? now : ''}`;
-}
-
-/** Register sw.js, which keeps the page, the core and the demo suite for use without a network. */
-async function setUpOffline() {
-  addEventListener('online', renderOffline);
-  addEventListener('offline', renderOffline);
-  if (!('serviceWorker' in navigator)) {
-    offlineStatus = 'not available in this browser';
-    renderOffline();
-    return;
-  }
-  try {
-    const registration = await navigator.serviceWorker.register(new URL('./sw.js', import.meta.url), { scope: './' });
-    const installing = registration.installing;
-    installing?.addEventListener('statechange', () => {
-      if (installing.state === 'redundant' && !registration.active) {
-        offlineStatus = 'unavailable (the page could not be kept in this browser)';
-        renderOffline();
-      }
-    });
-    await navigator.serviceWorker.ready;
-    offlineStatus = 'ready: works without a network';
-  } catch (err) {
-    offlineStatus = `unavailable (${messageOf(err)})`;
-  }
-  renderOffline();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -938,58 +566,26 @@ function onDownloadClick() {
 // Wiring
 
 function init() {
-  el.filesInput.accept = DATA_ACCEPT;
   el.setup.addEventListener('submit', onRunClick);
   el.cancel.addEventListener('click', onCancelClick);
   el.demo.addEventListener('click', onDemoClick);
   el.offlineSuite.addEventListener('click', onOfflineClick);
   el.download.addEventListener('click', onDownloadClick);
-  el.clearFiles.addEventListener('click', () => { state.files = []; renderFiles(); el.filesSummary.focus(); });
-  el.models.addEventListener('change', updateControls);
-  el.regimes.addEventListener('change', updateControls);
-  el.filesInput.addEventListener('change', () => {
-    addFiles(fromFileList(el.filesInput.files).entries);
-    el.filesInput.value = '';
-  });
-  el.folderInput.addEventListener('change', () => {
-    const { entries, skipped } = fromFileList(el.folderInput.files, { folder: true });
-    addFiles(entries);
-    showNotice(skipped ? `Skipped ${skipped} file${skipped === 1 ? '' : 's'} in the folder that are not sequence tables.` : '');
-    el.folderInput.value = '';
-  });
-  for (const type of ['dragenter', 'dragover']) {
-    el.drop.addEventListener(type, (e) => {
-      e.preventDefault();
-      if (e.dataTransfer) e.dataTransfer.dropEffect = state.phase === 'running' ? 'none' : 'copy';
-      el.drop.classList.add('over');
-    });
-  }
-  el.drop.addEventListener('dragleave', (e) => {
-    if (!el.drop.contains(e.relatedTarget)) el.drop.classList.remove('over');
-  });
-  el.drop.addEventListener('drop', onDrop);
-  // A file dropped beside the zone must not make the browser navigate away from the page.
-  window.addEventListener('dragover', (e) => e.preventDefault());
-  window.addEventListener('drop', (e) => { if (!el.drop.contains(e.target)) e.preventDefault(); });
   el.addDemoSuite.addEventListener('click', onAddDemoSuite);
   el.clearEmbeddings.addEventListener('click', onClearEmbeddingsClick);
   showEmbeddingCacheSize();
-  el.keepFiles.addEventListener('change', () => {
-    if (!el.keepFiles.checked) syncKeptFiles(); // forget them; renderFiles keeps them when checked
-    renderFiles();
-  });
-  // Before the first renderFiles: it tells the split panel which tables lack a split column.
-  initSplit($('#split-panel'), { getWorker: () => state.worker });
+  initEncoders({ onChange: updateControls });
+  // Before the task files: their list tells the split panel which tables lack a split column.
+  initSplit($('#split-panel'));
   initMeta($('#meta-fields'));
   initStorage($('#storage-line'));
-  initPredict($('#predict-panel'), { getWorker: () => state.worker });
-  renderFiles();
-  restoreKeptFiles();
-  initModels($('#models-panel'), { getWorker: () => state.worker, onChange: updateControls });
-  initTasks($('#tasks-panel'), { addTaskFiles: addFiles });
+  initPredict($('#predict-panel'));
+  initTaskFiles({ onChange: updateControls, showError, showNotice, isRunning: () => state.phase === 'running' });
+  initModels($('#models-panel'), { onChange: updateControls });
+  initTasks($('#tasks-panel'), { addTaskFiles });
   startWorker();
   initLibrary({ requestReport, modelName });
-  setUpOffline();
+  setUpOffline($('#offline'));
 }
 
 init();

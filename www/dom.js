@@ -1,4 +1,5 @@
-// Small DOM and formatting helpers shared by the page's modules.
+// Small DOM and formatting helpers shared by the page's modules (and, for the text ones, its
+// worker: nothing here touches the DOM until called).
 
 /** Create an element: h('p', {class, text, onclick, ...attrs}, ...children). */
 export function h(tag, attrs = {}, ...children) {
@@ -17,13 +18,18 @@ export function h(tag, attrs = {}, ...children) {
   return node;
 }
 
-export function formatBytes(n) {
+/**
+ * "512 B", "88 kB", "3.0 GB"; "unknown size" for a size nobody announced. `kilo` spells the
+ * 1,024-byte unit: downloads say "kB", the lists of the user's own files have always said "KB".
+ */
+export function bytesText(n, kilo = 'kB') {
+  if (!Number.isFinite(n)) return 'unknown size';
   if (n < 1024) return `${n} B`;
-  const units = ['KB', 'MB', 'GB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+  const units = [kilo, 'MB', 'GB'];
+  let v = n;
+  let u = -1;
+  do { v /= 1024; u++; } while (v >= 1024 && u < units.length - 1);
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
 }
 
 /** A score with three decimals, or an em dash when there is none. */
@@ -31,10 +37,12 @@ export function fmt(x) {
   return typeof x === 'number' && Number.isFinite(x) ? x.toFixed(3) : '—';
 }
 
+/** What a thrown value says, never throwing itself (the worker reports with it too). */
 export function messageOf(err) {
   if (err == null) return 'unknown error';
   if (typeof err === 'string') return err;
-  return err.message || String(err);
+  if (typeof err.message === 'string' && err.message) return err.message;
+  try { return String(err); } catch { return 'unknown error'; }
 }
 
 export function plural(n, one, many = `${one}s`) {

@@ -12,6 +12,7 @@
 // reach the real hub's hosts, so another endpoint works only where the server serving the page
 // adds it to the CSP (scripts/serve.mjs `hubOrigin`, used by the browser tests).
 
+import { bytesText, h, messageOf } from './dom.js';
 import { Sha256, sha256OfBlob } from './sha256.js';
 import { askToKeep } from './storage.js';
 
@@ -19,30 +20,6 @@ const DEFAULT_HUB = 'https://huggingface.co';
 /** The Cache API entry listing a bundle's files (a key no hub file can have). */
 const MANIFEST = '.geneb-manifest.json';
 const SHA256 = /^[0-9a-f]{64}$/;
-
-export function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === false || v == null) continue;
-    node.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children.flat()) if (c != null) node.append(c);
-  return node;
-}
-
-export function bytesText(n) {
-  if (!Number.isFinite(n)) return 'unknown size';
-  if (n < 1024) return `${n} B`;
-  const units = ['kB', 'MB', 'GB'];
-  let v = n;
-  let u = -1;
-  do { v /= 1024; u++; } while (v >= 1024 && u < units.length - 1);
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
-}
-
-export function messageOf(err) {
-  return (err && typeof err.message === 'string' && err.message) || String(err);
-}
 
 export function hubEndpoint() {
   const fromQuery = new URLSearchParams(location.search).get('hub');

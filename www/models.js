@@ -3,10 +3,12 @@
 // byte progress, sha256-verified, kept in the Cache API for offline reuse: www/hub.js), and a small
 // "embed sequences" tool that runs the loaded model in the worker.
 
+import { bytesText, h, messageOf } from './dom.js';
 import {
-  bundle, bytesText, cachedManifests, confirmPlan, downloadAll, fromCache, h, hubEndpoint, messageOf,
-  plannedBytes, probe, store, verificationNote,
+  bundle, cachedManifests, confirmPlan, downloadAll, fromCache, hubEndpoint, plannedBytes, probe, store,
+  verificationNote,
 } from './hub.js';
+import { callCore } from './core-client.js';
 import { whenCoreReady } from './queue.js';
 
 const CACHE_NAME = 'geneb-models-v1';
@@ -37,11 +39,10 @@ const HUB_ID = /^([A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*)(?:@([\w.\-/]+))?$/;
 // page never holds a model's bytes and posting them to the worker copies nothing.
 const loaded = new Map(); // spec → {spec, label, source, key, files: [{name, blob}], checked}
 // Each load of a model gets a new key; the worker's core keeps the last model it built under its
-// key (src/web.rs HeldEncoder), so a later call with the same key skips reading and building it.
+// key (src/web/held_model.rs), so a later call with the same key skips reading and building it.
 let nextLoadKey = 1;
-let ctx = null; // {getWorker, onChange}
+let ctx = null; // {onChange}
 let known = [];
-let nextRequestId = 1;
 let panel = null;
 
 /** `owner/name@rev` → {id, rev}; throws a message saying what a hub id looks like. */
@@ -92,33 +93,14 @@ function checkFitsInTab(label, name, size, untouched) {
 // ---------------------------------------------------------------------------------------------
 // Talking to the worker
 
-/** Embed `sequences` with a loaded model in the worker: {dim, values, backend}. */
+/** Embed `sequences` with a loaded model in the worker: {dim, values, backend, modelKept}. */
 export function embedInWorker(spec, sequences, { backend = 'auto' } = {}) {
   const model = loaded.get(spec);
   if (!model) return Promise.reject(new Error(`no model ${spec} is loaded`));
-  const worker = ctx.getWorker();
-  if (!worker) return Promise.reject(new Error('the compute worker is not running'));
-  const id = `embed-${nextRequestId++}`;
-  return new Promise((resolve, reject) => {
-    const onMessage = (e) => {
-      const msg = e.data;
-      if (msg?.id !== id) return;
-      worker.removeEventListener('message', onMessage);
-      worker.removeEventListener('error', onError);
-      if (msg.type === 'embedded') resolve(msg);
-      else reject(new Error(msg.message));
-    };
-    const onError = (e) => {
-      worker.removeEventListener('message', onMessage);
-      reject(new Error(`the compute worker stopped: ${e.message || 'unknown error'}`));
-    };
-    worker.addEventListener('message', onMessage);
-    worker.addEventListener('error', onError);
-    // Blob handles, not bytes: the core reads them by range in the worker (src/web.rs BlobFile).
-    worker.postMessage({
-      type: 'embed', id, model: spec, sequences, modelFiles: model.files, modelKey: model.key,
-      forceBackend: backend === 'auto' ? undefined : backend,
-    });
+  // Blob handles, not bytes: the core reads them by range in the worker (src/web/blob_file.rs).
+  return callCore('embed', {
+    model: spec, sequences, modelFiles: model.files, modelKey: model.key,
+    forceBackend: backend === 'auto' ? undefined : backend,
   });
 }
 
@@ -445,11 +427,11 @@ async function droppedFiles(dataTransfer) {
 }
 
 /**
- * Mount the panel into `root`. `getWorker()` returns the page's current worker; `onChange()` is
- * called when the set of loaded models changes (the page re-checks its Run button).
+ * Mount the panel into `root`. `onChange()` is called when the set of loaded models changes (the
+ * page re-checks its Run button).
  */
-export function initModels(root, { getWorker, onChange }) {
-  ctx = { getWorker, onChange };
+export function initModels(root, { onChange }) {
+  ctx = { onChange };
   panel = root;
   build(root);
   refreshCached();

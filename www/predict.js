@@ -5,16 +5,14 @@
 // probe fitted on another encoder.
 
 import { downloadText, h, messageOf } from './dom.js';
+import { callCore } from './core-client.js';
 import { modelFilesFor } from './models.js';
 
-let ctx = null; // {getWorker}
 const ui = {};
 let savedProbe = null; // {name, text} of the last run's probe
-let nextId = 1;
 
-/** Mount the panel into `root`; `getWorker()` returns the page's worker. */
-export function initPredict(root, { getWorker }) {
-  ctx = { getWorker };
+/** Mount the panel into `root`. */
+export function initPredict(root) {
   ui.save = h('input', { type: 'checkbox', id: 'save-probe', 'data-testid': 'save-probe' });
   ui.download = h('button', { type: 'button', 'data-testid': 'probe-download', hidden: true }, 'Download the probe (JSON)');
   ui.download.addEventListener('click', () => savedProbe && downloadText(savedProbe.text, savedProbe.name, 'application/json'));
@@ -90,8 +88,6 @@ async function predict() {
   if (!probe || !input) { fail('Choose a probe file and a file of sequences.'); return; }
   const model = ui.model.value;
   if (!model) { fail('No encoder for this probe: load its model in “2. Encoders” first.'); return; }
-  const worker = ctx.getWorker();
-  if (!worker) { fail('The compute worker is not running.'); return; }
   ui.summary.textContent = `Predicting with ${model}…`;
   const files = modelFilesFor([model]);
   const request = {
@@ -99,18 +95,8 @@ async function predict() {
     input: { name: input.name, bytes: new Uint8Array(await input.arrayBuffer()) },
     model, modelFiles: files.modelFiles[model], modelKey: files.modelKeys[model],
   };
-  const id = `predict-${nextId++}`;
-  const reply = await new Promise((resolve) => {
-    const onMessage = (e) => {
-      if (e.data?.id !== id) return;
-      worker.removeEventListener('message', onMessage);
-      resolve(e.data);
-    };
-    worker.addEventListener('message', onMessage);
-    worker.postMessage({ type: 'predict', id, request });
-  });
-  if (reply.type !== 'predicted') { fail(reply.message ?? 'the prediction failed'); return; }
-  show(reply, input.name);
+  // A failure (the core's message) is shown by the caller's catch.
+  show(await callCore('predict', { request }), input.name);
 }
 
 function show({ csv, rows, task }, inputName) {

@@ -2,30 +2,8 @@
 // the tasks with their per-task scores. Shared by the latest run's results and the comparison of
 // saved results, so both read the same way. The numbers all come from the wasm core.
 
+import { coreFacts, fewShotSeeds, regimeLabel, regimeNote } from './core-facts.js';
 import { fmt, h, plural } from './dom.js';
-
-/**
- * A full GENEB run, from the core's protocol facts (the worker's ready message): only its macro
- * and micro compare with the published leaderboard.
- */
-const FULL_GENEB = { tasks: null, categories: null };
-
-/** Takes the core's `{categories, officialTasks}`. */
-export function setProtocol(protocol) {
-  FULL_GENEB.tasks = protocol?.officialTasks ?? null;
-  FULL_GENEB.categories = Array.isArray(protocol?.categories) ? protocol.categories.length : null;
-}
-
-export const REGIME_LABELS = {
-  full: 'Full data',
-  '10shot': '10-shot',
-  '1shot': '1-shot',
-};
-const REGIME_NOTES = {
-  full: 'probe trained on all training examples',
-  '10shot': '10 examples per class; mean ± std over 5 seeds',
-  '1shot': '1 example per class; mean ± std over 5 seeds',
-};
 
 /**
  * Fill `container` with the profile's tables. `prefix` keeps ids and test ids unique when two
@@ -51,14 +29,17 @@ export function renderProfile(container, profile, submissions, { prefix, modelNa
     `${metric} from −1 to 1 (0 = chance). Category = mean over its tasks; macro = mean of the categories; micro = mean over all tasks.`,
     bolded ? ' Bold: the best encoder in that column.' : '',
     analysis ? ' [low, high]: 95 % bootstrap interval over the test examples; #n: rank in the column (1 = best).' : ''));
+  // A full GENEB run, as the core counts one: only its macro and micro compare with the
+  // published leaderboard.
+  const full = coreFacts() && { tasks: coreFacts().officialTasks, categories: coreFacts().categories.length };
   const partial = profile.regimes.flatMap((r) => (Array.isArray(r.rows) ? r.rows : []))
     .find((r) => Number.isInteger(r.n_tasks) && Number.isInteger(r.n_categories)
-      && (r.n_tasks !== FULL_GENEB.tasks || r.n_categories !== FULL_GENEB.categories));
-  if (partial && FULL_GENEB.tasks != null) {
+      && (r.n_tasks !== full?.tasks || r.n_categories !== full?.categories));
+  if (partial && full) {
     container.append(h('p', { class: 'hint scope-note', 'data-testid': `${prefix}-scope-note` },
       `macro and micro average the ${plural(partial.n_tasks, 'task')} in `
       + `${plural(partial.n_categories, 'category', 'categories')} given here; only a full GENEB run `
-      + `(${FULL_GENEB.tasks} tasks, ${FULL_GENEB.categories} categories) compares with the published leaderboard.`));
+      + `(${full.tasks} tasks, ${full.categories} categories) compares with the published leaderboard.`));
   }
   if (Array.isArray(profile.tasks) && profile.tasks.length) {
     container.append(tasksDetails(profile.tasks, submissions, profile.regimes.map((r) => r.regime), prefix));
@@ -83,7 +64,7 @@ function scoreCell(entry, best, { estimate, rank } = {}) {
   const td = h('td', { class: `num${best ? ' best' : ''}` }, fmt(mean));
   if (typeof std === 'number' && Number.isFinite(std)) {
     td.append(h('span', { class: 'std' }, ` ± ${std.toFixed(3)}`));
-    td.title = `mean ${fmt(mean)}, standard deviation ${std.toFixed(3)} over the 5 seeds`;
+    td.title = `mean ${fmt(mean)}, standard deviation ${std.toFixed(3)} over the ${fewShotSeeds()} seeds`;
   }
   if (estimate) {
     td.append(h('span', { class: 'ci', title: '95 % bootstrap interval over the test examples' },
@@ -112,7 +93,7 @@ function regimeTable(reg, cats, metric, { prefix, modelName, analysis }) {
     return best;
   });
   const table = h('table', { 'data-testid': `${prefix}-table-${reg.regime}`, 'data-regime': reg.regime },
-    h('caption', {}, `${metric} per category — ${REGIME_LABELS[reg.regime] ?? reg.regime}`),
+    h('caption', {}, `${metric} per category — ${regimeLabel(reg.regime)}`),
     h('thead', {}, h('tr', {},
       h('th', { scope: 'col' }, 'Encoder'),
       cols.map((c) => h('th', { scope: 'col', class: c.agg ? 'agg' : null }, c.label)))),
@@ -127,8 +108,8 @@ function regimeTable(reg, cats, metric, { prefix, modelName, analysis }) {
       })))),
   );
   const section = h('section', { class: 'regime', 'aria-labelledby': `${id}-h` },
-    h('h3', { id: `${id}-h` }, REGIME_LABELS[reg.regime] ?? reg.regime,
-      REGIME_NOTES[reg.regime] ? h('small', {}, ` ${REGIME_NOTES[reg.regime]}`) : null),
+    h('h3', { id: `${id}-h` }, regimeLabel(reg.regime),
+      regimeNote(reg.regime) ? h('small', {}, ` ${regimeNote(reg.regime)}`) : null),
     h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': `${id}-h` }, table));
   return { section, bold: bestIdx.some((i) => i >= 0) };
 }
@@ -146,9 +127,9 @@ function tasksDetails(tasks, submissions, regimes, prefix) {
         h('td', { class: 'num' }, t.n_train ?? ''),
         h('td', { class: 'num' }, t.n_test ?? '')))))));
   for (const regime of regimes) {
-    parts.push(h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': `Per-task MCC, ${REGIME_LABELS[regime] ?? regime}` },
+    parts.push(h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': `Per-task MCC, ${regimeLabel(regime)}` },
       h('table', {},
-        h('caption', {}, `Per-task MCC — ${REGIME_LABELS[regime] ?? regime}`),
+        h('caption', {}, `Per-task MCC — ${regimeLabel(regime)}`),
         h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Task'), models.map((m) => h('th', { scope: 'col' }, m)))),
         h('tbody', {}, tasks.map((t) => h('tr', {},
           h('th', { scope: 'row' }, t.id),

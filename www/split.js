@@ -3,19 +3,18 @@
 // core splits them with — the CLI's --test-fraction, --split-seed, --group-column and --folds —
 // and, after a run, lists where the result deviates from GENEB (the result's protocol block).
 
+import { callCore } from './core-client.js';
+import { isTable, onCoreFacts } from './core-facts.js';
 import { fmt, h, messageOf } from './dom.js';
 
-/** Files whose header the core reads: tables, the only files that can lack a split column. */
-const TABLE = /\.(csv|tsv|parquet)(\.gz)?$/i;
 
-let ctx = null; // {getWorker}
 const ui = {};
 let tables = []; // [{file, task, columns}] from the core
 let latest = 0; // the newest request's id: older answers are dropped
+let chosen = []; // the page's task files, asked about again once the core says which are tables
 
-/** Mount the (hidden until needed) panel into `root`; `getWorker()` returns the page's worker. */
-export function initSplit(root, { getWorker }) {
-  ctx = { getWorker };
+/** Mount the (hidden until needed) panel into `root`. */
+export function initSplit(root) {
   ui.summary = h('p', { 'data-testid': 'split-summary', 'aria-live': 'polite' });
   ui.fraction = h('input', {
     id: 'split-fraction', 'data-testid': 'split-fraction', type: 'number', min: '0.01', max: '0.99', step: '0.01',
@@ -38,36 +37,26 @@ export function initSplit(root, { getWorker }) {
       ' makes (scikit-learn’s train_test_split / StratifiedKFold without a group column). GENEB’s own tasks have fixed splits, so the result records this as a deviation.'));
   ui.folds.addEventListener('input', () => { ui.fraction.disabled = ui.folds.value.trim() !== ''; });
   root.append(ui.panel);
+  // Files chosen (or restored) before the core was up are looked at once it is.
+  onCoreFacts(() => updateSplitTables(chosen));
 }
 
 /** Ask the core which of `entries` ([{path, file}]) are tables without a split column. */
 export async function updateSplitTables(entries) {
+  chosen = entries;
   const id = ++latest;
-  const candidates = entries.filter(({ path }) => TABLE.test(path));
+  // Tables, the only files that can lack a split column (the core's list): their headers alone.
+  const candidates = entries.filter(({ path }) => isTable(path));
   if (!candidates.length) { show([], null); return; }
   try {
     const files = await Promise.all(candidates.map(async ({ path, file }) => (
       { name: path, bytes: new Uint8Array(await file.arrayBuffer()) })));
-    const reply = await ask({ type: 'columns', id: `columns-${id}`, files });
+    const reply = await callCore('columns', { files });
     if (id === latest) show(reply.tables ?? [], reply.defaults);
   } catch (err) {
     // The run reports the same problem with its file and line; here it only hides the panel.
     if (id === latest) show([], null, messageOf(err));
   }
-}
-
-function ask(message) {
-  const worker = ctx.getWorker();
-  if (!worker) return Promise.reject(new Error('the compute worker is not running'));
-  return new Promise((resolve, reject) => {
-    const onMessage = (e) => {
-      if (e.data?.id !== message.id) return;
-      worker.removeEventListener('message', onMessage);
-      if (e.data.error) reject(new Error(e.data.error)); else resolve(e.data);
-    };
-    worker.addEventListener('message', onMessage);
-    worker.postMessage(message);
-  });
 }
 
 function show(found, defaults, problem = '') {

@@ -4,7 +4,7 @@
 // (navigator.storage.persist()), and it shows the storage used and left
 // (navigator.storage.estimate()) and whether the browser granted persistence.
 
-import { formatBytes } from './dom.js';
+import { bytesText } from './dom.js';
 
 let line = null;
 let asked = null; // the one persist() request of this page, shared by every caller
@@ -52,7 +52,7 @@ export async function refreshStorage() {
     line.dataset.usage = String(usage);
     line.dataset.quota = String(quota);
     line.dataset.persisted = String(persisted);
-    line.textContent = `Storage: ${formatBytes(usage)} used, ${formatBytes(Math.max(0, quota - usage))} left · `
+    line.textContent = `Storage: ${bytesText(usage, 'KB')} used, ${bytesText(Math.max(0, quota - usage), 'KB')} left · `
       + (persisted
         ? 'kept: the browser will not clear cached models and tasks to free space'
         : 'not persistent: the browser may clear cached models and tasks when space runs low');

@@ -6,6 +6,7 @@
 // The task files the user chose to keep are stored too ({path, file}), so they can be run
 // offline later. Nothing here talks to a server.
 
+import { regimeRank } from './core-facts.js';
 import { database, requestDone, transactionDone } from './idb.js';
 
 const DB_NAME = 'geneb';
@@ -13,8 +14,6 @@ const DB_VERSION = 2;
 const STORE = 'results';
 const TASK_FILES = 'taskFiles';
 
-/** The regimes in protocol order; others (none today) follow in the file's order. */
-const REGIME_ORDER = ['full', '10shot', '1shot'];
 
 const openDb = database(DB_NAME, DB_VERSION, (db, oldVersion) => {
   if (oldVersion < 1) {
@@ -33,15 +32,11 @@ async function sha256(text) {
 /** The task ids a submission scored, in sorted order, and its regimes in protocol order. */
 export function describeSubmission(sub) {
   const results = sub.results ?? {};
-  const regimes = Object.keys(results).sort((a, b) => rank(a) - rank(b));
+  // The protocol's order; others (none today) after them, in the file's order.
+  const regimes = Object.keys(results).sort((a, b) => regimeRank(a) - regimeRank(b));
   const tasks = new Set();
   for (const r of regimes) for (const id of Object.keys(results[r] ?? {})) tasks.add(id);
   return { model: String(sub.model_id), tasks: [...tasks].sort(), regimes };
-}
-
-function rank(regime) {
-  const i = REGIME_ORDER.indexOf(regime);
-  return i < 0 ? REGIME_ORDER.length : i;
 }
 
 /**

@@ -5,22 +5,18 @@
 // page's task files as `<id>/train.csv` + `<id>/test.csv` (the core knows each id's category).
 // Also the credits of the committed offline real-genome suite, which app.js runs.
 
+import { coreFacts, onCoreFacts } from './core-facts.js';
+import { bytesText, h, messageOf } from './dom.js';
 import {
-  bundle, bytesText, cachedManifests, confirmPlan, downloadAll, fromCache, h, hubEndpoint, messageOf,
-  plannedBytes, probe, store, verificationNote,
+  bundle, cachedManifests, confirmPlan, downloadAll, fromCache, hubEndpoint, plannedBytes, probe, store,
+  verificationNote,
 } from './hub.js';
 
 /** Served by scripts/serve.mjs from this page's own origin: no request leaves for the list. */
 const CATALOGUE_URL = 'tasks/catalogue/geneb-catalogue.json';
 export const OFFLINE_MANIFEST = 'tasks/offline/tasks.json';
 const CACHE_NAME = 'geneb-tasks-v1';
-const LITE = 'geneb-lite';
 
-/**
- * src/eval.rs EMBEDDING_BUDGET in wasm: one task's embeddings (rows × dimensions × 8 bytes) may
- * take at most this much; the core refuses a larger task with advice rather than trap the tab.
- */
-const EMBEDDING_BUDGET = 2 ** 30;
 /** Tables past this, all together, will not fit beside their copies in a tab's 4 GiB. */
 const TAB_TABLE_LIMIT = 2 ** 30;
 
@@ -34,32 +30,29 @@ function say(node, text, { error = false } = {}) {
   node.classList.toggle('error', error);
 }
 
-function slug(name) {
-  return name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+/**
+ * What a tab can hold, from the core's own budget (src/eval.rs EMBEDDING_BUDGET, via
+ * www/core-facts.js): a larger task is refused with advice rather than trap the tab.
+ */
+function limitText({ embeddingBudget: budget, embeddingValueBytes: bytes }) {
+  const maxRows = (dim) => Math.floor(budget / (dim * bytes)).toLocaleString('en');
+  return `A tab holds at most ${budget / 2 ** 30} GiB of embeddings per task (rows × dimensions × ${bytes} bytes): `
+    + `${maxRows(1024)} sequences for kmer:5 (1,024 dimensions), `
+    + `${maxRows(4096)} for kmer:6, ${maxRows(768)} for a 768-dimensional model; `
+    + `the run refuses a larger task with a message. Tables above ${bytesText(TAB_TABLE_LIMIT)} in all do not fit in a tab: use the CLI (geneb eval --suite …).`;
 }
 
-/** The most rows one task may have at `dim` dimensions. */
-function maxRows(dim) {
-  return Math.floor(EMBEDDING_BUDGET / (dim * 8));
-}
-
-const LIMIT_TEXT = `A tab holds at most 1 GiB of embeddings per task (rows × dimensions × 8 bytes): `
-  + `${maxRows(1024).toLocaleString('en')} sequences for kmer:5 (1,024 dimensions), `
-  + `${maxRows(4096).toLocaleString('en')} for kmer:6, ${maxRows(768).toLocaleString('en')} for a 768-dimensional model; `
-  + `the run refuses a larger task with a message. Tables above ${bytesText(TAB_TABLE_LIMIT)} in all do not fit in a tab: use the CLI (geneb eval --suite …).`;
-
-/** [{name, about, ids}]: all, geneb-lite, then one per category (as src/task/catalogue.rs names them). */
+/** [{name, about, tasks}]: the core's named suites (geneb, geneb-lite, then one per category). */
 function suites() {
-  const all = catalogue.tasks.map((t) => t.id);
-  const lite = catalogue.suites[LITE];
-  return [
-    { name: 'geneb', about: `all ${all.length} official GENEB tasks`, ids: all },
-    { name: LITE, about: lite.about, ids: lite.tasks.map((t) => t.id) },
-    ...catalogue.categories.map((c) => {
-      const ids = catalogue.tasks.filter((t) => t.category === c).map((t) => t.id);
-      return { name: `geneb:${slug(c)}`, about: `the ${ids.length} ${c} task(s)`, ids };
-    }),
-  ];
+  return coreFacts()?.suites ?? [];
+}
+
+/** The suite buttons, once both the catalogue and the core's suites are in. */
+function renderSuites() {
+  if (!catalogue) return;
+  ui.suites.replaceChildren(...suites().map((s) => h('button', {
+    type: 'button', class: 'linkish', 'data-suite': s.name, 'data-testid': `suite-${s.name.replace(':', '-')}`, title: s.about,
+  }, `${s.name} (${s.tasks.length})`)));
 }
 
 function taskBundle(task) {
@@ -91,7 +84,7 @@ function chooseSuite(ids) {
 }
 
 function taskRow(t) {
-  const id = `geneb-task-${slug(t.id)}`;
+  const id = `geneb-task-${t.id.replace(/[^a-z0-9]+/gi, '-')}`;
   const facts = [
     t.source,
     t.species ?? 'species not confirmed',
@@ -108,9 +101,7 @@ function taskRow(t) {
 }
 
 function render() {
-  ui.suites.replaceChildren(...suites().map((s) => h('button', {
-    type: 'button', class: 'linkish', 'data-suite': s.name, 'data-testid': `suite-${s.name.replace(':', '-')}`, title: s.about,
-  }, `${s.name} (${s.ids.length})`)));
+  renderSuites();
   ui.list.replaceChildren(...catalogue.categories.map((c) => {
     const tasks = catalogue.tasks.filter((t) => t.category === c);
     return h('details', { class: 'task-category', 'data-testid': 'task-category', 'data-category': c },
@@ -176,7 +167,7 @@ async function onFetch() {
         files, total,
         warning: total > TAB_TABLE_LIMIT
           ? `${bytesText(total)} is more than this tab can hold (${bytesText(TAB_TABLE_LIMIT)} of tables): choose fewer or smaller tasks, or use the CLI.`
-          : LIMIT_TEXT,
+          : ui.limit.textContent,
       });
       if (!agreed) { say(ui.status, 'download cancelled'); return; }
       ui.progress.hidden = false;
@@ -231,6 +222,8 @@ async function fetchJson(url) {
 export async function initTasks(root, { addTaskFiles }) {
   ctx = { addTaskFiles };
   ui.suites = h('div', { class: 'suites', 'data-testid': 'task-suites' });
+  ui.limit = h('p', { class: 'hint', 'data-testid': 'tasks-limit' });
+  ui.summary = h('summary', {}, 'GENEB tasks: the official tasks from the hub');
   ui.list = h('div', { class: 'task-list', 'data-testid': 'geneb-tasks' });
   ui.fetch = h('button', { type: 'button', 'data-testid': 'tasks-fetch', disabled: true }, 'Get the chosen tasks');
   ui.plan = h('div', {});
@@ -240,10 +233,10 @@ export async function initTasks(root, { addTaskFiles }) {
   const credits = h('div', {});
   root.append(
     h('details', { class: 'geneb-picker', 'data-testid': 'geneb-picker' },
-      h('summary', {}, 'GENEB tasks: the 100 official tasks from the hub'),
+      ui.summary,
       h('p', { class: 'hint' }, 'Tick tasks or a suite; nothing is downloaded until you confirm the plan. '
         + 'Tables come from the Hugging Face dataset at the pinned revision, are sha256-checked where the hub gives a hash, and are kept in this browser for offline use.'),
-      h('p', { class: 'hint', 'data-testid': 'tasks-limit' }, LIMIT_TEXT),
+      ui.limit,
       h('p', { class: 'hint' }, 'Suites: ', ui.suites),
       ui.list,
       h('div', { class: 'buttons' }, ui.fetch),
@@ -254,10 +247,15 @@ export async function initTasks(root, { addTaskFiles }) {
     credits);
   ui.suites.addEventListener('click', (e) => {
     const name = e.target?.dataset?.suite;
-    if (name) chooseSuite(suites().find((s) => s.name === name).ids);
+    if (name) chooseSuite(suites().find((s) => s.name === name).tasks);
   });
   ui.list.addEventListener('change', updateChosen);
   ui.fetch.addEventListener('click', onFetch);
+  onCoreFacts((facts) => {
+    ui.summary.textContent = `GENEB tasks: the ${facts.officialTasks} official tasks from the hub`;
+    ui.limit.textContent = limitText(facts);
+    renderSuites();
+  });
   const [cat, offline] = await Promise.allSettled([fetchJson(CATALOGUE_URL), fetchJson(OFFLINE_MANIFEST)]);
   if (cat.status === 'fulfilled') {
     catalogue = cat.value;

@@ -1,28 +1,19 @@
 // The worker owns the WebAssembly core and the GPU check, so the page never blocks.
 //
-// Page → worker:  {type: "run", id, request: {..., modelFiles, modelKeys, reuseEmbeddings}, forceBackend?: "cpu" | "webgpu"}
-//                 {type: "embed", id, model, sequences, modelFiles, modelKey, forceBackend?}
-//                 {type: "report", id, request: {files: [{name, text}], maxParams?}}
-//                 {type: "columns", id, files: [{name, bytes}]}
-//                 {type: "out-of-memory-channel", channel}: the BroadcastChannel the threaded core's
-//                 pool threads post a refused allocation's size on (first, once per worker)
-// Worker → page:  {type: "ready", version, models, backend, threads: {count, reason}}
-//                 {type: "progress", id, stage, model, task, done, total, fromCache, pace}
-//                 (pace: the core's rate, elapsed and time-left line for the run, src/progress.rs)
-//                 {type: "result", id, backend, submissions, profile, cacheWarnings}
-//                 {type: "embedded", id, dim, values, backend, modelKept}
-//                 {type: "report", id, report: {html, csv, svg, official: {name: text}, analysis}}
-//                 {type: "columns", id, tables: [{file, task, columns}], defaults, error?}
-//                 {type: "error", id?, message, gpuFailure?, poisoned?, outOfMemory?}
-//                 {type: "embed-error", id, message, poisoned?, outOfMemory?}
-// `poisoned`: the wasm trapped (a Rust panic is a WebAssembly.RuntimeError); the instance may be
-// left in a broken state, so the page must replace this worker before the next run.
-// `outOfMemory`: the trap was the browser refusing the core more memory (the message says so).
+// Its messages are www/protocol.js's, the table the page's client (www/core-client.js) imports
+// too: the calls it answers (HANDLERS below: one `done` or one `failed` each, `progress` between),
+// the notice it takes, the events it sends. tests/e2e/protocol.test.mjs holds the three to it.
+// A failure is www/protocol.js FAILURE: `poisoned` when the wasm trapped (the instance may be
+// left broken, so the page replaces this worker before the next call), `outOfMemory` when the
+// trap was the browser refusing the core more memory (the message says so), `gpuFailure` when a
+// WebGPU run failed in a way worth retrying on the CPU.
 // Requests that arrive while the core is still loading wait for it (`started`).
 // The wasm runs synchronously, so cancelling is the page terminating this worker.
 
+import { messageOf } from './dom.js';
 import { storeForRun } from './embedding-cache.js';
 import { outOfMemoryMessage } from './out-of-memory.js';
+import { CALLS } from './protocol.js';
 import { hasRelaxedSimd } from './relaxed-simd.js';
 
 // Two builds of one core (scripts/build-wasm.sh). The threaded one runs the CPU work on a rayon
@@ -37,13 +28,13 @@ const PROGRESS_INTERVAL_MS = 80;
 let wasm = null; // the core, once initialised: the threaded build where it could start
 let threaded = false; // whether `wasm` is the threaded build, which has no WebGPU
 let gpuCore = null; // the one-thread build beside the threaded one, for WebGPU calls
-/** The call in progress, {type, id, core, kind}: whose failure a trap escaping its promise is. */
+/** The call in progress, {id, core, kind}: whose failure a trap escaping its promise is. */
 let current = null;
 
 /**
  * The core for a call on `kind` ("cpu" or "webgpu"). The threaded build is the CPU's alone, so
  * WebGPU calls go to the one-thread build, loaded on first use. Each build holds at most one
- * model (src/web.rs HeldEncoder); the other build's is released first, so the tab never holds two.
+ * model (src/web/held_model.rs); the other build's is released first, so the tab never holds two.
  */
 async function coreFor(kind) {
   if (!threaded || kind !== 'webgpu') {
@@ -108,7 +99,7 @@ async function chooseBackend(force) {
 
 /**
  * The fields of an error message for `err`, thrown by `core`: a trap (a Rust panic, or an abort)
- * poisons the instance; where the core noted an allocation the browser refused (src/web.rs
+ * poisons the instance; where the core noted an allocation the browser refused (src/web/allocator.rs
  * `refusedAllocation`), it was the tab's memory, and the message says so instead of "unreachable".
  */
 function failureOf(core, err) {
@@ -119,11 +110,12 @@ function failureOf(core, err) {
   return { poisoned, message: messageOf(err).split('\n')[0] };
 }
 
-function messageOf(err) {
-  if (err == null) return 'unknown error';
-  if (typeof err === 'string') return err;
-  if (typeof err.message === 'string' && err.message) return err.message;
-  try { return String(err); } catch { return 'unknown error'; }
+/** A call's failure, thrown by a handler: `fields` are www/protocol.js FAILURE's. */
+class Failure extends Error {
+  constructor(fields) {
+    super(fields.message);
+    this.fields = fields;
+  }
 }
 
 /**
@@ -203,8 +195,7 @@ async function start() {
     }
   } catch (err) {
     self.postMessage({
-      type: 'error',
-      fatal: true,
+      type: 'unavailable',
       message: `Could not load the geneb WebAssembly module (${PKG}): ${messageOf(err)}. `
         + 'If you serve the page yourself, build it first with scripts/build-wasm.sh. '
         // .cargo/config.toml builds it with WebAssembly SIMD.
@@ -217,37 +208,46 @@ async function start() {
   let known = [];
   let tabWeightsLimit = null;
   let modelFiles = null;
-  let protocol = null;
+  let facts = null;
   try {
-    protocol = plain(parseIfString(mod.protocol()));
+    facts = plain(parseIfString(mod.facts())); // the core's rules the page shows (src/facts.rs)
     const catalogue = plain(parseIfString(mod.models())) ?? {};
     models = catalogue.builtin ?? [];
     known = catalogue.known ?? []; // foundation models by hub id (www/models.js shows them)
     tabWeightsLimit = catalogue.tabWeightsLimit ?? null;
     modelFiles = catalogue.modelFiles ?? null;
   } catch (err) {
-    self.postMessage({ type: 'error', fatal: true, message: `Could not list the encoders: ${messageOf(err)}` });
+    self.postMessage({ type: 'unavailable', message: `Could not read the core's encoders and rules: ${messageOf(err)}` });
     return;
   }
   let version = '';
   try { version = String(mod.version()); } catch { version = ''; }
   self.postMessage({
-    type: 'ready', version, models, known, tabWeightsLimit, modelFiles, protocol, backend: await backendP, threads,
+    type: 'ready', version, models, known, tabWeightsLimit, modelFiles, facts, backend: await backendP, threads,
   });
 }
 
-async function run({ id, request, forceBackend }) {
-  await started;
-  if (!wasm) {
-    self.postMessage({ type: 'error', id, message: 'The WebAssembly module could not be loaded.' });
-    return;
+/**
+ * Run `work(core)` on the core for `kind` ("cpu" or "webgpu") as call `id`: a trap that escapes
+ * its promise (see the error listener below) is then that call's failure, and one it throws
+ * becomes a Failure naming the tab's memory or the trap.
+ */
+async function onCore(id, kind, work) {
+  const core = await coreFor(kind);
+  current = { id, core, kind };
+  try {
+    return await work(core);
+  } catch (err) {
+    throw new Failure(failureOf(core, err));
+  } finally {
+    current = null;
   }
-  const backend = await chooseBackend(forceBackend);
-  const core = await coreFor(backend.kind);
-  current = { type: 'error', id, core, kind: backend.kind };
+}
 
+/** The run's progress, at most one message per step every PROGRESS_INTERVAL_MS. */
+function progressOf(id) {
   let last = { t: 0, key: '' };
-  const onProgress = (p) => {
+  return (p) => {
     try {
       p = plain(p) ?? {};
       const key = `${p.stage}\u0000${p.model}\u0000${p.task}`;
@@ -263,162 +263,114 @@ async function run({ id, request, forceBackend }) {
       });
     } catch { /* progress must never break the run */ }
   };
+}
 
-  const fullRequest = () => ({
-    files: request.files,
-    models: request.models,
-    regimes: request.regimes,
-    backend: backend.kind,
-    adapter: backend.adapter ?? '',
-    category: request.category || null,
-    // Blobs, unread: the core reads the weights one tensor at a time (src/web.rs BlobFile).
-    modelFiles: Object.fromEntries(Object.entries(request.modelFiles ?? {})
-      .filter(([spec]) => !core.holdsModel(request.modelKeys?.[spec] ?? '', spec, backend.kind))),
-    modelKeys: request.modelKeys ?? {},
-    ...(request.split ? { split: request.split } : {}),
-    ...(request.meta ? { meta: request.meta } : {}),
-    ...(request.saveProbe ? { saveProbe: true } : {}),
-  });
+async function run(id, { request, forceBackend }) {
+  const backend = await chooseBackend(forceBackend);
   // Embeddings of earlier runs (www/embedding-cache.js), unless the user turned reuse off.
   const cacheWarnings = [];
   const cache = request.reuseEmbeddings === false ? null : storeForRun(cacheWarnings);
   let raw;
   try {
-    raw = await core.evaluate(fullRequest(), onProgress, cache);
-  } catch (err) {
-    const failure = failureOf(core, err);
-    self.postMessage({
-      type: 'error', id, ...failure,
+    raw = await onCore(id, backend.kind, (core) => core.evaluate({
+      files: request.files,
+      models: request.models,
+      regimes: request.regimes,
       backend: backend.kind,
-      gpuFailure: backend.kind === 'webgpu' && !failure.outOfMemory && looksLikeGpuFailure(failure.message),
-    });
-    return;
-  } finally {
-    current = null;
+      adapter: backend.adapter ?? '',
+      category: request.category || null,
+      // Blobs, unread: the core reads the weights one tensor at a time (src/web/blob_file.rs).
+      modelFiles: Object.fromEntries(Object.entries(request.modelFiles ?? {})
+        .filter(([spec]) => !core.holdsModel(request.modelKeys?.[spec] ?? '', spec, backend.kind))),
+      modelKeys: request.modelKeys ?? {},
+      ...(request.split ? { split: request.split } : {}),
+      ...(request.meta ? { meta: request.meta } : {}),
+      ...(request.saveProbe ? { saveProbe: true } : {}),
+    }, progressOf(id), cache));
+  } catch (err) {
+    const f = err.fields;
+    if (f) {
+      f.backend = backend.kind;
+      f.gpuFailure = backend.kind === 'webgpu' && !f.outOfMemory && looksLikeGpuFailure(f.message);
+    }
+    throw err;
   }
   const result = plain(parseIfString(raw)) ?? {};
-  const submissions = (result.submissions ?? []).map((s) => plain(parseIfString(s)));
-  self.postMessage({
-    type: 'result', id,
+  return {
     backend: result.backend ?? { kind: backend.kind, adapter: backend.adapter },
     requestedBackend: backend,
-    submissions,
+    submissions: (result.submissions ?? []).map((s) => plain(parseIfString(s))),
     profile: plain(parseIfString(result.profile)) ?? null,
     probe: typeof result.probe === 'string' ? result.probe : null,
     cacheWarnings,
-  });
+  };
 }
 
 // --- foundation models (www/models.js): pooled embeddings of a few sequences ---
-async function embed({ id, model, sequences, modelFiles, modelKey, forceBackend }) {
-  await started;
-  if (!wasm) throw new Error('The WebAssembly module could not be loaded.');
+async function embed(id, { model, sequences, modelFiles, modelKey, forceBackend }) {
   const backend = await chooseBackend(forceBackend);
-  const core = await coreFor(backend.kind);
-  // The core may still hold this load of the model (src/web.rs HeldEncoder): then its files are
+  // The core may still hold this load of the model (src/web/held_model.rs): then its files are
   // neither read nor sent.
-  const held = modelKey != null && core.holdsModel(modelKey, model, backend.kind);
-  current = { type: 'embed-error', id, core, kind: backend.kind };
-  let r;
-  try {
-    r = plain(parseIfString(await core.embed({
-      model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelKey,
-      modelFiles: held ? undefined : modelFiles,
-    })));
-  } catch (err) {
-    // A trapped instance stays broken (re-importing the glue returns the same one): the page
-    // replaces this worker on `poisoned`.
-    self.postMessage({ type: 'embed-error', id, ...failureOf(core, err) });
-    return;
-  } finally {
-    current = null;
-  }
-  self.postMessage({
-    type: 'embedded', id, dim: r.dim, values: r.values, backend: r.backend, modelKept: Boolean(r.modelKept),
-  });
+  const r = plain(parseIfString(await onCore(id, backend.kind, (core) => core.embed({
+    model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelKey,
+    modelFiles: modelKey != null && core.holdsModel(modelKey, model, backend.kind) ? undefined : modelFiles,
+  }))));
+  return { dim: r.dim, values: r.values, backend: r.backend, modelKept: Boolean(r.modelKept) };
 }
 
 // --- a saved probe on new sequences (www/predict.js) ---
-async function predict({ id, request }) {
-  await started;
-  if (!wasm) throw new Error('The WebAssembly module could not be loaded.');
+async function predict(id, { request }) {
   const backend = await chooseBackend();
-  const core = await coreFor(backend.kind);
-  const held = request.modelKey != null && core.holdsModel(request.modelKey, request.model, backend.kind);
-  current = { type: 'predict-error', id, core, kind: backend.kind };
-  let r;
-  try {
-    r = plain(parseIfString(await core.predict({
-      ...request, backend: backend.kind,
-      modelFiles: held ? undefined : request.modelFiles,
-    })));
-  } catch (err) {
-    self.postMessage({ type: 'predict-error', id, ...failureOf(core, err) });
-    return;
-  } finally {
-    current = null;
-  }
-  self.postMessage({ type: 'predicted', id, csv: r.csv, rows: r.rows, task: r.task });
+  const r = plain(parseIfString(await onCore(id, backend.kind, (core) => core.predict({
+    ...request, backend: backend.kind,
+    modelFiles: request.modelKey != null && core.holdsModel(request.modelKey, request.model, backend.kind)
+      ? undefined : request.modelFiles,
+  }))));
+  return { csv: r.csv, rows: r.rows, task: r.task };
 }
 
 /** The comparison of saved submissions: the core's report (statistics, plots, HTML, CSV). */
-async function report({ id, request }) {
-  await started;
-  if (!wasm) {
-    self.postMessage({ type: 'error', id, message: 'The WebAssembly module could not be loaded.' });
-    return;
-  }
+async function report(id, { request }) {
   if (typeof wasm.report !== 'function') {
-    self.postMessage({
-      type: 'error', id,
+    throw new Failure({
       message: 'This build of the geneb core cannot compare results (it has no report function): '
         + 'rebuild it with scripts/build-wasm.sh.',
     });
-    return;
   }
-  let raw;
-  current = { type: 'error', id, core: wasm, kind: 'cpu' };
-  try {
-    raw = await wasm.report(request);
-  } catch (err) {
-    self.postMessage({ type: 'error', id, ...failureOf(wasm, err) });
-    return;
-  } finally {
-    current = null;
-  }
-  self.postMessage({ type: 'report', id, report: plain(parseIfString(raw)) ?? {} });
+  return plain(parseIfString(await onCore(id, 'cpu', (core) => core.report(request)))) ?? {};
 }
 
 /** The dropped tables without a split column and their columns (www/split.js). */
-async function columns({ id, files }) {
-  await started;
-  if (!wasm) throw new Error('The WebAssembly module is not loaded yet.');
-  const tables = plain(parseIfString(wasm.unsplitTables({ files }))) ?? [];
-  self.postMessage({ type: 'columns', id, tables, defaults: plain(wasm.splitDefaults()) });
+async function columns(id, { files }) {
+  return {
+    tables: plain(parseIfString(wasm.unsplitTables({ files }))) ?? [],
+    defaults: plain(wasm.splitDefaults()),
+  };
 }
 
-const HANDLERS = new Map([['run', run], ['report', report]]);
+/** The calls of www/protocol.js CALLS, each `(id, args) → value`. */
+const HANDLERS = { run, embed, predict, report, columns };
+
+/** Answer one call: exactly one `done` or `failed`. */
+async function answer({ id, call, args }) {
+  try {
+    if (!Object.hasOwn(CALLS, call)) throw new Failure({ message: `no core call '${call}' (www/protocol.js)` });
+    await started;
+    if (!wasm) throw new Failure({ message: 'The WebAssembly module could not be loaded.' });
+    self.postMessage({ type: 'done', id, value: await HANDLERS[call](id, args ?? {}) });
+  } catch (err) {
+    const error = err instanceof Failure ? err.fields : { message: messageOf(err).split('\n')[0] };
+    self.postMessage({ type: 'failed', id, error });
+  }
+}
 
 self.addEventListener('message', (event) => {
   const msg = event.data;
-  const handler = HANDLERS.get(msg?.type);
-  if (handler) {
-    handler(msg).catch((err) => self.postMessage({ type: 'error', id: msg.id, message: messageOf(err) }));
-  }
-  if (msg?.type === 'columns') {
-    // Its own reply type: an `error` would read as the failure of a run.
-    columns(msg).catch((err) => self.postMessage({ type: 'columns', id: msg.id, error: messageOf(err).split('\n')[0] }));
-  }
+  if (msg?.type === 'call') answer(msg);
   if (msg?.type === 'out-of-memory-channel') {
-    // Where a pool thread that runs out of memory tells the page (src/web.rs pool_out_of_memory).
+    // Where a pool thread that runs out of memory tells the page (src/web/out_of_memory.rs).
     // The page sends it first, so it is set before any call that follows it.
     started.then(() => { if (threaded) wasm.signalPoolOutOfMemoryOn(msg.channel); });
-  }
-  if (msg && msg.type === 'embed') {
-    embed(msg).catch((err) => self.postMessage({ type: 'embed-error', id: msg.id, message: messageOf(err).split('\n')[0] }));
-  }
-  if (msg?.type === 'predict') {
-    predict(msg).catch((err) => self.postMessage({ type: 'predict-error', id: msg.id, message: messageOf(err).split('\n')[0] }));
   }
 });
 
@@ -429,10 +381,10 @@ self.addEventListener('message', (event) => {
 self.addEventListener('error', (event) => {
   if (!current || !(event.error instanceof WebAssembly.RuntimeError)) return;
   event.preventDefault();
-  const { type, id, core, kind } = current;
+  const { id, core, kind } = current;
   current = null;
   const failure = failureOf(core, event.error);
-  self.postMessage({ type, id, ...failure, gpuFailure: kind === 'webgpu' && !failure.outOfMemory });
+  self.postMessage({ type: 'failed', id, error: { ...failure, gpuFailure: kind === 'webgpu' && !failure.outOfMemory } });
 });
 
 const started = start();

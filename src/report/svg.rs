@@ -198,11 +198,9 @@ fn legend(svg: &mut Svg, entries: &[(String, &str)], x: f64, y: f64) {
 
 /// How a regime key reads in titles.
 pub fn regime_label(key: &str) -> &str {
-    match key {
-        "full" => "full data",
-        "10shot" => "10-shot",
-        "1shot" => "1-shot",
-        other => other,
+    match crate::protocol::Regime::parse(key) {
+        Some(regime) => regime.label(),
+        None => key,
     }
 }
 

@@ -60,7 +60,17 @@ pub(crate) enum Format {
     Fasta,
 }
 
-const MANIFEST: &str = "tasks.json";
+/// A suite's manifest: its tasks' ids, files and categories.
+pub const MANIFEST: &str = "tasks.json";
+/// The one compression the readers undo, as a file's last extension.
+pub const COMPRESSION: &str = "gz";
+/// The extensions of the files `role_of` gives a role, each also compressed (`.csv.gz`): the
+/// page keeps a dropped folder's files by them (src/facts.rs).
+pub const TASK_EXTENSIONS: [&str; 8] =
+    ["csv", "tsv", "parquet", "fa", "fasta", "fna", "bed", "txt"];
+/// Of those, the tables: the only task files that can lack a split column (the page asks the
+/// core about these alone).
+pub const TABLE_EXTENSIONS: [&str; 3] = ["csv", "tsv", "parquet"];
 /// What geneb reads, for the errors that find nothing it recognises.
 pub(crate) const KNOWN_LAYOUTS: &str = "geneb reads task tables (.csv or .tsv with columns text, \
      label, split), train.csv + test.csv in a folder named after the task (GUE, NT), FASTA (.fa, \
@@ -110,7 +120,7 @@ pub(crate) fn role_of(name: &str) -> Result<Role<'_>> {
     if base.eq_ignore_ascii_case(MANIFEST) {
         return Ok(Role::Manifest);
     }
-    let inner = strip_suffix_ignore_case(base, ".gz").unwrap_or(base);
+    let inner = strip_suffix_ignore_case(base, &format!(".{COMPRESSION}")).unwrap_or(base);
     let Some((stem, extension)) = stem_and_extension(inner) else {
         return Ok(Role::Ignored);
     };
@@ -632,4 +642,39 @@ pub(crate) fn unsplit_tables(files: &[InputFile]) -> Result<Vec<UnsplitTable>> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// TASK_EXTENSIONS is what the page keeps of a dropped folder: every extension it lists
+    /// must have a reader here, plain and compressed, and an extension it omits none.
+    #[test]
+    fn the_listed_extensions_are_the_ones_read() {
+        let read = |name: &str| !matches!(role_of(name), Ok(Role::Ignored));
+        for extension in TASK_EXTENSIONS {
+            // `.txt` is read only as a Genomic Benchmarks file, `<task>/<split>/<class>/<n>.txt`.
+            let name = format!("task/train/0/1.{extension}");
+            assert!(read(&name), "{name}");
+            assert!(
+                read(&format!("{name}.{COMPRESSION}")),
+                "{name}.{COMPRESSION}"
+            );
+        }
+        for other in ["json", "npy", "md", "xlsx"] {
+            assert!(!read(&format!("task/train/0/1.{other}")), "{other}");
+        }
+        assert!(matches!(role_of(MANIFEST), Ok(Role::Manifest)));
+        for extension in TASK_EXTENSIONS {
+            let table = matches!(
+                role_of(&format!("t/train.{extension}")),
+                Ok(Role::PairPart {
+                    format: Format::Table { .. },
+                    ..
+                })
+            );
+            assert_eq!(table, TABLE_EXTENSIONS.contains(&extension), "{extension}");
+        }
+    }
 }

@@ -54,7 +54,7 @@ use crate::split::SplitSettings;
 use crate::task::TaskData;
 use crate::{Error, Result};
 
-pub use layout::UnsplitTable;
+pub use layout::{COMPRESSION, MANIFEST, TABLE_EXTENSIONS, TASK_EXTENSIONS, UnsplitTable};
 #[cfg(not(target_arch = "wasm32"))]
 pub use path::{tasks_from_path, tasks_from_path_split};
 pub use sequences::{NamedSequence, read_sequences};
