@@ -1,6 +1,7 @@
 //! A model as the user names it, parsed once into a typed value: `kmer:K[:canonical]`,
 //! `random-cnn[:SEED]`, `hf:FOLDER` or `hf:owner/name[@revision]`, an `hf:` model optionally
-//! with `?window=SIZE,STRIDE`. The CLI, the page and the encoders all read this one parse.
+//! with `?window=SIZE,STRIDE` and/or `?recipe=NAME` (joined by `&`). The CLI, the page and the
+//! encoders all read this one parse.
 
 use super::kmer::MAX_K;
 use crate::{Error, Result};
@@ -18,6 +19,9 @@ pub struct HfSpec {
     /// What follows `hf:` (options removed): a folder, or `owner/name[@revision]`.
     pub source: String,
     pub window: Option<Window>,
+    /// `?recipe=NAME`: another of GENEB's extractor recipes than the model's own
+    /// (`encoder::recipe`, e.g. `dnabert2-cls`).
+    pub recipe: Option<String>,
 }
 
 /// Sliding windows, the non-standard alternative to truncation (`hf:MODEL?window=1024,512`):
@@ -38,15 +42,23 @@ impl ModelSpec {
         let text = text.trim();
         let bad = |why: &str| Error::new(format!("model '{text}': {why}"));
         if let Some(rest) = text.strip_prefix("hf:") {
-            let (source, window) = match rest.split_once('?') {
-                None => (rest, None),
-                Some((source, options)) => (
-                    source,
-                    Some(parse_window(options).ok_or_else(|| {
-                        bad("expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE)")
-                    })?),
-                ),
-            };
+            let (source, options) = rest.split_once('?').unwrap_or((rest, ""));
+            let (mut window, mut recipe) = (None, None);
+            for option in options.split('&').filter(|o| !o.is_empty()) {
+                if let Some(name) = option.strip_prefix("recipe=") {
+                    if name.trim().is_empty() || recipe.is_some() {
+                        return Err(bad("expected ?recipe=NAME once"));
+                    }
+                    recipe = Some(name.trim().to_string());
+                } else if window.is_some() {
+                    return Err(bad("expected ?window=SIZE,STRIDE once"));
+                } else {
+                    window = Some(parse_window(option).ok_or_else(|| {
+                        bad("expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE) \
+                             or ?recipe=NAME")
+                    })?);
+                }
+            }
             let source = source.trim();
             if source.is_empty() {
                 return Err(bad(
@@ -56,6 +68,7 @@ impl ModelSpec {
             return Ok(ModelSpec::Hf(HfSpec {
                 source: source.to_string(),
                 window,
+                recipe,
             }));
         }
         let mut parts = text.split(':');

@@ -190,6 +190,16 @@ impl Tokenizer {
         max_length.saturating_sub(self.prefix.len() + self.suffix.len())
     }
 
+    /// The tokenizer called with `add_special_tokens=False` (JanusDNA's extractor).
+    pub fn without_special_tokens(mut self) -> Tokenizer {
+        if !(self.prefix.is_empty() && self.suffix.is_empty()) {
+            self.prefix.clear();
+            self.suffix.clear();
+            self.description += ", no special tokens";
+        }
+        self
+    }
+
     pub fn pad_id(&self) -> u32 {
         self.pad_id
     }

@@ -284,6 +284,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     tokenizer: TokenizerChoice::Files,
     poolings: &[Pooling::MaskedMean, Pooling::ClsToken],
     load: |config, ckpt, compute| Ok(Box::new(Bert::load(config, ckpt, &compute.device)?)),
+    recipe: &crate::encoder::recipe::GENERIC,
     published_config: None,
 };
 

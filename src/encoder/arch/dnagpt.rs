@@ -40,6 +40,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     tokenizer: TokenizerChoice::DnaGptKmers,
     poolings: &[Pooling::HeadLogitsMean],
     load: |config, ckpt, compute| Ok(Box::new(DnaGpt::load(config, ckpt, &compute.device)?)),
+    recipe: &crate::encoder::recipe::DNAGPT,
     published_config: Some(published_config),
 };
 
