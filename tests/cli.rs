@@ -716,6 +716,42 @@ fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
     );
 }
 
+/// README.md's recipe table is `geneb models --recipes-markdown`'s output, not a restatement;
+/// `geneb models --json` carries the same record per known model.
+#[test]
+fn the_readme_recipe_table_is_the_generated_one() {
+    let generated = ok_text(&geneb(&["models", "--recipes-markdown"]));
+    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    let begin = "<!-- geneb models --recipes-markdown: begin -->\n";
+    let end = "<!-- geneb models --recipes-markdown: end -->";
+    let start = readme.find(begin).expect("README has the begin line") + begin.len();
+    let stop = readme[start..].find(end).expect("README has the end line") + start;
+    assert_eq!(
+        readme[start..stop],
+        generated,
+        "README.md's recipe table is stale: put `geneb models --recipes-markdown` between its lines"
+    );
+    for recipe in ["janusdna", "splicebert", "hyenadna", "caduceus", "dnabert2-cls"] {
+        assert!(generated.contains(&format!("`{recipe}`")), "{recipe}: {generated}");
+    }
+    let listing = ok_json(&geneb(&["models"]));
+    let known = listing["known"].as_array().unwrap();
+    let janus = known
+        .iter()
+        .find(|m| m["display"] == "JanusDNA 72 with mid-attention")
+        .unwrap();
+    assert_eq!(janus["recipe"]["name"], "janusdna");
+    assert_eq!(janus["recipe"]["specialTokens"], "none");
+    assert_eq!(janus["recipe"]["padding"]["side"], "right-to");
+    assert_eq!(janus["recipe"]["padding"]["length"], 1024);
+    assert_eq!(janus["recipe"]["maskToModel"], true);
+    assert_eq!(
+        janus["recipe"]["reference"],
+        "embedding_pipeline/extractors/janusdna.py"
+    );
+    assert!(janus["recipeSummary"].as_str().unwrap().contains("janusdna.py"));
+}
+
 #[test]
 fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profiles() {
     let listing = ok_json(&geneb(&["models"]));

@@ -115,19 +115,22 @@ impl HfModel {
             .as_ref()
             .and_then(|hf| hf.hub_repo())
             .map(|(repo, _)| repo);
+        let mut tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
+        let mut ckpt = read_weights(&mut files)?;
+        let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
+        // The user's choice, else the known model's extractor, else its architecture's.
         let recipe = match hf_spec.as_ref().and_then(|hf| hf.recipe.as_deref()) {
             Some(name) => recipe::by_name(name)?,
             None => super::card::resolve_hub_id(&source, hub_id, &config)
                 .as_deref()
                 .and_then(super::known::find)
-                .map_or(arch_spec.recipe, |known| known.recipe),
+                .map(|known| known.recipe)
+                .or_else(|| architecture.recipe())
+                .unwrap_or(arch_spec.recipe),
         };
-        let mut tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
         if recipe.special_tokens == SpecialTokens::None {
             tokenizer = tokenizer.without_special_tokens();
         }
-        let mut ckpt = read_weights(&mut files)?;
-        let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
         let parameters = ckpt.encoder_parameters()?;
         let model_parameters = ckpt.model_parameters()?;
         ckpt.finish()?;
@@ -204,7 +207,7 @@ impl HfModel {
     }
 
     pub fn pooling(&self) -> arch::Pooling {
-        self.recipe.pooling_or(self.architecture.pooling())
+        self.recipe.pooling
     }
 
     pub fn describe_architecture(&self) -> String {
@@ -232,20 +235,13 @@ impl HfModel {
                 &normalized
             }
         };
-        let ranges = |sequence: &str| -> Option<Vec<std::ops::Range<usize>>> {
-            match (self.window, self.recipe.windows()) {
-                (Some(window), _) => Some(window.ranges(sequence.len())),
-                (None, Some((size, stride))) => Some(end_anchored_windows(sequence.len(), size, stride)),
-                (None, None) => None,
-            }
-        };
-        if sequences.iter().all(|s| ranges(s).is_none()) {
+        if self.window.is_none() && self.recipe.windows().is_none() {
             return self.embed_truncated(sequences).await;
         }
         let mut pieces = Vec::new();
         let mut owner = Vec::new();
         for (i, sequence) in sequences.iter().enumerate() {
-            for range in ranges(sequence).unwrap_or_default() {
+            for range in self.window_ranges(sequence.len()).unwrap_or_default() {
                 pieces.push(sequence[range].to_string());
                 owner.push(i);
             }
@@ -264,21 +260,25 @@ impl HfModel {
         Ok(out)
     }
 
+    /// The windows a sequence of `len` nucleotides is embedded in: the user's (`?window=`),
+    /// else the recipe's (with its end-anchored last window); None where it is embedded whole.
+    fn window_ranges(&self, len: usize) -> Option<Vec<std::ops::Range<usize>>> {
+        match (self.window, self.recipe.windows()) {
+            (Some(window), _) => Some(window.ranges(len)),
+            (None, Some((size, stride))) => Some(end_anchored_windows(len, size, stride)),
+            (None, None) => None,
+        }
+    }
+
     /// How many of `sequences` lose tokens to the model's maximum length (with windows: in any
     /// of their windows). Counted from the tokens, so cached embeddings count too.
     pub fn truncated(&self, sequences: &[String]) -> usize {
         let cut = |piece: &str| self.tokenizer.truncates(piece, self.max_length);
         sequences
             .iter()
-            .filter(|sequence| match (self.window, self.recipe.windows()) {
-                (Some(window), _) => window
-                    .ranges(sequence.len())
-                    .into_iter()
-                    .any(|range| cut(&sequence[range])),
-                (None, Some((size, stride))) => end_anchored_windows(sequence.len(), size, stride)
-                    .into_iter()
-                    .any(|range| cut(&sequence[range])),
-                (None, None) => cut(sequence),
+            .filter(|sequence| match self.window_ranges(sequence.len()) {
+                Some(ranges) => ranges.into_iter().any(|range| cut(&sequence[range])),
+                None => cut(sequence),
             })
             .count()
     }
@@ -580,4 +580,34 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
 #[cfg(not(target_arch = "wasm32"))]
 fn cannot_read(path: &std::path::Path, e: std::io::Error) -> Error {
     Error::in_file(path.display().to_string(), format!("cannot read: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `_window_starts` of GENEB's SpliceBERT extractor, at 1,024 every 512.
+    #[test]
+    fn windows_end_at_the_sequence_end_as_the_splicebert_extractor_places_them() {
+        let starts = |len| -> Vec<usize> {
+            end_anchored_windows(len, 1024, 512)
+                .into_iter()
+                .map(|r| r.start)
+                .collect()
+        };
+        assert_eq!(end_anchored_windows(300, 1024, 512), vec![0..300]);
+        assert_eq!(starts(1024), vec![0]);
+        assert_eq!(starts(1025), vec![0, 1]);
+        assert_eq!(starts(1500), vec![0, 476]);
+        assert_eq!(starts(2048), vec![0, 512, 1024]);
+        assert_eq!(starts(2600), vec![0, 512, 1024, 1576]);
+        assert!(end_anchored_windows(2600, 1024, 512).iter().all(|r| r.len() == 1024));
+    }
+
+    #[test]
+    fn splicebert_input_is_upper_case_dna_with_ambiguity_codes_as_n() {
+        assert_eq!(iupac_to_n("acguRYSWKMBDHVn").unwrap(), "ACGTNNNNNNNNNNN");
+        let err = iupac_to_n("ACGT-A").unwrap_err().to_string();
+        assert!(err.contains("'ACGT-A'") && err.contains("'-'"), "{err}");
+    }
 }

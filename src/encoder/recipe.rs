@@ -121,15 +121,6 @@ pub enum Batching {
 pub const REFERENCE_BATCH: usize = 4;
 
 impl Recipe {
-    /// The recipe's pooling where it fixes one; the architecture's (`Arch::pooling`)
-    /// otherwise, which reads it from the model's config (Genomics-FM's [CLS]).
-    pub fn pooling_or(&self, arch: Pooling) -> Pooling {
-        match self.pooling {
-            Pooling::MaskedMean => arch,
-            fixed => fixed,
-        }
-    }
-
     /// The windows this recipe embeds in, if any.
     pub fn windows(&self) -> Option<(usize, usize)> {
         match self.truncation {
@@ -246,6 +237,10 @@ pub const DNABERT2_CLS: Recipe = Recipe {
 
 pub const DNABERT_S: Recipe = Recipe {
     pooling: Pooling::ClsToken,
+    deviations: &[
+        "the reference loads it with AutoModel.from_pretrained and no trust_remote_code; geneb \
+         runs the checkpoint's own MosaicBERT code (ALiBi, fused QKV, GLU), as DNABERT-2",
+    ],
     ..masked_mean("dnabert-s", "embedding_pipeline/extractors/dnabert-s.py")
 };
 
@@ -257,6 +252,10 @@ pub const MUTBERT: Recipe = masked_mean("mutbert", "embedding_pipeline/extractor
 
 pub const GENOMICS_FM: Recipe = Recipe {
     pooling: Pooling::ClsToken,
+    deviations: &[
+        "the reference turns every character but ACGT into N after upper-casing (U too); \
+         geneb's sequence readers turn U into T and the IUPAC codes into N before any model",
+    ],
     ..masked_mean(
         "genomics-fm",
         "embedding_pipeline/extractors/genomics-fm.py",

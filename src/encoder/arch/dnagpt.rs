@@ -205,10 +205,6 @@ impl Arch for DnaGpt {
         4 * self.dim
     }
 
-    fn pooling(&self) -> Pooling {
-        Pooling::HeadLogitsMean
-    }
-
     /// The masked-LM head's states before its last layer [batch, tokens, dim].
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
         let tokens = input_ids.dims()[1];

@@ -57,10 +57,11 @@ pub trait Arch: Send + Sync {
     }
     /// Floats per token of the widest intermediate tensor, for sizing batches.
     fn widest_activation(&self) -> usize;
-    /// How this model's reference extractor pools: one of its `ArchSpec::poolings`. Every
-    /// extractor but Genomics-FM's and DNAGPT's takes the masked mean of the hidden states.
-    fn pooling(&self) -> Pooling {
-        Pooling::MaskedMean
+    /// The extractor recipe of this variant where one architecture file serves several
+    /// (`bert.rs`: DNABERT-2, Genomics-FM, GENA-LM, MutBERT, DeepGene); None for the
+    /// architecture's own (`ArchSpec::recipe`).
+    fn recipe(&self) -> Option<&'static super::recipe::Recipe> {
+        None
     }
     /// The family as the user reads it, naming the variant where one file serves several.
     fn family(&self) -> &'static str;
