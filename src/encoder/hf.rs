@@ -91,7 +91,18 @@ pub struct HfModel {
 impl HfModel {
     /// Builds a model from its files; the weights are moved out of `files`, converted and
     /// uploaded one tensor at a time.
-    pub fn from_files(spec: String, mut files: ModelFiles, compute: Compute) -> Result<HfModel> {
+    pub fn from_files(spec: String, files: ModelFiles, compute: Compute) -> Result<HfModel> {
+        Self::build(spec, files, compute, None)
+    }
+
+    /// `from_files` with `recipe` in place of the one the spec, the known model or the
+    /// architecture names (the tests' flipped recipes).
+    fn build(
+        spec: String,
+        mut files: ModelFiles,
+        compute: Compute,
+        recipe: Option<&'static Recipe>,
+    ) -> Result<HfModel> {
         let hf_spec = match ModelSpec::parse(&spec)? {
             ModelSpec::Hf(hf) => Some(hf),
             _ => None,
@@ -120,6 +131,7 @@ impl HfModel {
         let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
         // The user's choice, else the known model's extractor, else its architecture's.
         let recipe = match hf_spec.as_ref().and_then(|hf| hf.recipe.as_deref()) {
+            _ if recipe.is_some() => recipe.unwrap_or(arch_spec.recipe),
             Some(name) => recipe::by_name(name)?,
             None => super::card::resolve_hub_id(&source, hub_id, &config)
                 .as_deref()
@@ -609,5 +621,77 @@ mod tests {
         assert_eq!(iupac_to_n("acguRYSWKMBDHVn").unwrap(), "ACGTNNNNNNNNNNN");
         let err = iupac_to_n("ACGT-A").unwrap_err().to_string();
         assert!(err.contains("'ACGT-A'") && err.contains("'-'"), "{err}");
+    }
+
+    /// The mutation check of the recipes, kept as a test: each fact flipped alone, the
+    /// fixture's reference embeddings (the published code run with the extractor's recipe) are
+    /// missed by far more than the 1e-4 they are met by.
+    #[test]
+    fn flipping_any_recipe_fact_misses_the_reference() {
+        use crate::encoder::recipe::{Batching, Padding, Pooling, Truncation};
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
+        // `raw`: the sequences as the fixture gives them, not through geneb's sequence readers.
+        let worst = |name: &str, query: &str, raw: bool, flip: &dyn Fn(&mut Recipe)| -> f32 {
+            let dir = fixtures.join(name);
+            let spec = format!("hf:{}{query}", dir.display());
+            let own = HfModel::from_files(spec.clone(), read_folder(&dir).unwrap(), super::super::backend::cpu())
+                .unwrap()
+                .recipe;
+            let mut flipped = *own;
+            flip(&mut flipped);
+            let model = HfModel::build(
+                spec,
+                read_folder(&dir).unwrap(),
+                super::super::backend::cpu(),
+                Some(Box::leak(Box::new(flipped))),
+            )
+            .unwrap();
+            let expected: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
+            let sequences: Vec<String> = expected["sequences"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap().to_string())
+                .map(|s| if raw { s } else { crate::seq::normalize_sequence(&s).unwrap() })
+                .collect();
+            let got = pollster::block_on(model.embed(&sequences)).unwrap();
+            let want = expected["pooled"].as_array().unwrap();
+            got.rows()
+                .into_iter()
+                .zip(want)
+                .flat_map(|(row, want)| {
+                    let want: Vec<f32> = want
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_f64().unwrap() as f32)
+                        .collect();
+                    row.iter().zip(want).map(|(a, b)| (a - b).abs()).collect::<Vec<_>>()
+                })
+                .fold(0f32, f32::max)
+        };
+        let keep = |_: &mut Recipe| {};
+        let flips: Vec<(&str, &str, &str, Box<dyn Fn(&mut Recipe)>)> = vec![
+            ("janus/w", "", "special tokens: the tokenizer's", Box::new(|r| r.special_tokens = SpecialTokens::Tokenizer)),
+            ("splicebert", "", "input as given", Box::new(|r| r.input = Input::AsGiven)),
+            ("splicebert", "", "no windows", Box::new(|r| r.truncation = Truncation::ModelMaximum)),
+            ("splicebert", "?window=1024,512", "no end-anchored window", Box::new(keep)),
+            ("hyena/tiny", "", "batches independent", Box::new(|r| r.batching = Batching::Independent)),
+            ("hyena/tiny", "", "masked mean", Box::new(|r| r.pooling = Pooling::MaskedMean)),
+            ("hyena/tiny", "", "right padding", Box::new(|r| r.padding = Padding::Right)),
+            ("caduceus/ph", "", "mask to the model", Box::new(|r| r.mask_to_model = true)),
+            ("caduceus/ps", "", "batches independent", Box::new(|r| r.batching = Batching::Independent)),
+            ("caduceus/ph", "", "right padding", Box::new(|r| r.padding = Padding::Right)),
+            ("plantcaduceus", "", "left padding", Box::new(|r| r.padding = Padding::Left)),
+            ("dnabert2", "", "[CLS] pooling", Box::new(|r| r.pooling = Pooling::ClsToken)),
+            ("genomics_fm", "", "masked mean", Box::new(|r| r.pooling = Pooling::MaskedMean)),
+        ];
+        for (name, query, what, flip) in &flips {
+            let raw = *what == "input as given";
+            let off = worst(name, query, raw, flip.as_ref());
+            eprintln!("{name}{query}, {what}: max |Δ| = {off:.2e}");
+            assert!(off > 1e-3, "{name}{query}: flipping to {what} still meets the reference ({off})");
+        }
     }
 }
