@@ -771,16 +771,18 @@ fn gated(gate_up: Tensor<3>, groups: usize) -> Tensor<3> {
 }
 
 impl Block {
-    /// `rows` [batch, L, 1]: 1 where the extractor's attention mask is 1. An attention mixer's
+    /// `rows` [batch, L, 1], where the block takes the mask: 1 where the extractor's attention
+    /// mask is 1. An attention mixer's
     /// output is zero on the other rows: the published flash-attention path runs varlen
     /// attention over the masked-in positions only and pads the rest with zeros (bias-free
     /// `o_proj` keeps them zero). Both streams get the same, unflipped mask, as the published
     /// `BiJanusDNAAttentionWrapper` passes it; the Mamba mixers take no mask.
-    fn forward(&self, x: Tensor<3>, rows: &Tensor<3>) -> Tensor<3> {
+    fn forward(&self, x: Tensor<3>, rows: Option<&Tensor<3>>) -> Tensor<3> {
         let normed = self.input_norm.forward(x.clone());
-        let mixed = match &self.mixer {
-            Mixer::Mamba(mamba) => mamba.forward(normed),
-            Mixer::Attention(attention) => attention.forward(normed) * rows.clone(),
+        let mixed = match (&self.mixer, rows) {
+            (Mixer::Mamba(mamba), _) => mamba.forward(normed),
+            (Mixer::Attention(attention), Some(rows)) => attention.forward(normed) * rows.clone(),
+            (Mixer::Attention(attention), None) => attention.forward(normed),
         };
         let x = x + mixed;
         x.clone() + self.feed_forward.forward(self.feed_forward_norm.forward(x))
@@ -819,13 +821,12 @@ impl Arch for Janus {
         let mut forward = embedded.clone();
         let mut reverse = embedded.flip([1]);
         for layer in &self.layers {
-            forward = layer.forward.forward(forward, &rows);
-            reverse = layer.reverse.forward(reverse, &rows);
+            forward = layer.forward.forward(forward, Some(&rows));
+            reverse = layer.reverse.forward(reverse, Some(&rows));
         }
         let both = Tensor::cat(vec![forward, reverse.flip([1])], 1);
         // The final Janus attention (flex_attention with its block mask) takes no padding mask.
-        let ones = Tensor::<3>::ones([batch, 2 * length, 1], &device);
-        let both = self.final_attention.forward(both, &ones);
+        let both = self.final_attention.forward(both, None);
         // `final_fusion_repos_formasked`: token p from forward p − 1 and reverse p + 1; the
         // first token from reverse 1 alone, the last from forward L − 2 alone.
         let forward = both.clone().narrow(1, 0, length);
