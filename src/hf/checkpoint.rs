@@ -238,19 +238,12 @@ impl Checkpoint {
         if missing.is_empty() {
             return Ok(());
         }
-        let shown: Vec<&str> = missing.iter().take(8).map(String::as_str).collect();
-        let more = missing.len() - shown.len();
         Err(Error::in_file(
             &self.source,
             format!(
-                "the checkpoint lacks {} tensor(s) that config.json needs: {}{}; {why}",
+                "the checkpoint lacks {} tensor(s) that config.json needs: {}; {why}",
                 missing.len(),
-                shown.join(", "),
-                if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                }
+                first_names(missing.iter().map(String::as_str)),
             ),
         ))
     }
@@ -453,22 +446,25 @@ impl Checkpoint {
         if unused.is_empty() {
             return Ok(());
         }
-        let shown: Vec<&str> = unused.iter().take(8).map(|s| s.as_str()).collect();
-        let more = unused.len().saturating_sub(shown.len());
         Err(Error::in_file(
             &self.source,
             format!(
-                "{} tensor(s) in the checkpoint are not used by this architecture: {}{} — is \
+                "{} tensor(s) in the checkpoint are not used by this architecture: {} — is \
                  config.json from the same model?",
                 unused.len(),
-                shown.join(", "),
-                if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                }
+                first_names(unused.iter().map(|s| s.as_str())),
             ),
         ))
+    }
+}
+
+/// The first eight of `names`, then how many more: a message names them without flooding.
+fn first_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
+    let total = names.len();
+    let shown: Vec<&str> = names.take(8).collect();
+    match total - shown.len() {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
     }
 }
 
