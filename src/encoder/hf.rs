@@ -673,19 +673,19 @@ mod tests {
         };
         let keep = |_: &mut Recipe| {};
         let flips: Vec<(&str, &str, &str, Box<dyn Fn(&mut Recipe)>)> = vec![
-            ("janus/w", "", "special tokens: the tokenizer's", Box::new(|r| r.special_tokens = SpecialTokens::Tokenizer)),
-            ("splicebert", "", "input as given", Box::new(|r| r.input = Input::AsGiven)),
-            ("splicebert", "", "no windows", Box::new(|r| r.truncation = Truncation::ModelMaximum)),
+            ("janus/w", "", "special tokens: the tokenizer's", Box::new(|r: &mut Recipe| r.special_tokens = SpecialTokens::Tokenizer)),
+            ("splicebert", "", "input as given", Box::new(|r: &mut Recipe| r.input = Input::AsGiven)),
+            ("splicebert", "", "no windows", Box::new(|r: &mut Recipe| r.truncation = Truncation::ModelMaximum)),
             ("splicebert", "?window=1024,512", "no end-anchored window", Box::new(keep)),
-            ("hyena/tiny", "", "batches independent", Box::new(|r| r.batching = Batching::Independent)),
-            ("hyena/tiny", "", "masked mean", Box::new(|r| r.pooling = Pooling::MaskedMean)),
-            ("hyena/tiny", "", "right padding", Box::new(|r| r.padding = Padding::Right)),
-            ("caduceus/ph", "", "mask to the model", Box::new(|r| r.mask_to_model = true)),
-            ("caduceus/ps", "", "batches independent", Box::new(|r| r.batching = Batching::Independent)),
-            ("caduceus/ph", "", "right padding", Box::new(|r| r.padding = Padding::Right)),
-            ("plantcaduceus", "", "left padding", Box::new(|r| r.padding = Padding::Left)),
-            ("dnabert2", "", "[CLS] pooling", Box::new(|r| r.pooling = Pooling::ClsToken)),
-            ("genomics_fm", "", "masked mean", Box::new(|r| r.pooling = Pooling::MaskedMean)),
+            ("hyena/tiny", "", "batches independent", Box::new(|r: &mut Recipe| r.batching = Batching::Independent)),
+            ("hyena/tiny", "", "masked mean", Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean)),
+            ("hyena/tiny", "", "right padding", Box::new(|r: &mut Recipe| r.padding = Padding::Right)),
+            ("caduceus/ph", "", "mask to the model", Box::new(|r: &mut Recipe| r.mask_to_model = true)),
+            ("caduceus/ps", "", "batches independent", Box::new(|r: &mut Recipe| r.batching = Batching::Independent)),
+            ("caduceus/ph", "", "right padding", Box::new(|r: &mut Recipe| r.padding = Padding::Right)),
+            ("plantcaduceus", "", "left padding", Box::new(|r: &mut Recipe| r.padding = Padding::Left)),
+            ("dnabert2", "", "[CLS] pooling", Box::new(|r: &mut Recipe| r.pooling = Pooling::ClsToken)),
+            ("genomics_fm", "", "masked mean", Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean)),
         ];
         for (name, query, what, flip) in &flips {
             let raw = *what == "input as given";
