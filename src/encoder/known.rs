@@ -299,7 +299,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
         supported: true,
         checked: Check::RandomWeightsSameShape,
-        recipe: &recipe::PLANTCADUCEUS,
+        recipe: &recipe::CADUCEUS,
     },
     KnownModel {
         hub_id: Some("JadenLong/MutBERT"),

@@ -88,8 +88,12 @@ pub enum SpecialTokens {
 pub enum Padding {
     /// On the right to the longest in the batch; the mask keeps it out of every result.
     Right,
-    /// On the left, as the tokenizer pads by default, to the longest of the batch.
+    /// On the left to the longest of the batch.
     Left,
+    /// On the side the model's tokenizer pads (`padding_side`: left for HyenaDNA's and
+    /// Caduceus's character tokenizers, right for PlantCaduceus's `tokenizer.json`), to the
+    /// longest of the batch.
+    TokenizerSide,
     /// On the right to a fixed length (`padding="max_length"`).
     RightTo { length: usize },
 }
@@ -187,7 +191,7 @@ pub const SPLICEBERT: Recipe = Recipe {
 };
 
 pub const HYENADNA: Recipe = Recipe {
-    padding: Padding::Left,
+    padding: Padding::TokenizerSide,
     mask_to_model: false,
     pooling: Pooling::UnmaskedMean,
     batching: Batching::FileOrder {
@@ -203,20 +207,12 @@ pub const HYENADNA: Recipe = Recipe {
 };
 
 pub const CADUCEUS: Recipe = Recipe {
-    padding: Padding::Left,
+    padding: Padding::TokenizerSide,
     mask_to_model: false,
     batching: Batching::FileOrder {
         size: REFERENCE_BATCH,
     },
     ..masked_mean("caduceus", "embedding_pipeline/extractors/caduceus.py")
-};
-
-/// PlantCaduceus through the same file: its `tokenizer.json` (GPN's) pads on the right, so the
-/// reverse stream reads the padding before the sequence.
-pub const PLANTCADUCEUS: Recipe = Recipe {
-    name: "plantcaduceus",
-    padding: Padding::Right,
-    ..CADUCEUS
 };
 
 pub const NT: Recipe = Recipe {
@@ -283,7 +279,6 @@ pub const RECIPES: &[&Recipe] = &[
     &GROVER,
     &HYENADNA,
     &CADUCEUS,
-    &PLANTCADUCEUS,
     &SPLICEBERT,
     &MUTBERT,
     &GENOMICS_FM,
@@ -315,6 +310,11 @@ impl Recipe {
         let padding = match self.padding {
             Padding::Right => "right, to the batch's longest".to_string(),
             Padding::Left => "left, to the batch's longest".to_string(),
+            Padding::TokenizerSide => {
+                "the tokenizer's side (left for HyenaDNA's and Caduceus's tokenizers, right for \
+                 PlantCaduceus's), to the batch's longest"
+                    .to_string()
+            }
             Padding::RightTo { length } => format!("right, to {length} tokens"),
         };
         let specials = match self.special_tokens {

@@ -48,9 +48,11 @@ def oracle(name):
 
 
 def sequences(rows):
-    """Eight sequences, two batches of four, every batch mixing lengths (1 to 300 nt, N)."""
+    """Eight sequences, two batches of four, every batch mixing lengths (1 to 300 nt, N).
+    Upper case, as geneb's sequence readers hand every model its input (HyenaDNA's tokenizer
+    would read lower case as [UNK]; GENEB's task files are upper case)."""
     return [rows[0][:1], rows[1][:150], rows[2][:3], rows[3][:200] + "NNNN" + rows[40][:96],
-            rows[4][:40], rows[5][:41], rows[6][:7].lower(), rows[7][:120]]
+            rows[4][:40], rows[5][:41], rows[6][:7], rows[7][:120]]
 
 
 def batches(seqs):
