@@ -224,8 +224,15 @@ pub const NT: Recipe = Recipe {
     ..masked_mean("nt", "embedding_pipeline/extractors/nt.py")
 };
 
+/// DNABERT-2 has two extractor files of one class name, `DNABERT2Extractor`: `dnabert2.py`
+/// (the masked mean) and `dnabert-2.py` ([CLS]). The published rows are taken to be
+/// `dnabert2.py`'s: it is the file kept up to date with the pipeline (its later version, of the
+/// commit that brought `janusdna.py` and `mutbert.py`, takes the `BaseEmbeddingExtractor` base
+/// and `max_length=512` like them), while `dnabert-2.py` stayed at the older commit of
+/// `hyenadna.py` and `nt.py`, without the base class. `?recipe=dnabert2-cls` runs the other.
 pub const DNABERT2: Recipe = masked_mean("dnabert2", "embedding_pipeline/extractors/dnabert2.py");
 
+/// `dnabert-2.py`: the same call, pooled by [CLS] (`?recipe=dnabert2-cls`).
 pub const DNABERT2_CLS: Recipe = Recipe {
     pooling: Pooling::ClsToken,
     ..masked_mean("dnabert2-cls", "embedding_pipeline/extractors/dnabert-2.py")
