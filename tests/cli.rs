@@ -731,8 +731,17 @@ fn the_readme_recipe_table_is_the_generated_one() {
         generated,
         "README.md's recipe table is stale: put `geneb models --recipes-markdown` between its lines"
     );
-    for recipe in ["janusdna", "splicebert", "hyenadna", "caduceus", "dnabert2-cls"] {
-        assert!(generated.contains(&format!("`{recipe}`")), "{recipe}: {generated}");
+    for recipe in [
+        "janusdna",
+        "splicebert",
+        "hyenadna",
+        "caduceus",
+        "dnabert2-cls",
+    ] {
+        assert!(
+            generated.contains(&format!("`{recipe}`")),
+            "{recipe}: {generated}"
+        );
     }
     let listing = ok_json(&geneb(&["models"]));
     let known = listing["known"].as_array().unwrap();
@@ -749,7 +758,12 @@ fn the_readme_recipe_table_is_the_generated_one() {
         janus["recipe"]["reference"],
         "embedding_pipeline/extractors/janusdna.py"
     );
-    assert!(janus["recipeSummary"].as_str().unwrap().contains("janusdna.py"));
+    assert!(
+        janus["recipeSummary"]
+            .as_str()
+            .unwrap()
+            .contains("janusdna.py")
+    );
 }
 
 #[test]

@@ -249,7 +249,11 @@ fn splicebert_embeds_as_its_extractor_windows_and_normalises() {
     .unwrap();
     let got = pollster::block_on(encoder.embed(&raw)).unwrap();
     let mut worst = 0f32;
-    for (row, want) in got.rows().into_iter().zip(expected["pooled"].as_array().unwrap()) {
+    for (row, want) in got
+        .rows()
+        .into_iter()
+        .zip(expected["pooled"].as_array().unwrap())
+    {
         for (a, b) in row.iter().zip(want.as_array().unwrap()) {
             worst = worst.max((a - b.as_f64().unwrap() as f32).abs());
         }
@@ -260,7 +264,11 @@ fn splicebert_embeds_as_its_extractor_windows_and_normalises() {
     let recipe = described.recipe.expect("a recipe");
     assert_eq!(recipe.name, "splicebert");
     assert_eq!(recipe.reference, "harness/extractors/splicebert.py");
-    assert!(described.truncation.contains("plus one ending"), "{}", described.truncation);
+    assert!(
+        described.truncation.contains("plus one ending"),
+        "{}",
+        described.truncation
+    );
     let err = pollster::block_on(encoder.embed(&["ACGTXACGT".to_string()]))
         .unwrap_err()
         .to_string();

@@ -513,7 +513,10 @@ pub fn end_anchored_windows(len: usize, size: usize, stride: usize) -> Vec<std::
     if starts.last() != Some(&(len - size)) {
         starts.push(len - size);
     }
-    starts.into_iter().map(|start| start..start + size).collect()
+    starts
+        .into_iter()
+        .map(|start| start..start + size)
+        .collect()
 }
 
 /// SpliceBERT's `_normalize_sequence`: upper case, U → T, the IUPAC ambiguity codes → N; any
@@ -528,7 +531,11 @@ pub fn iupac_to_n(sequence: &str) -> Result<String> {
             'R' | 'Y' | 'S' | 'W' | 'K' | 'M' | 'B' | 'D' | 'H' | 'V' => 'N',
             _ => {
                 let shown: String = sequence.chars().take(24).collect();
-                let more = if sequence.chars().count() > 24 { "…" } else { "" };
+                let more = if sequence.chars().count() > 24 {
+                    "…"
+                } else {
+                    ""
+                };
                 return Err(Error::new(format!(
                     "sequence '{shown}{more}' ({} nt) has {c:?}, which is no IUPAC nucleotide \
                      code: SpliceBERT's extractor refuses it",
@@ -617,7 +624,11 @@ mod tests {
         assert_eq!(starts(1500), vec![0, 476]);
         assert_eq!(starts(2048), vec![0, 512, 1024]);
         assert_eq!(starts(2600), vec![0, 512, 1024, 1536, 1576]);
-        assert!(end_anchored_windows(2600, 1024, 512).iter().all(|r| r.len() == 1024));
+        assert!(
+            end_anchored_windows(2600, 1024, 512)
+                .iter()
+                .all(|r| r.len() == 1024)
+        );
     }
 
     #[test]
@@ -633,14 +644,19 @@ mod tests {
     #[test]
     fn flipping_any_recipe_fact_misses_the_reference() {
         use crate::encoder::recipe::{Batching, Padding, Pooling, Truncation};
-        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
         // `raw`: the sequences as the fixture gives them, not through geneb's sequence readers.
         let worst = |name: &str, query: &str, raw: bool, flip: &dyn Fn(&mut Recipe)| -> f32 {
             let dir = fixtures.join(name);
             let spec = format!("hf:{}{query}", dir.display());
-            let own = HfModel::from_files(spec.clone(), read_folder(&dir).unwrap(), super::super::backend::cpu())
-                .unwrap()
-                .recipe;
+            let own = HfModel::from_files(
+                spec.clone(),
+                read_folder(&dir).unwrap(),
+                super::super::backend::cpu(),
+            )
+            .unwrap()
+            .recipe;
             let mut flipped = *own;
             flip(&mut flipped);
             let model = HfModel::build(
@@ -657,7 +673,13 @@ mod tests {
                 .unwrap()
                 .iter()
                 .map(|s| s.as_str().unwrap().to_string())
-                .map(|s| if raw { s } else { crate::seq::normalize_sequence(&s).unwrap() })
+                .map(|s| {
+                    if raw {
+                        s
+                    } else {
+                        crate::seq::normalize_sequence(&s).unwrap()
+                    }
+                })
                 .collect();
             let got = pollster::block_on(model.embed(&sequences)).unwrap();
             let want = expected["pooled"].as_array().unwrap();
@@ -671,25 +693,93 @@ mod tests {
                         .iter()
                         .map(|v| v.as_f64().unwrap() as f32)
                         .collect();
-                    row.iter().zip(want).map(|(a, b)| (a - b).abs()).collect::<Vec<_>>()
+                    row.iter()
+                        .zip(want)
+                        .map(|(a, b)| (a - b).abs())
+                        .collect::<Vec<_>>()
                 })
                 .fold(0f32, f32::max)
         };
         let keep = |_: &mut Recipe| {};
         let flips: Vec<(&str, &str, &str, Box<dyn Fn(&mut Recipe)>)> = vec![
-            ("janus/w", "", "special tokens: the tokenizer's", Box::new(|r: &mut Recipe| r.special_tokens = SpecialTokens::Tokenizer)),
-            ("splicebert", "", "input as given", Box::new(|r: &mut Recipe| r.input = Input::AsGiven)),
-            ("splicebert", "", "no windows", Box::new(|r: &mut Recipe| r.truncation = Truncation::ModelMaximum)),
-            ("splicebert", "?window=1024,512", "no end-anchored window", Box::new(keep)),
-            ("hyena/tiny", "", "batches independent", Box::new(|r: &mut Recipe| r.batching = Batching::Independent)),
-            ("hyena/tiny", "", "masked mean", Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean)),
-            ("hyena/tiny", "", "right padding", Box::new(|r: &mut Recipe| r.padding = Padding::Right)),
-            ("caduceus/ph", "", "mask to the model", Box::new(|r: &mut Recipe| r.mask_to_model = true)),
-            ("caduceus/ps", "", "batches independent", Box::new(|r: &mut Recipe| r.batching = Batching::Independent)),
-            ("caduceus/ph", "", "right padding", Box::new(|r: &mut Recipe| r.padding = Padding::Right)),
-            ("plantcaduceus", "", "left padding", Box::new(|r: &mut Recipe| r.padding = Padding::Left)),
-            ("dnabert2", "", "[CLS] pooling", Box::new(|r: &mut Recipe| r.pooling = Pooling::ClsToken)),
-            ("genomics_fm", "", "masked mean", Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean)),
+            (
+                "janus/w",
+                "",
+                "special tokens: the tokenizer's",
+                Box::new(|r: &mut Recipe| r.special_tokens = SpecialTokens::Tokenizer),
+            ),
+            (
+                "splicebert",
+                "",
+                "input as given",
+                Box::new(|r: &mut Recipe| r.input = Input::AsGiven),
+            ),
+            (
+                "splicebert",
+                "",
+                "no windows",
+                Box::new(|r: &mut Recipe| r.truncation = Truncation::ModelMaximum),
+            ),
+            (
+                "splicebert",
+                "?window=1024,512",
+                "no end-anchored window",
+                Box::new(keep),
+            ),
+            (
+                "hyena/tiny",
+                "",
+                "batches independent",
+                Box::new(|r: &mut Recipe| r.batching = Batching::Independent),
+            ),
+            (
+                "hyena/tiny",
+                "",
+                "masked mean",
+                Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean),
+            ),
+            (
+                "hyena/tiny",
+                "",
+                "right padding",
+                Box::new(|r: &mut Recipe| r.padding = Padding::Right),
+            ),
+            (
+                "caduceus/ph",
+                "",
+                "mask to the model",
+                Box::new(|r: &mut Recipe| r.mask_to_model = true),
+            ),
+            (
+                "caduceus/ps",
+                "",
+                "batches independent",
+                Box::new(|r: &mut Recipe| r.batching = Batching::Independent),
+            ),
+            (
+                "caduceus/ph",
+                "",
+                "right padding",
+                Box::new(|r: &mut Recipe| r.padding = Padding::Right),
+            ),
+            (
+                "plantcaduceus",
+                "",
+                "left padding",
+                Box::new(|r: &mut Recipe| r.padding = Padding::Left),
+            ),
+            (
+                "dnabert2",
+                "",
+                "[CLS] pooling",
+                Box::new(|r: &mut Recipe| r.pooling = Pooling::ClsToken),
+            ),
+            (
+                "genomics_fm",
+                "",
+                "masked mean",
+                Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean),
+            ),
         ];
         for (name, query, what, flip) in &flips {
             let raw = *what == "input as given";
@@ -700,7 +790,10 @@ mod tests {
             }))
             .unwrap_or(f32::INFINITY);
             eprintln!("{name}{query}, {what}: max |Δ| = {off:.2e}");
-            assert!(off > 1e-3, "{name}{query}: flipping to {what} still meets the reference ({off})");
+            assert!(
+                off > 1e-3,
+                "{name}{query}: flipping to {what} still meets the reference ({off})"
+            );
         }
     }
 }

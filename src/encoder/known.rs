@@ -96,7 +96,8 @@ const HYENA: &str = "HyenaDNA";
 const GENA: &str = "GENA-LM (BERT, pre-layer-norm)";
 const JANUS_WEIGHTS: &str = "https://github.com/Qihao-Duan/JanusDNA (Harvard Dataverse link in \
      its README): its model_config.json and .ckpt in one folder";
-const JANUS_TOKENIZER: &str = "characters (CaduceusTokenizer), no special tokens, padded on the right to 1,024";
+const JANUS_TOKENIZER: &str =
+    "characters (CaduceusTokenizer), no special tokens, padded on the right to 1,024";
 
 static KNOWN: [KnownModel; 24] = [
     KnownModel {

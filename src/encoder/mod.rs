@@ -355,7 +355,9 @@ impl Encoder {
                          GENEB's extractor",
                         e.max_length()
                     ),
-                    (None, None) => format!("first {} tokens, special tokens included", e.max_length()),
+                    (None, None) => {
+                        format!("first {} tokens, special tokens included", e.max_length())
+                    }
                     (Some(w), _) => format!(
                         "NON-STANDARD: windows of {} nt every {} nt (each truncated to {} tokens), \
                          mean of the windows' embeddings; GENEB's baselines truncate",

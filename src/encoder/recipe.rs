@@ -32,11 +32,12 @@ impl Pooling {
             Pooling::MaskedMean => "mean over the attention mask, special tokens included",
             Pooling::ClsToken => "the first ([CLS]) token's final hidden state",
             Pooling::HeadLogitsMean => "mean over the tokens of the masked-LM head's logits",
-            Pooling::UnmaskedMean => "mean over every position of the padded batch, padding included",
+            Pooling::UnmaskedMean => {
+                "mean over every position of the padded batch, padding included"
+            }
         }
     }
 }
-
 
 /// One extractor's recipe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -173,10 +174,7 @@ pub const JANUSDNA: Recipe = Recipe {
         "a checkpoint lacking tensors the config needs is refused; the reference's \
          strict=False load would run them at their random initialisation",
     ],
-    ..masked_mean(
-        "janusdna",
-        "embedding_pipeline/extractors/janusdna.py",
-    )
+    ..masked_mean("janusdna", "embedding_pipeline/extractors/janusdna.py")
 };
 
 pub const SPLICEBERT: Recipe = Recipe {
@@ -355,7 +353,15 @@ impl Recipe {
 
     /// The facts in one line (the page's model table).
     pub fn summary(&self) -> String {
-        let [specials, padding, mask, pooling, truncation, batching, dtype] = self.columns();
+        let [
+            specials,
+            padding,
+            mask,
+            pooling,
+            truncation,
+            batching,
+            dtype,
+        ] = self.columns();
         format!(
             "special tokens: {specials}; padding: {padding}; mask to the model: {mask}; \
              pooling: {pooling}; truncation: {truncation}; batches: {batching}; reference dtype \
@@ -366,7 +372,15 @@ impl Recipe {
 
     /// `geneb models --recipes-markdown`'s row for the models `models` (their display names).
     fn markdown_row(&self, models: &str) -> String {
-        let [specials, padding, mask, pooling, truncation, batching, dtype] = self.columns();
+        let [
+            specials,
+            padding,
+            mask,
+            pooling,
+            truncation,
+            batching,
+            dtype,
+        ] = self.columns();
         let deviations = if self.deviations.is_empty() {
             "none".to_string()
         } else {
@@ -375,7 +389,10 @@ impl Recipe {
         let reference = if self.name == GENERIC.name {
             self.reference.to_string()
         } else {
-            format!("[`{}`](https://github.com/{GENEB}/blob/main/{})", self.reference, self.reference)
+            format!(
+                "[`{}`](https://github.com/{GENEB}/blob/main/{})",
+                self.reference, self.reference
+            )
         };
         format!(
             "| {models} | `{}` | {specials} | {padding} | {mask} | {pooling} | {truncation} | \
@@ -415,6 +432,9 @@ mod tests {
             assert_eq!(by_name(recipe.name).unwrap(), *recipe);
         }
         let err = by_name("nope").unwrap_err().to_string();
-        assert!(err.contains("no recipe 'nope'") && err.contains("dnabert2-cls"), "{err}");
+        assert!(
+            err.contains("no recipe 'nope'") && err.contains("dnabert2-cls"),
+            "{err}"
+        );
     }
 }

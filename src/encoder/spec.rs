@@ -54,8 +54,10 @@ impl ModelSpec {
                     return Err(bad("expected ?window=SIZE,STRIDE once"));
                 } else {
                     window = Some(parse_window(option).ok_or_else(|| {
-                        bad("expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE) \
-                             or ?recipe=NAME")
+                        bad(
+                            "expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE) \
+                             or ?recipe=NAME",
+                        )
                     })?);
                 }
             }

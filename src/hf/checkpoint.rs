@@ -250,7 +250,9 @@ impl Checkpoint {
 
     /// Takes a float tensor as contiguous row-major f32, checking its shape.
     pub fn take(&mut self, name: &str, expected_shape: &[usize]) -> Result<Vec<f32>> {
-        let elements = expected_shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        let elements = expected_shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d));
         if let (Some(missing), Some(elements)) = (&mut self.missing, elements)
             && !self.entries.contains_key(name)
             && elements <= MISSING_STAND_IN_ELEMENTS

@@ -17,9 +17,9 @@ pub mod janus;
 pub mod nt;
 pub mod roformer;
 
-pub use super::recipe::Pooling;
 use super::backend::Compute;
 use super::layers::config_error;
+pub use super::recipe::Pooling;
 use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
