@@ -180,6 +180,14 @@ mod tests {
             })
         );
         assert_eq!(hub.hub_repo(), Some(("owner/name", "v1")));
+        assert_eq!(hub.recipe, None);
+        let ModelSpec::Hf(both) =
+            ModelSpec::parse("hf:owner/name?recipe=dnabert2-cls&window=1024,512").unwrap()
+        else {
+            panic!("not hf")
+        };
+        assert_eq!(both.recipe.as_deref(), Some("dnabert2-cls"));
+        assert_eq!(both.window.map(|w| w.size), Some(1024));
         let ModelSpec::Hf(folder) = ModelSpec::parse("hf:./models/nt").unwrap() else {
             panic!("not hf")
         };
@@ -196,6 +204,9 @@ mod tests {
             ("hf:m?window=4,8", "expected ?window"),
             ("hf:m?window=0,0", "expected ?window"),
             ("hf:m?win=4,2", "expected ?window"),
+            ("hf:m?recipe=", "expected ?recipe=NAME once"),
+            ("hf:m?recipe=a&recipe=b", "expected ?recipe=NAME once"),
+            ("hf:m?window=4,2&window=4,2", "expected ?window=SIZE,STRIDE once"),
             ("bert", "unknown model 'bert'"),
         ] {
             let err = ModelSpec::parse(bad).unwrap_err().to_string();
