@@ -716,6 +716,47 @@ fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
     );
 }
 
+/// SpliceBERT takes RNA, lower case and IUPAC codes as its extractor does, and a character
+/// outside IUPAC is one line naming the sequence (its line in the file) with exit 2, where the
+/// reference raises; a JanusDNA folder as its training saves it loads, and says on stderr that
+/// its checkpoint has no `final_mlp` (tolerated: the extractor replaces it by Identity).
+#[test]
+fn splicebert_and_janus_inputs_are_taken_or_refused_as_their_extractors_do() {
+    let dir = scratch("recipes_cli");
+    let out_npy = dir.join("e.npy");
+    let embed = |model: &str, input: &Path| {
+        geneb(&[
+            "embed",
+            "--model",
+            model,
+            "--input",
+            input.to_str().unwrap(),
+            "--out",
+            out_npy.to_str().unwrap(),
+        ])
+    };
+    let splicebert = format!("hf:{}", repo("tests/fixtures/models/splicebert").display());
+    let good = dir.join("good.txt");
+    std::fs::write(&good, "acguRYNacgt\nACGTACGTAC\n").unwrap();
+    let out = embed(&splicebert, &good);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, "ACGTACGT\nACGTXACGT\n").unwrap();
+    let stderr = refusal(&embed(&splicebert, &bad), "SpliceBERT with an X");
+    assert!(
+        stderr.contains("bad.txt") && stderr.contains("'X'"),
+        "{stderr}"
+    );
+    let janus = format!("hf:{}", repo("tests/fixtures/models/janus/w").display());
+    let out = embed(&janus, &good);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("no model.model.final_mlp.* tensors") && stderr.contains("strict=False"),
+        "{stderr}"
+    );
+}
+
 /// README.md's recipe table is `geneb models --recipes-markdown`'s output, not a restatement;
 /// `geneb models --json` carries the same record per known model.
 #[test]
