@@ -739,7 +739,11 @@ fn splicebert_and_janus_inputs_are_taken_or_refused_as_their_extractors_do() {
     let good = dir.join("good.txt");
     std::fs::write(&good, "acguRYNacgt\nACGTACGTAC\n").unwrap();
     let out = embed(&splicebert, &good);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let bad = dir.join("bad.txt");
     std::fs::write(&bad, "ACGTACGT\nACGTXACGT\n").unwrap();
     let stderr = refusal(&embed(&splicebert, &bad), "SpliceBERT with an X");

@@ -507,7 +507,7 @@ impl HfModel {
 /// sequence of at most `size` is one window.
 pub fn end_anchored_windows(len: usize, size: usize, stride: usize) -> Vec<std::ops::Range<usize>> {
     if len <= size {
-        return vec![0..len];
+        return std::iter::once(0..len).collect();
     }
     let mut starts: Vec<usize> = (0..=len - size).step_by(stride.max(1)).collect();
     if starts.last() != Some(&(len - size)) {
@@ -701,7 +701,14 @@ mod tests {
                 .fold(0f32, f32::max)
         };
         let keep = |_: &mut Recipe| {};
-        let flips: Vec<(&str, &str, &str, Box<dyn Fn(&mut Recipe)>)> = vec![
+        // (fixture, spec options, the flip in words, the flip)
+        type Flip = (
+            &'static str,
+            &'static str,
+            &'static str,
+            Box<dyn Fn(&mut Recipe)>,
+        );
+        let flips: Vec<Flip> = vec![
             (
                 "janus/w",
                 "",

@@ -206,7 +206,10 @@ mod tests {
             ("hf:m?win=4,2", "expected ?window"),
             ("hf:m?recipe=", "expected ?recipe=NAME once"),
             ("hf:m?recipe=a&recipe=b", "expected ?recipe=NAME once"),
-            ("hf:m?window=4,2&window=4,2", "expected ?window=SIZE,STRIDE once"),
+            (
+                "hf:m?window=4,2&window=4,2",
+                "expected ?window=SIZE,STRIDE once",
+            ),
             ("bert", "unknown model 'bert'"),
         ] {
             let err = ModelSpec::parse(bad).unwrap_err().to_string();
