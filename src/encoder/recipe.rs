@@ -309,8 +309,19 @@ pub fn by_name(name: &str) -> crate::Result<&'static Recipe> {
         })
 }
 
+/// What `Recipe::columns` states, in order: the README table's headers.
+const FACTS: [&str; 7] = [
+    "Special tokens",
+    "Padding",
+    "Mask to model",
+    "Pooling",
+    "Truncation",
+    "Batches",
+    "Reference dtype (CUDA)",
+];
+
 impl Recipe {
-    /// The facts in words, one per column of the README's table.
+    /// The facts in words, one per column of the README's table (`FACTS`).
     pub fn columns(&self) -> [String; 7] {
         let padding = match self.padding {
             Padding::Right => "right, to the batch's longest".to_string(),
@@ -353,34 +364,16 @@ impl Recipe {
 
     /// The facts in one line (the page's model table).
     pub fn summary(&self) -> String {
-        let [
-            specials,
-            padding,
-            mask,
-            pooling,
-            truncation,
-            batching,
-            dtype,
-        ] = self.columns();
-        format!(
-            "special tokens: {specials}; padding: {padding}; mask to the model: {mask}; \
-             pooling: {pooling}; truncation: {truncation}; batches: {batching}; reference dtype \
-             on CUDA: {dtype} ({})",
-            self.reference
-        )
+        let facts: Vec<String> = FACTS
+            .iter()
+            .zip(self.columns())
+            .map(|(fact, value)| format!("{fact}: {value}"))
+            .collect();
+        format!("{} ({})", facts.join("; "), self.reference)
     }
 
     /// `geneb models --recipes-markdown`'s row for the models `models` (their display names).
     fn markdown_row(&self, models: &str) -> String {
-        let [
-            specials,
-            padding,
-            mask,
-            pooling,
-            truncation,
-            batching,
-            dtype,
-        ] = self.columns();
         let deviations = if self.deviations.is_empty() {
             "none".to_string()
         } else {
@@ -395,19 +388,19 @@ impl Recipe {
             )
         };
         format!(
-            "| {models} | `{}` | {specials} | {padding} | {mask} | {pooling} | {truncation} | \
-             {batching} | {dtype} | {reference} | {deviations} |",
-            self.name
+            "| {models} | `{}` | {} | {reference} | {deviations} |",
+            self.name,
+            self.columns().join(" | ")
         )
     }
 }
 
 /// The README's recipe table: one row per recipe, with the known models that use it.
 pub fn markdown(models_of: impl Fn(&Recipe) -> Vec<&'static str>) -> String {
-    let mut out = String::from(
-        "| Models | Recipe | Special tokens | Padding | Mask to model | Pooling | Truncation | \
-         Batches | Reference dtype (CUDA) | Reference file | Deviations |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    let mut out = format!(
+        "| Models | Recipe | {} | Reference file | Deviations |\n|{}\n",
+        FACTS.join(" | "),
+        "---|".repeat(FACTS.len() + 4)
     );
     for recipe in RECIPES {
         let models = models_of(recipe);

@@ -120,8 +120,8 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       assert.ok(checked.includes('published code, random weights of the same shape'), checked.join(' | '));
       // And how GENEB's extractor embeds it, from the core's recipe records.
       const recipes = await byTestId(app.page, 'known-model-recipe').allTextContents();
-      assert.ok(recipes.some((r) => r.includes('padding: right, to 1024 tokens') && r.includes('janusdna.py')), recipes.join(' | '));
-      assert.ok(recipes.some((r) => r.includes('batches: 4 in file order') && r.includes('hyenadna.py')), recipes.join(' | '));
+      assert.ok(recipes.some((r) => r.toLowerCase().includes('padding: right, to 1024 tokens') && r.includes('janusdna.py')), recipes.join(' | '));
+      assert.ok(recipes.some((r) => r.toLowerCase().includes('batches: 4 in file order') && r.includes('hyenadna.py')), recipes.join(' | '));
       // The categories a user's own task can be put in are the core's 13.
       const categories = await app.page.locator('[data-testid="category"] option').allTextContents();
       assert.equal(categories.length, 14, categories.join(' | '));
