@@ -716,6 +716,101 @@ fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
     );
 }
 
+/// SpliceBERT takes RNA, lower case and IUPAC codes as its extractor does, and a character
+/// outside IUPAC is one line naming the sequence (its line in the file) with exit 2, where the
+/// reference raises; a JanusDNA folder as its training saves it loads, and says on stderr that
+/// its checkpoint has no `final_mlp` (tolerated: the extractor replaces it by Identity).
+#[test]
+fn splicebert_and_janus_inputs_are_taken_or_refused_as_their_extractors_do() {
+    let dir = scratch("recipes_cli");
+    let out_npy = dir.join("e.npy");
+    let embed = |model: &str, input: &Path| {
+        geneb(&[
+            "embed",
+            "--model",
+            model,
+            "--input",
+            input.to_str().unwrap(),
+            "--out",
+            out_npy.to_str().unwrap(),
+        ])
+    };
+    let splicebert = format!("hf:{}", repo("tests/fixtures/models/splicebert").display());
+    let good = dir.join("good.txt");
+    std::fs::write(&good, "acguRYNacgt\nACGTACGTAC\n").unwrap();
+    let out = embed(&splicebert, &good);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, "ACGTACGT\nACGTXACGT\n").unwrap();
+    let stderr = refusal(&embed(&splicebert, &bad), "SpliceBERT with an X");
+    assert!(
+        stderr.contains("bad.txt") && stderr.contains("'X'"),
+        "{stderr}"
+    );
+    let janus = format!("hf:{}", repo("tests/fixtures/models/janus/w").display());
+    let out = embed(&janus, &good);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("no model.model.final_mlp.* tensors") && stderr.contains("strict=False"),
+        "{stderr}"
+    );
+}
+
+/// README.md's recipe table is `geneb models --recipes-markdown`'s output, not a restatement;
+/// `geneb models --json` carries the same record per known model.
+#[test]
+fn the_readme_recipe_table_is_the_generated_one() {
+    let generated = ok_text(&geneb(&["models", "--recipes-markdown"]));
+    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    let begin = "<!-- geneb models --recipes-markdown: begin -->\n";
+    let end = "<!-- geneb models --recipes-markdown: end -->";
+    let start = readme.find(begin).expect("README has the begin line") + begin.len();
+    let stop = readme[start..].find(end).expect("README has the end line") + start;
+    assert_eq!(
+        readme[start..stop],
+        generated,
+        "README.md's recipe table is stale: put `geneb models --recipes-markdown` between its lines"
+    );
+    for recipe in [
+        "janusdna",
+        "splicebert",
+        "hyenadna",
+        "caduceus",
+        "dnabert2-cls",
+    ] {
+        assert!(
+            generated.contains(&format!("`{recipe}`")),
+            "{recipe}: {generated}"
+        );
+    }
+    let listing = ok_json(&geneb(&["models"]));
+    let known = listing["known"].as_array().unwrap();
+    let janus = known
+        .iter()
+        .find(|m| m["display"] == "JanusDNA 72 with mid-attention")
+        .unwrap();
+    assert_eq!(janus["recipe"]["name"], "janusdna");
+    assert_eq!(janus["recipe"]["specialTokens"], "none");
+    assert_eq!(janus["recipe"]["padding"]["side"], "right-to");
+    assert_eq!(janus["recipe"]["padding"]["length"], 1024);
+    assert_eq!(janus["recipe"]["maskToModel"], true);
+    assert_eq!(
+        janus["recipe"]["reference"],
+        "embedding_pipeline/extractors/janusdna.py"
+    );
+    assert!(
+        janus["recipeSummary"]
+            .as_str()
+            .unwrap()
+            .contains("janusdna.py")
+    );
+}
+
 #[test]
 fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profiles() {
     let listing = ok_json(&geneb(&["models"]));

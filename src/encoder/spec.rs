@@ -1,6 +1,7 @@
 //! A model as the user names it, parsed once into a typed value: `kmer:K[:canonical]`,
 //! `random-cnn[:SEED]`, `hf:FOLDER` or `hf:owner/name[@revision]`, an `hf:` model optionally
-//! with `?window=SIZE,STRIDE`. The CLI, the page and the encoders all read this one parse.
+//! with `?window=SIZE,STRIDE` and/or `?recipe=NAME` (joined by `&`). The CLI, the page and the
+//! encoders all read this one parse.
 
 use super::kmer::MAX_K;
 use crate::{Error, Result};
@@ -18,6 +19,9 @@ pub struct HfSpec {
     /// What follows `hf:` (options removed): a folder, or `owner/name[@revision]`.
     pub source: String,
     pub window: Option<Window>,
+    /// `?recipe=NAME`: another of GENEB's extractor recipes than the model's own
+    /// (`encoder::recipe`, e.g. `dnabert2-cls`).
+    pub recipe: Option<String>,
 }
 
 /// Sliding windows, the non-standard alternative to truncation (`hf:MODEL?window=1024,512`):
@@ -38,15 +42,25 @@ impl ModelSpec {
         let text = text.trim();
         let bad = |why: &str| Error::new(format!("model '{text}': {why}"));
         if let Some(rest) = text.strip_prefix("hf:") {
-            let (source, window) = match rest.split_once('?') {
-                None => (rest, None),
-                Some((source, options)) => (
-                    source,
-                    Some(parse_window(options).ok_or_else(|| {
-                        bad("expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE)")
-                    })?),
-                ),
-            };
+            let (source, options) = rest.split_once('?').unwrap_or((rest, ""));
+            let (mut window, mut recipe) = (None, None);
+            for option in options.split('&').filter(|o| !o.is_empty()) {
+                if let Some(name) = option.strip_prefix("recipe=") {
+                    if name.trim().is_empty() || recipe.is_some() {
+                        return Err(bad("expected ?recipe=NAME once"));
+                    }
+                    recipe = Some(name.trim().to_string());
+                } else if window.is_some() {
+                    return Err(bad("expected ?window=SIZE,STRIDE once"));
+                } else {
+                    window = Some(parse_window(option).ok_or_else(|| {
+                        bad(
+                            "expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE) \
+                             or ?recipe=NAME",
+                        )
+                    })?);
+                }
+            }
             let source = source.trim();
             if source.is_empty() {
                 return Err(bad(
@@ -56,6 +70,7 @@ impl ModelSpec {
             return Ok(ModelSpec::Hf(HfSpec {
                 source: source.to_string(),
                 window,
+                recipe,
             }));
         }
         let mut parts = text.split(':');
@@ -165,6 +180,14 @@ mod tests {
             })
         );
         assert_eq!(hub.hub_repo(), Some(("owner/name", "v1")));
+        assert_eq!(hub.recipe, None);
+        let ModelSpec::Hf(both) =
+            ModelSpec::parse("hf:owner/name?recipe=dnabert2-cls&window=1024,512").unwrap()
+        else {
+            panic!("not hf")
+        };
+        assert_eq!(both.recipe.as_deref(), Some("dnabert2-cls"));
+        assert_eq!(both.window.map(|w| w.size), Some(1024));
         let ModelSpec::Hf(folder) = ModelSpec::parse("hf:./models/nt").unwrap() else {
             panic!("not hf")
         };
@@ -181,6 +204,12 @@ mod tests {
             ("hf:m?window=4,8", "expected ?window"),
             ("hf:m?window=0,0", "expected ?window"),
             ("hf:m?win=4,2", "expected ?window"),
+            ("hf:m?recipe=", "expected ?recipe=NAME once"),
+            ("hf:m?recipe=a&recipe=b", "expected ?recipe=NAME once"),
+            (
+                "hf:m?window=4,2&window=4,2",
+                "expected ?window=SIZE,STRIDE once",
+            ),
             ("bert", "unknown model 'bert'"),
         ] {
             let err = ModelSpec::parse(bad).unwrap_err().to_string();

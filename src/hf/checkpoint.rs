@@ -135,7 +135,13 @@ pub struct Checkpoint {
     taken: Vec<String>,
     /// The tensors of skipped heads (`skip_prefix`).
     heads: Vec<String>,
+    /// While `collect_missing` is on: the tensors asked for and absent.
+    missing: Option<Vec<String>>,
 }
+
+/// The most elements a stand-in for a missing tensor may have (`collect_missing`): beyond it
+/// the load stops at that tensor, so a hostile config cannot make geneb allocate at will.
+const MISSING_STAND_IN_ELEMENTS: usize = 1 << 26;
 
 impl Checkpoint {
     /// Builds a checkpoint from its files (read by range) and tensor entries, checking that
@@ -190,6 +196,7 @@ impl Checkpoint {
             consumed: BTreeSet::new(),
             taken: Vec::new(),
             heads: Vec::new(),
+            missing: None,
         })
     }
 
@@ -218,8 +225,41 @@ impl Checkpoint {
             .find(|p| self.contains(&format!("{p}{probe}")))
     }
 
+    /// From now on a missing tensor does not stop the load: `take` notes it and hands back
+    /// zeros, so that `refuse_missing` can name every tensor a checkpoint lacks at once (a
+    /// reference that loads with `strict=False` would have run them all at random values).
+    pub fn collect_missing(&mut self) {
+        self.missing.get_or_insert_with(Vec::new);
+    }
+
+    /// After `collect_missing`: an error naming every tensor asked for and absent.
+    pub fn refuse_missing(&mut self, why: &str) -> Result<()> {
+        let missing = self.missing.take().unwrap_or_default();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(Error::in_file(
+            &self.source,
+            format!(
+                "the checkpoint lacks {} tensor(s) that config.json needs: {}; {why}",
+                missing.len(),
+                first_names(missing.iter().map(String::as_str)),
+            ),
+        ))
+    }
+
     /// Takes a float tensor as contiguous row-major f32, checking its shape.
     pub fn take(&mut self, name: &str, expected_shape: &[usize]) -> Result<Vec<f32>> {
+        let elements = expected_shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d));
+        if let (Some(missing), Some(elements)) = (&mut self.missing, elements)
+            && !self.entries.contains_key(name)
+            && elements <= MISSING_STAND_IN_ELEMENTS
+        {
+            missing.push(name.to_string());
+            return Ok(vec![0.0; elements]);
+        }
         let (shape, data) = self.take_any(name)?;
         if shape != expected_shape {
             return Err(Error::in_file(
@@ -408,22 +448,25 @@ impl Checkpoint {
         if unused.is_empty() {
             return Ok(());
         }
-        let shown: Vec<&str> = unused.iter().take(8).map(|s| s.as_str()).collect();
-        let more = unused.len().saturating_sub(shown.len());
         Err(Error::in_file(
             &self.source,
             format!(
-                "{} tensor(s) in the checkpoint are not used by this architecture: {}{} — is \
+                "{} tensor(s) in the checkpoint are not used by this architecture: {} — is \
                  config.json from the same model?",
                 unused.len(),
-                shown.join(", "),
-                if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                }
+                first_names(unused.iter().map(|s| s.as_str())),
             ),
         ))
+    }
+}
+
+/// The first eight of `names`, then how many more: a message names them without flooding.
+fn first_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
+    let total = names.len();
+    let shown: Vec<&str> = names.take(8).collect();
+    match total - shown.len() {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
     }
 }
 

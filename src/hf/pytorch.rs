@@ -987,7 +987,7 @@ mod tests {
     fn reads_the_state_dict_of_a_lightning_checkpoint() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/models/janus/published/last.ckpt"
+            "/tests/fixtures/models/janus/w/last.ckpt"
         );
         let ckpt = read("last.ckpt", std::fs::read(path).unwrap()).unwrap();
         let names: Vec<&str> = ckpt.names().collect();

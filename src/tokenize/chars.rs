@@ -70,6 +70,7 @@ pub(super) fn character_tokenizer(settings: &Settings, upper_case: bool) -> Toke
         pad_id: PAD,
         vocab_size: SPECIALS.len() + configured.len(),
         model_max_length: None,
+        pads_left: false,
         description: format!("characters{case} ({name})"),
     }
 }

@@ -81,6 +81,7 @@ pub(super) fn dnagpt_tokenizer(files: &ModelFiles) -> Result<Tokenizer> {
         pad_id: PAD,
         vocab_size,
         model_max_length: None,
+        pads_left: false,
         description: format!(
             "non-overlapping {k}-mers{} (DNAGPT's KmerTokenizer)",
             if dynamic { ", shorter at the end" } else { "" }

@@ -91,6 +91,7 @@ pub(super) fn esm_tokenizer(files: &ModelFiles, settings: &Settings) -> Result<T
         pad_id: pad,
         vocab_size: tokens.len(),
         model_max_length: None,
+        pads_left: false,
         description: format!("{k}-mers, longest match first (EsmTokenizer, vocab.txt)"),
     })
 }

@@ -41,6 +41,8 @@ pub struct Tokenizer {
     pad_id: u32,
     vocab_size: usize,
     model_max_length: Option<usize>,
+    /// Whether the HF tokenizer pads a batch on the left (`padding_side`).
+    pads_left: bool,
     description: String,
 }
 
@@ -153,6 +155,12 @@ impl Tokenizer {
             }
         };
         tokenizer.model_max_length = model_max_length;
+        // `padding_side` where tokenizer_config.json sets it, else the class's default: left
+        // for HyenaDNA's and Caduceus's character tokenizers, right for the others.
+        tokenizer.pads_left = match settings.tokenizer_config["padding_side"].as_str() {
+            Some(side) => side == "left",
+            None => matches!(tokenizer.kind, Kind::Chars(_)),
+        };
         Ok(tokenizer)
     }
 
@@ -188,6 +196,21 @@ impl Tokenizer {
     /// How many of a sequence's own tokens fit in `max_length` beside the special tokens.
     fn room(&self, max_length: usize) -> usize {
         max_length.saturating_sub(self.prefix.len() + self.suffix.len())
+    }
+
+    /// The tokenizer called with `add_special_tokens=False` (JanusDNA's extractor).
+    pub fn without_special_tokens(mut self) -> Tokenizer {
+        if !(self.prefix.is_empty() && self.suffix.is_empty()) {
+            self.prefix.clear();
+            self.suffix.clear();
+            self.description += ", no special tokens";
+        }
+        self
+    }
+
+    /// Whether the HF tokenizer pads a batch on the left.
+    pub fn pads_left(&self) -> bool {
+        self.pads_left
     }
 
     pub fn pad_id(&self) -> u32 {

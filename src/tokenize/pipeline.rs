@@ -408,6 +408,7 @@ pub(super) fn bert_from_vocab(files: &ModelFiles, settings: &Settings) -> Result
         pad_id: pad,
         vocab_size,
         model_max_length: None,
+        pads_left: false,
         description: format!("WordPiece (vocab.txt{description})"),
     })
 }
@@ -512,6 +513,7 @@ pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Re
         pad_id,
         vocab_size,
         model_max_length: None,
+        pads_left: false,
         description: format!("{model_type} (tokenizer.json{})", input.1),
     })
 }

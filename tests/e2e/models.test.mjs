@@ -118,6 +118,10 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       // Each runnable row says what its numbers were checked against.
       const checked = await byTestId(app.page, 'known-model-checked').allTextContents();
       assert.ok(checked.includes('published code, random weights of the same shape'), checked.join(' | '));
+      // And how GENEB's extractor embeds it, from the core's recipe records.
+      const recipes = await byTestId(app.page, 'known-model-recipe').allTextContents();
+      assert.ok(recipes.some((r) => r.toLowerCase().includes('padding: right, to 1024 tokens') && r.includes('janusdna.py')), recipes.join(' | '));
+      assert.ok(recipes.some((r) => r.toLowerCase().includes('batches: 4 in file order') && r.includes('hyenadna.py')), recipes.join(' | '));
       // The categories a user's own task can be put in are the core's 13.
       const categories = await app.page.locator('[data-testid="category"] option').allTextContents();
       assert.equal(categories.length, 14, categories.join(' | '));
@@ -250,12 +254,12 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     }
   });
 
-  it('every architecture (BERT, DNABERT-2, GENA-LM, MutBERT, Genomics-FM, DeepGene, DNAGPT, HyenaDNA, Caduceus PH and PS, PlantCaduceus, JanusDNA) embeds PyTorch\'s pooled values on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 28 }, async () => {
+  it('every architecture (BERT, DNABERT-2, GENA-LM, MutBERT, Genomics-FM, DeepGene, DNAGPT, HyenaDNA, Caduceus PH and PS, PlantCaduceus, JanusDNA, SpliceBERT) embeds as its GENEB extractor on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 30 }, async () => {
     const server = await startServer({ port: 0, mounts: pkgMounts() });
     try {
-      // janus/published is janus/w as JanusDNA's training saves it: model_config.json and a
-      // Lightning last.ckpt, dropped as they are.
-      for (const name of ['bert', 'dnabert2', 'gena/t2t-multi', 'gena/lastln', 'mutbert', 'genomics_fm', 'deepgene', 'dnagpt', 'hyena/tiny', 'caduceus/ph', 'caduceus/ps', 'plantcaduceus', 'janus/w', 'janus/published']) {
+      // janus/w and janus/wo as JanusDNA's training saves them: `{"config": …}` in
+      // model_config.json and a Lightning last.ckpt, dropped as they are.
+      for (const name of ['bert', 'dnabert2', 'gena/t2t-multi', 'gena/lastln', 'mutbert', 'genomics_fm', 'deepgene', 'dnagpt', 'hyena/tiny', 'caduceus/ph', 'caduceus/ps', 'plantcaduceus', 'janus/w', 'janus/wo', 'splicebert']) {
         const folder = await folderFiles(join(REPO, 'tests', 'fixtures', 'models', ...name.split('/')));
         const expected = JSON.parse(folder['pipeline.json']);
         const app = await openApp(browser, server);

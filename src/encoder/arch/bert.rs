@@ -26,6 +26,7 @@ use crate::encoder::layers::{
     Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, config_error,
     head_dim, load_qkv, padding_bias, split_heads, upload,
 };
+use crate::encoder::recipe::{self, Recipe};
 use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use burn::tensor::module::embedding;
@@ -284,6 +285,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     tokenizer: TokenizerChoice::Files,
     poolings: &[Pooling::MaskedMean, Pooling::ClsToken],
     load: |config, ckpt, compute| Ok(Box::new(Bert::load(config, ckpt, &compute.device)?)),
+    recipe: &recipe::GENERIC,
     published_config: None,
 };
 
@@ -562,11 +564,16 @@ impl Arch for Bert {
         }
     }
 
-    fn pooling(&self) -> Pooling {
-        match self.positions {
-            Positions::LearnedMosaic(_) => Pooling::ClsToken,
-            _ => Pooling::MaskedMean,
-        }
+    fn recipe(&self) -> Option<&'static Recipe> {
+        Some(match self.positions {
+            Positions::Alibi(_) => &recipe::DNABERT2,
+            // Genomics-FM's extractor pools by [CLS].
+            Positions::LearnedMosaic(_) => &recipe::GENOMICS_FM,
+            Positions::Learned(_) if self.pre_norm => &recipe::GENALM,
+            Positions::Rotary(_) => &recipe::MUTBERT,
+            Positions::PairRotary(_) => &recipe::DEEPGENE,
+            Positions::Learned(_) => &recipe::GENERIC,
+        })
     }
 
     fn family(&self) -> &'static str {

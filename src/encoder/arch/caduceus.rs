@@ -54,6 +54,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     tokenizer: TokenizerChoice::CaduceusOrFiles,
     poolings: &[Pooling::MaskedMean],
     load: |config, ckpt, compute| Ok(Box::new(Caduceus::load(config, ckpt, &compute.device)?)),
+    recipe: &crate::encoder::recipe::CADUCEUS,
     published_config: None,
 };
 

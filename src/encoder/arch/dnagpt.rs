@@ -40,6 +40,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     tokenizer: TokenizerChoice::DnaGptKmers,
     poolings: &[Pooling::HeadLogitsMean],
     load: |config, ckpt, compute| Ok(Box::new(DnaGpt::load(config, ckpt, &compute.device)?)),
+    recipe: &crate::encoder::recipe::DNAGPT,
     published_config: Some(published_config),
 };
 
@@ -202,10 +203,6 @@ impl Arch for DnaGpt {
 
     fn widest_activation(&self) -> usize {
         4 * self.dim
-    }
-
-    fn pooling(&self) -> Pooling {
-        Pooling::HeadLogitsMean
     }
 
     /// The masked-LM head's states before its last layer [batch, tokens, dim].

@@ -51,7 +51,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     serves: "LongSafari/hyenadna-*-hf",
     matches,
     tokenizer: TokenizerChoice::Characters { upper_case: false },
-    poolings: &[Pooling::MaskedMean],
+    poolings: &[Pooling::UnmaskedMean],
     load: |config, ckpt, compute| {
         let long_conv = LongConv::for_backend(compute.kind);
         Ok(Box::new(Hyena::load(
@@ -61,6 +61,7 @@ pub const SPEC: ArchSpec = ArchSpec {
             long_conv,
         )?))
     },
+    recipe: &crate::encoder::recipe::HYENADNA,
     published_config: None,
 };
 

@@ -15,14 +15,18 @@
 //! reverse stream reverse positions ≥ p and forward ones ≤ p − 2, so that fusing forward p − 1
 //! with reverse p + 1 gives a state for token p that never saw it. Its heads are zero-padded
 //! from hidden/heads to `flex_attn_n_embd`/heads channels, which leaves the products alone but
-//! sets flex_attention's default scale to 1/√(flex_attn_n_embd/heads). Then that fusion, the
-//! final RMSNorm and, in checkpoints made after 2025-08-01, `final_mlp` with a residual.
+//! sets flex_attention's default scale to 1/√(flex_attn_n_embd/heads). Then that fusion and the
+//! final RMSNorm; checkpoints made after 2025-08-01 add `final_mlp` with a residual.
 //!
-//! GENEB's extractor pads every input with [PAD] to 1,024 tokens (the published checkpoints'
-//! training length) and runs the model over the padding too; CaduceusTokenizer pads on the left.
-//! So every sequence runs here at 1,024 tokens, padded on the left as the reference pads it, and
-//! its real tokens' states are handed back in the caller's right-padded layout for the masked
-//! mean. Every position therefore costs the same whatever the sequence's length.
+//! As GENEB's extractor runs it (`embedding_pipeline/extractors/janusdna.py`): CaduceusTokenizer
+//! without special tokens, padded on the right with [PAD] to 1,024 tokens (the published
+//! checkpoints' training length), the attention mask passed, so that the published
+//! flash-attention path zeroes the mid attention's output on the masked positions of each
+//! stream (the same mask for the reverse stream, not flipped); `final_mlp` replaced by
+//! `nn.Identity()`, so the output is the final norm's plus itself; the masked mean over the
+//! attention mask. Every position therefore costs the same whatever the sequence's length.
+//! The folder is read as the extractor reads it: the `{"config": …}` that JanusDNA's training
+//! writes (`published_config`) and the Lightning checkpoint's `state_dict`, prefixes stripped.
 //!
 //! The mixture of experts runs as the reference runs it on the CPU (each expert on the tokens
 //! routed to it). On a GPU it is computed densely instead: every expert on every token, the
@@ -56,6 +60,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     tokenizer: TokenizerChoice::Characters { upper_case: true },
     poolings: &[Pooling::MaskedMean],
     load: |config, ckpt, compute| Ok(Box::new(Janus::load(config, ckpt, &compute.device)?)),
+    recipe: &crate::encoder::recipe::JANUSDNA,
     published_config: None,
 };
 
@@ -227,6 +232,55 @@ impl Config {
     }
 }
 
+/// `JanusDNAConfig`'s defaults (`janusdna/configuration_janusdna.py`) for the keys geneb reads:
+/// the `{"config": …}` JanusDNA's training writes holds only what its Hydra config sets, and
+/// the extractor builds `JanusDNAConfig(**cfg)` from it.
+fn config_defaults() -> Value {
+    serde_json::json!({
+        "vocab_size": 6, "pad_vocab_size_multiple": 8, "hidden_size": 1024,
+        "intermediate_size": 1024, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "flex_attn_n_embd": 0, "num_experts": 16, "num_experts_per_tok": 2,
+        "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 8,
+        "attn_layer_offset": 4, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+        "mamba_dt_rank": "auto", "mamba_conv_bias": true, "mamba_proj_bias": false,
+        "rms_norm_eps": 1e-6, "hidden_act": "silu", "bidirectional": true,
+        "bidirectional_weight_tie": true, "layer_fusion": false, "final_attention": false,
+        "layer_fusion_strategy": "pool", "mid_single_direction_attention": false,
+        "final_attention_class": "flex_attention", "flexattn_fullattn": false,
+        "attention_mask": false, "is_causal": true,
+    })
+}
+
+/// The config as `JanusDNAConfig` holds it: its defaults under the file's keys, `mamba_dt_rank`
+/// "auto" as ⌈hidden_size / 16⌉, and `bidirectional` read as the extractor reads it (the
+/// published Hydra file says `bidirectional: true,`, which YAML reads as the string "true,").
+fn as_janus_config(config: &Value) -> Value {
+    let mut out = config_defaults();
+    if let (Some(out), Some(given)) = (out.as_object_mut(), config.as_object()) {
+        out.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    if out["mamba_dt_rank"] == "auto"
+        && let Some(hidden) = out["hidden_size"].as_u64()
+    {
+        out["mamba_dt_rank"] = hidden.div_ceil(16).into();
+    }
+    if let Some(text) = out["bidirectional"].as_str() {
+        // `str(cfg["bidirectional"]).strip().lower().strip(",") == "true"`
+        out["bidirectional"] = (text.trim().to_lowercase().trim_matches(',') == "true").into();
+    }
+    out
+}
+
+/// The `{"config": {…}}` JanusDNA's `train.py` saves beside its checkpoint (what GENEB's
+/// extractor reads, `raw["config"]`) as a flat config.json declaring the model type, as
+/// `JanusDNAConfig` declares it; None for any other JSON.
+pub fn unwrap_published_config(file: &Value) -> Option<Value> {
+    let inner = file.get("config")?.as_object()?;
+    let mut config = Value::Object(inner.clone());
+    config["model_type"] = "JanusDNA".into();
+    Some(config)
+}
+
 /// Whether `config.json` describes a JanusDNA checkpoint.
 pub fn matches(config: &Value) -> bool {
     config["model_type"] == "JanusDNA"
@@ -241,8 +295,9 @@ pub struct Janus {
     layers: Vec<Layer>,
     final_attention: Block,
     final_norm: RmsNorm,
-    final_mlp: Option<(Linear, Linear)>,
     hidden: usize,
+    /// What the load noted (`Arch::notes`).
+    notes: Vec<String>,
     widest: usize,
 }
 
@@ -308,7 +363,7 @@ enum FeedForward {
 impl Janus {
     /// Builds from config.json and the checkpoint on `device`, taking every tensor it uses.
     pub fn load(config: &Value, ckpt: &mut Checkpoint, device: &Device) -> Result<Self> {
-        let c: Config = parse_config(config)?;
+        let c: Config = parse_config(&as_janus_config(config))?;
         c.check()?;
         let (hidden, eps, heads) = (c.hidden_size, c.rms_norm_eps, c.num_attention_heads);
         // The mid attention layers: causal within one stream, 1/√head_dim.
@@ -317,14 +372,40 @@ impl Janus {
             scale: 1.0 / (head_dim(hidden, heads)? as f64).sqrt(),
             bias: causal_bias(PADDED_LENGTH, device),
         };
-        // The Lightning module (`model.model.…`), `JanusDNAForCausalLM` (`model.…`) or the bare
-        // `JanusDNAModel`; the LM head is not part of the embedding.
+        // The names as GENEB's extractor cleans them: `model.model.` or `model.` stripped (the
+        // Lightning module, `JanusDNAForCausalLM`), then `module.` (a DDP wrapper); the LM head
+        // and the Lightning metrics' state are not part of the embedding.
         let prefix = ckpt
-            .find_prefix(&["model.model.", "model.", ""], "final_layernorm.weight")
+            .find_prefix(
+                &[
+                    "model.model.",
+                    "model.model.module.",
+                    "model.",
+                    "model.module.",
+                    "module.",
+                    "",
+                ],
+                "final_layernorm.weight",
+            )
             .unwrap_or("model.");
-        for head in ["lm_head.", "model.lm_head."] {
+        for head in ["lm_head.", "model.lm_head.", "model.module.lm_head."] {
             ckpt.skip_prefix(head);
         }
+        let metrics: Vec<String> = ckpt
+            .names()
+            .filter(|n| {
+                ["train_", "val_", "test_"]
+                    .iter()
+                    .any(|split| n.starts_with(&format!("{split}torchmetrics.")))
+            })
+            .map(String::from)
+            .collect();
+        for name in metrics {
+            ckpt.skip(&name);
+        }
+        // The extractor loads with `strict=False`: a tensor the checkpoint lacks would run at
+        // its random initialisation. geneb names them all and refuses the model.
+        ckpt.collect_missing();
         let vocab = padded_vocab(c.vocab_size, c.pad_vocab_size_multiple);
         let embeddings = param(
             ckpt,
@@ -429,24 +510,29 @@ impl Janus {
                 device,
             )?,
         };
-        let final_mlp = if ckpt.contains(&format!("{prefix}final_mlp.0.weight")) {
-            let linear = |ckpt: &mut Checkpoint, i, fan_in, fan_out| {
-                Linear::load(
-                    ckpt,
-                    &format!("{prefix}final_mlp.{i}"),
-                    fan_in,
-                    fan_out,
-                    true,
-                    device,
-                )
-            };
-            Some((
-                linear(ckpt, 0, hidden, 2 * hidden)?,
-                linear(ckpt, 2, 2 * hidden, hidden)?,
-            ))
-        } else {
-            None
-        };
+        // GENEB's extractor loads `final_mlp` (where the checkpoint has it) and then replaces it
+        // with `nn.Identity()`: its weights never reach the embedding.
+        let final_mlp = format!("{prefix}final_mlp.");
+        let mut notes = Vec::new();
+        if !ckpt.names().any(|name| name.starts_with(&final_mlp)) {
+            notes.push(format!(
+                "the checkpoint has no {final_mlp}* tensors (it predates final_mlp, added to \
+                 JanusDNA's code on 2025-08-01): GENEB's extractor loads with strict=False, \
+                 which tolerates that, and replaces final_mlp with Identity, so nothing is lost"
+            ));
+        }
+        ckpt.skip_prefix(&final_mlp);
+        let final_norm = RmsNorm::load(
+            ckpt,
+            &format!("{prefix}final_layernorm"),
+            hidden,
+            eps,
+            device,
+        )?;
+        ckpt.refuse_missing(
+            "GENEB's extractor loads with strict=False and would run them at their random \
+             initialisation, which geneb cannot reproduce",
+        )?;
         let dense_experts = (0..n_layer).any(|i| c.is_expert_layer(i)) && !routes_on_host(device);
         let widest_feed_forward = if dense_experts {
             2 * c.num_experts * c.intermediate_size
@@ -457,15 +543,9 @@ impl Janus {
             embeddings,
             layers,
             final_attention,
-            final_norm: RmsNorm::load(
-                ckpt,
-                &format!("{prefix}final_layernorm"),
-                hidden,
-                eps,
-                device,
-            )?,
-            final_mlp,
+            final_norm,
             hidden,
+            notes,
             widest: widest_feed_forward.max(2 * mamba.d_inner),
         })
     }
@@ -691,11 +771,18 @@ fn gated(gate_up: Tensor<3>, groups: usize) -> Tensor<3> {
 }
 
 impl Block {
-    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+    /// `rows` [batch, L, 1], where the block takes the mask: 1 where the extractor's attention
+    /// mask is 1. An attention mixer's
+    /// output is zero on the other rows: the published flash-attention path runs varlen
+    /// attention over the masked-in positions only and pads the rest with zeros (bias-free
+    /// `o_proj` keeps them zero). Both streams get the same, unflipped mask, as the published
+    /// `BiJanusDNAAttentionWrapper` passes it; the Mamba mixers take no mask.
+    fn forward(&self, x: Tensor<3>, rows: Option<&Tensor<3>>) -> Tensor<3> {
         let normed = self.input_norm.forward(x.clone());
-        let mixed = match &self.mixer {
-            Mixer::Mamba(mamba) => mamba.forward(normed),
-            Mixer::Attention(attention) => attention.forward(normed),
+        let mixed = match (&self.mixer, rows) {
+            (Mixer::Mamba(mamba), _) => mamba.forward(normed),
+            (Mixer::Attention(attention), Some(rows)) => attention.forward(normed) * rows.clone(),
+            (Mixer::Attention(attention), None) => attention.forward(normed),
         };
         let x = x + mixed;
         x.clone() + self.feed_forward.forward(self.feed_forward_norm.forward(x))
@@ -707,24 +794,39 @@ impl Arch for Janus {
         let [batch, tokens] = input_ids.dims();
         let length = PADDED_LENGTH;
         let device = input_ids.device();
-        // Left padding as the reference's tokenizer pads, on the device from the mask (nothing
-        // read back): padded position p holds token p − (L − n), or [PAD] before it.
-        let real = attention_mask.int().sum_dim(1); // [batch, 1]
-        let position = Tensor::<1, Int>::arange(0..length as i64, &device).reshape([1, length]);
-        let source = position.clone() - (real.clone().neg() + length as i64); // p − (L − n)
-        let is_token = source.clone().greater_equal_elem(0).int();
-        let index = source.clamp(0, tokens as i64 - 1);
-        let padded = input_ids.gather(1, index) * is_token.clone() + (is_token.neg() + 1) * PAD_ID;
-
-        let embedded = embedding(self.embeddings.clone(), padded);
+        // `padding="max_length"` on the right (`padding_side="right"`): the caller's
+        // right-padded batch, widened to 1,024 with [PAD] and a mask of zeros.
+        let (ids, mask) = if tokens < length {
+            let extra = length - tokens;
+            (
+                Tensor::cat(
+                    vec![
+                        input_ids,
+                        Tensor::<2, Int>::full([batch, extra], PAD_ID, &device),
+                    ],
+                    1,
+                ),
+                Tensor::cat(
+                    vec![attention_mask, Tensor::<2>::zeros([batch, extra], &device)],
+                    1,
+                ),
+            )
+        } else {
+            (input_ids, attention_mask)
+        };
+        // The mid attention is masked only where the mask has a zero (`_update_causal_mask`
+        // hands it on then); a row of ones masks nothing, so multiplying by it is the same.
+        let rows = mask.unsqueeze_dim::<3>(2);
+        let embedded = embedding(self.embeddings.clone(), ids);
         let mut forward = embedded.clone();
         let mut reverse = embedded.flip([1]);
         for layer in &self.layers {
-            forward = layer.forward.forward(forward);
-            reverse = layer.reverse.forward(reverse);
+            forward = layer.forward.forward(forward, Some(&rows));
+            reverse = layer.reverse.forward(reverse, Some(&rows));
         }
         let both = Tensor::cat(vec![forward, reverse.flip([1])], 1);
-        let both = self.final_attention.forward(both);
+        // The final Janus attention (flex_attention with its block mask) takes no padding mask.
+        let both = self.final_attention.forward(both, None);
         // `final_fusion_repos_formasked`: token p from forward p − 1 and reverse p + 1; the
         // first token from reverse 1 alone, the last from forward L − 2 alone.
         let forward = both.clone().narrow(1, 0, length);
@@ -737,18 +839,11 @@ impl Arch for Janus {
             ],
             1,
         );
-        let mut out = self.final_norm.forward(fused);
-        if let Some((up, down)) = &self.final_mlp {
-            out = out.clone() + silu(down.forward(silu(up.forward(out))));
-        }
-        // Back to the caller's layout: token t of a sequence of n at padded position L − n + t.
-        let t = Tensor::<1, Int>::arange(0..tokens as i64, &device).reshape([1, tokens]);
-        let from = (t + (real.neg() + length as i64)).clamp(0, length as i64 - 1);
-        out.gather(
-            1,
-            from.unsqueeze_dim::<3>(2)
-                .expand([batch, tokens, self.hidden]),
-        )
+        // `residual + final_mlp(h)` with `final_mlp = nn.Identity()` (GENEB's extractor): twice
+        // the final norm's output.
+        let out = self.final_norm.forward(fused) * 2.0;
+        // The padding beyond the caller's width is outside every mask: the mean never reads it.
+        out.narrow(1, 0, tokens)
     }
 
     fn hidden_size(&self) -> usize {
@@ -773,6 +868,10 @@ impl Arch for Janus {
 
     fn family(&self) -> &'static str {
         SPEC.family
+    }
+
+    fn notes(&self) -> &[String] {
+        &self.notes
     }
 }
 

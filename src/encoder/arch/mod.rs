@@ -19,6 +19,7 @@ pub mod roformer;
 
 use super::backend::Compute;
 use super::layers::config_error;
+pub use super::recipe::Pooling;
 use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
@@ -56,35 +57,18 @@ pub trait Arch: Send + Sync {
     }
     /// Floats per token of the widest intermediate tensor, for sizing batches.
     fn widest_activation(&self) -> usize;
-    /// How this model's reference extractor pools: one of its `ArchSpec::poolings`. Every
-    /// extractor but Genomics-FM's and DNAGPT's takes the masked mean of the hidden states.
-    fn pooling(&self) -> Pooling {
-        Pooling::MaskedMean
+    /// The extractor recipe of this variant where one architecture file serves several
+    /// (`bert.rs`: DNABERT-2, Genomics-FM, GENA-LM, MutBERT, DeepGene); None for the
+    /// architecture's own (`ArchSpec::recipe`).
+    fn recipe(&self) -> Option<&'static super::recipe::Recipe> {
+        None
     }
     /// The family as the user reads it, naming the variant where one file serves several.
     fn family(&self) -> &'static str;
-}
-
-/// How the reference extractor turns the final hidden states into one vector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Pooling {
-    /// Mean over the attention mask, special tokens included.
-    MaskedMean,
-    /// The first token's final hidden state (Genomics-FM's `sequence_output[:, 0]`).
-    ClsToken,
-    /// The mean over the attention mask of the model's masked-LM head's logits (DNAGPT's
-    /// extractor pools the model's output, which is that head's).
-    HeadLogitsMean,
-}
-
-impl Pooling {
-    pub fn describe(self) -> &'static str {
-        match self {
-            Pooling::MaskedMean => "mean over the attention mask, special tokens included",
-            Pooling::ClsToken => "the first ([CLS]) token's final hidden state",
-            Pooling::HeadLogitsMean => "mean over the tokens of the masked-LM head's logits",
-        }
+    /// What loading noted for the user (stderr, the page, `protocol.encoder.notes`): tensors
+    /// the reference tolerates missing, and why nothing is lost.
+    fn notes(&self) -> &[String] {
+        &[]
     }
 }
 
@@ -103,6 +87,9 @@ pub struct ArchSpec {
     /// Builds the model from `config.json` and the checkpoint, taking every tensor it uses
     /// (the caller calls `ckpt.finish()` afterwards, so no tensor goes unused silently).
     pub load: fn(&Value, &mut Checkpoint, &Compute) -> Result<Box<dyn Arch>>,
+    /// GENEB's extractor recipe for this architecture's models where the known-models table
+    /// names none (`recipe.rs`).
+    pub recipe: &'static super::recipe::Recipe,
     /// For weights published without a config.json (DNAGPT's `.pth` files): the config.json a
     /// file's name implies, if it is one of this architecture's.
     pub published_config: Option<fn(&str) -> Option<Value>>,
@@ -143,8 +130,9 @@ pub fn detect(config: &Value) -> Result<&'static ArchSpec> {
     ))
 }
 
-/// Weights published without a Hugging Face config.json: JanusDNA's `model_config.json` (the
-/// same keys) is read as config.json; for DNAGPT's `.pth` files the config.json their name
+/// Weights published without a Hugging Face config.json: JanusDNA's `model_config.json` is read
+/// as config.json (the `{"config": …}` its training writes unwrapped, as GENEB's extractor
+/// unwraps it, a flat one as it is); for DNAGPT's `.pth` files the config.json their name
 /// implies (`ArchSpec::published_config`) is added. The files then read as any model folder.
 pub fn complete_published_layout(files: &mut crate::hf::ModelFiles) {
     let names = crate::hf::MODEL_FILE_NAMES;
@@ -152,7 +140,15 @@ pub fn complete_published_layout(files: &mut crate::hf::ModelFiles) {
         return;
     }
     if files.contains(names.published_config) {
-        files.rename(names.published_config, names.config);
+        // Not JSON, or not wrapped: renamed as it is, so config.json's own errors name it.
+        let unwrapped = files
+            .get(names.published_config)
+            .and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok())
+            .and_then(|file| janus::unwrap_published_config(&file));
+        match unwrapped {
+            Some(config) => files.insert(names.config, config.to_string().into_bytes()),
+            None => files.rename(names.published_config, names.config),
+        }
         return;
     }
     let implied = files.file_names().find_map(|name| {

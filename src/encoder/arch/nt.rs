@@ -61,6 +61,7 @@ pub const SPEC: ArchSpec = ArchSpec {
             &compute.device,
         )?))
     },
+    recipe: &crate::encoder::recipe::NT,
     published_config: None,
 };
 

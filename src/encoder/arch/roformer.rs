@@ -30,6 +30,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     tokenizer: TokenizerChoice::DeepGene,
     poolings: &[Pooling::MaskedMean],
     load: |config, ckpt, compute| Ok(Box::new(load(config, ckpt, &compute.device)?)),
+    recipe: &crate::encoder::recipe::DEEPGENE,
     published_config: None,
 };
 

@@ -1,0 +1,433 @@
+//! How GENEB's reference extractor turns each model's sequences into one vector: one record
+//! per extractor file of `darlednik/GENEB` (its tokenizer call, padding, whether the attention
+//! mask reaches the model, its pooling line, truncation or windows, batching and the dtype it
+//! runs on CUDA). The loader applies the record (`encoder::hf`), `geneb models --json`, the
+//! page's model list, the README's table (`geneb models --recipes-markdown`) and every result's
+//! `protocol.encoder` print it: the facts are stated here once.
+//!
+//! A model's record: `?recipe=NAME` where the user names one (DNABERT-2 has two extractor
+//! files), else the known model's (`known.rs`, by hub id), else its architecture's.
+
+use serde::Serialize;
+
+/// How the reference extractor turns the final hidden states into one vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pooling {
+    /// Mean over the attention mask, special tokens included.
+    MaskedMean,
+    /// The first token's final hidden state (Genomics-FM's `sequence_output[:, 0]`).
+    ClsToken,
+    /// The mean over the attention mask of the model's masked-LM head's logits (DNAGPT's
+    /// extractor pools the model's output, which is that head's).
+    HeadLogitsMean,
+    /// The plain mean over every position of the padded batch, padding included (HyenaDNA's
+    /// `hidden_states[-1].mean(dim=1)`).
+    UnmaskedMean,
+}
+
+impl Pooling {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Pooling::MaskedMean => "mean over the attention mask, special tokens included",
+            Pooling::ClsToken => "the first ([CLS]) token's final hidden state",
+            Pooling::HeadLogitsMean => "mean over the tokens of the masked-LM head's logits",
+            Pooling::UnmaskedMean => {
+                "mean over every position of the padded batch, padding included"
+            }
+        }
+    }
+}
+
+/// One extractor's recipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Recipe {
+    /// Short stable name (`?recipe=NAME`).
+    pub name: &'static str,
+    /// The extractor file in `darlednik/GENEB` every fact below is read from.
+    pub reference: &'static str,
+    /// What the sequence text goes through before the tokenizer.
+    pub input: Input,
+    #[serde(rename = "specialTokens")]
+    pub special_tokens: SpecialTokens,
+    pub padding: Padding,
+    /// Whether the attention mask is passed to the model (the pooling uses it either way,
+    /// unless `pooling` is the unmasked mean).
+    #[serde(rename = "maskToModel")]
+    pub mask_to_model: bool,
+    pub pooling: Pooling,
+    pub truncation: Truncation,
+    pub batching: Batching,
+    /// What the reference runs in on CUDA (geneb runs f32, or f16 where asked).
+    #[serde(rename = "referenceDtype")]
+    pub reference_dtype: &'static str,
+    /// Where geneb knowingly computes something else, and why.
+    pub deviations: &'static [&'static str],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Input {
+    /// The text as the task file gives it (the tokenizer does any case folding).
+    AsGiven,
+    /// Upper-cased, U → T, the IUPAC ambiguity codes → N; any other character is an error
+    /// naming the sequence (SpliceBERT's `_normalize_sequence`).
+    IupacToN,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpecialTokens {
+    /// Those the tokenizer adds by default (`add_special_tokens=True`).
+    Tokenizer,
+    /// None (`add_special_tokens=False`).
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "side")]
+pub enum Padding {
+    /// On the right to the longest in the batch; the mask keeps it out of every result.
+    Right,
+    /// On the left to the longest of the batch.
+    Left,
+    /// On the side the model's tokenizer pads (`padding_side`: left for HyenaDNA's and
+    /// Caduceus's character tokenizers, right for PlantCaduceus's `tokenizer.json`), to the
+    /// longest of the batch.
+    TokenizerSide,
+    /// On the right to a fixed length (`padding="max_length"`).
+    RightTo { length: usize },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Truncation {
+    /// Tokens cut at the model's maximum length, special tokens kept.
+    ModelMaximum,
+    /// Windows of `size` nucleotides every `stride`, plus one ending at the sequence's end
+    /// where the last regular one does not; each embedded alone, the sequence's embedding the
+    /// plain mean of its windows'.
+    Windows { size: usize, stride: usize },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Batching {
+    /// No result depends on its batch-mates (the mask keeps padding out), so geneb batches
+    /// as it likes.
+    Independent,
+    /// Batches of `size` in the task file's order (`main.py`'s default `--batch_size 4`), the
+    /// train and test sequences apart: padding reaches the states or the mean, so a
+    /// sequence's embedding depends on its batch-mates, as the published rows' did.
+    FileOrder { size: usize },
+}
+
+/// `main.py`'s default `--batch_size`.
+pub const REFERENCE_BATCH: usize = 4;
+
+impl Recipe {
+    /// The windows this recipe embeds in, if any.
+    pub fn windows(&self) -> Option<(usize, usize)> {
+        match self.truncation {
+            Truncation::Windows { size, stride } => Some((size, stride)),
+            Truncation::ModelMaximum => None,
+        }
+    }
+
+    /// The batch size when results depend on batch-mates.
+    pub fn file_order_batch(&self) -> Option<usize> {
+        match self.batching {
+            Batching::FileOrder { size } => Some(size),
+            Batching::Independent => None,
+        }
+    }
+}
+
+const GENEB: &str = "darlednik/GENEB";
+
+/// A recipe whose facts are the common ones (right padding, the tokenizer's special tokens,
+/// the mask passed, the masked mean, truncation at the model's maximum, f32), for `name`'s
+/// extractor file.
+const fn masked_mean(name: &'static str, reference: &'static str) -> Recipe {
+    Recipe {
+        name,
+        reference,
+        input: Input::AsGiven,
+        special_tokens: SpecialTokens::Tokenizer,
+        padding: Padding::Right,
+        mask_to_model: true,
+        pooling: Pooling::MaskedMean,
+        truncation: Truncation::ModelMaximum,
+        batching: Batching::Independent,
+        reference_dtype: "f32",
+        deviations: &[],
+    }
+}
+
+pub const JANUSDNA: Recipe = Recipe {
+    input: Input::AsGiven,
+    special_tokens: SpecialTokens::None,
+    padding: Padding::RightTo { length: 1024 },
+    reference_dtype: "bf16",
+    deviations: &[
+        "runs in f32 where the reference casts the model to bf16 on CUDA",
+        "a checkpoint lacking tensors the config needs is refused; the reference's \
+         strict=False load would run them at their random initialisation",
+    ],
+    ..masked_mean("janusdna", "embedding_pipeline/extractors/janusdna.py")
+};
+
+pub const SPLICEBERT: Recipe = Recipe {
+    input: Input::IupacToN,
+    truncation: Truncation::Windows {
+        size: 1024,
+        stride: 512,
+    },
+    reference_dtype: "bf16 autocast",
+    deviations: &["runs in f32 where the reference autocasts to bf16 on CUDA"],
+    ..masked_mean("splicebert", "harness/extractors/splicebert.py")
+};
+
+pub const HYENADNA: Recipe = Recipe {
+    padding: Padding::TokenizerSide,
+    mask_to_model: false,
+    pooling: Pooling::UnmaskedMean,
+    batching: Batching::FileOrder {
+        size: REFERENCE_BATCH,
+    },
+    reference_dtype: "bf16",
+    deviations: &[
+        "runs in f32 where the reference loads the model in bf16 on CUDA",
+        "truncates at the model's maximum length; the reference asks the tokenizer for \
+         160,000 tokens, beyond the shorter models' context",
+    ],
+    ..masked_mean("hyenadna", "embedding_pipeline/extractors/hyenadna.py")
+};
+
+pub const CADUCEUS: Recipe = Recipe {
+    padding: Padding::TokenizerSide,
+    mask_to_model: false,
+    batching: Batching::FileOrder {
+        size: REFERENCE_BATCH,
+    },
+    ..masked_mean("caduceus", "embedding_pipeline/extractors/caduceus.py")
+};
+
+pub const NT: Recipe = Recipe {
+    deviations: &[
+        "pads each batch to its longest sequence where the reference pads to \
+         model_max_length: the mask keeps padding out of every real token, so only the \
+         arithmetic differs",
+    ],
+    ..masked_mean("nt", "embedding_pipeline/extractors/nt.py")
+};
+
+/// DNABERT-2 has two extractor files of one class name, `DNABERT2Extractor`: `dnabert2.py`
+/// (the masked mean) and `dnabert-2.py` ([CLS]). The published rows are taken to be
+/// `dnabert2.py`'s: it is the file kept up to date with the pipeline (its later version, of the
+/// commit that brought `janusdna.py` and `mutbert.py`, takes the `BaseEmbeddingExtractor` base
+/// and `max_length=512` like them), while `dnabert-2.py` stayed at the older commit of
+/// `hyenadna.py` and `nt.py`, without the base class. `?recipe=dnabert2-cls` runs the other.
+pub const DNABERT2: Recipe = masked_mean("dnabert2", "embedding_pipeline/extractors/dnabert2.py");
+
+/// `dnabert-2.py`: the same call, pooled by [CLS] (`?recipe=dnabert2-cls`).
+pub const DNABERT2_CLS: Recipe = Recipe {
+    pooling: Pooling::ClsToken,
+    ..masked_mean("dnabert2-cls", "embedding_pipeline/extractors/dnabert-2.py")
+};
+
+pub const DNABERT_S: Recipe = Recipe {
+    pooling: Pooling::ClsToken,
+    deviations: &[
+        "the reference loads it with AutoModel.from_pretrained and no trust_remote_code; geneb \
+         runs the checkpoint's own MosaicBERT code (ALiBi, fused QKV, GLU), as DNABERT-2",
+    ],
+    ..masked_mean("dnabert-s", "embedding_pipeline/extractors/dnabert-s.py")
+};
+
+pub const GROVER: Recipe = masked_mean("grover", "embedding_pipeline/extractors/grover.py");
+
+pub const GENALM: Recipe = masked_mean("genalm", "embedding_pipeline/extractors/genalm.py");
+
+pub const MUTBERT: Recipe = masked_mean("mutbert", "embedding_pipeline/extractors/mutbert.py");
+
+pub const GENOMICS_FM: Recipe = Recipe {
+    pooling: Pooling::ClsToken,
+    deviations: &[
+        "the reference turns every character but ACGT into N after upper-casing (U too); \
+         geneb's sequence readers turn U into T and the IUPAC codes into N before any model",
+    ],
+    ..masked_mean(
+        "genomics-fm",
+        "embedding_pipeline/extractors/genomics-fm.py",
+    )
+};
+
+pub const DEEPGENE: Recipe = masked_mean("deepgene", "embedding_pipeline/extractors/deepgene.py");
+
+pub const DNAGPT: Recipe = Recipe {
+    pooling: Pooling::HeadLogitsMean,
+    reference_dtype: "f16",
+    deviations: &["runs in f32 where the reference casts the model to f16 on CUDA"],
+    ..masked_mean("dnagpt", "embedding_pipeline/extractors/dnagpt.py")
+};
+
+/// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
+pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
+
+/// Every recipe, for `?recipe=NAME`, the lists and the README.
+pub const RECIPES: &[&Recipe] = &[
+    &NT,
+    &DNABERT2,
+    &DNABERT2_CLS,
+    &DNABERT_S,
+    &GROVER,
+    &HYENADNA,
+    &CADUCEUS,
+    &SPLICEBERT,
+    &MUTBERT,
+    &GENOMICS_FM,
+    &DEEPGENE,
+    &DNAGPT,
+    &GENALM,
+    &JANUSDNA,
+    &GENERIC,
+];
+
+/// The recipe named `name`, or an error listing them.
+pub fn by_name(name: &str) -> crate::Result<&'static Recipe> {
+    RECIPES
+        .iter()
+        .copied()
+        .find(|r| r.name == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = RECIPES.iter().map(|r| r.name).collect();
+            crate::Error::new(format!(
+                "no recipe '{name}': geneb knows {}",
+                names.join(", ")
+            ))
+        })
+}
+
+/// What `Recipe::columns` states, in order: the README table's headers.
+const FACTS: [&str; 7] = [
+    "Special tokens",
+    "Padding",
+    "Mask to model",
+    "Pooling",
+    "Truncation",
+    "Batches",
+    "Reference dtype (CUDA)",
+];
+
+impl Recipe {
+    /// The facts in words, one per column of the README's table (`FACTS`).
+    pub fn columns(&self) -> [String; 7] {
+        let padding = match self.padding {
+            Padding::Right => "right, to the batch's longest".to_string(),
+            Padding::Left => "left, to the batch's longest".to_string(),
+            Padding::TokenizerSide => {
+                "the tokenizer's side (left for HyenaDNA's and Caduceus's tokenizers, right for \
+                 PlantCaduceus's), to the batch's longest"
+                    .to_string()
+            }
+            Padding::RightTo { length } => format!("right, to {length} tokens"),
+        };
+        let specials = match self.special_tokens {
+            SpecialTokens::Tokenizer => "the tokenizer's",
+            SpecialTokens::None => "none",
+        };
+        let input = match self.input {
+            Input::AsGiven => "",
+            Input::IupacToN => "; upper-cased, U→T, IUPAC codes → N, others refused",
+        };
+        let truncation = match self.truncation {
+            Truncation::ModelMaximum => "model maximum".to_string(),
+            Truncation::Windows { size, stride } => format!(
+                "windows of {size} nt every {stride}, plus one ending at the end; mean of windows"
+            ),
+        };
+        let batching = match self.batching {
+            Batching::Independent => "any (mask)".to_string(),
+            Batching::FileOrder { size } => format!("{size} in file order"),
+        };
+        [
+            format!("{specials}{input}"),
+            padding,
+            if self.mask_to_model { "yes" } else { "no" }.to_string(),
+            self.pooling.describe().to_string(),
+            truncation,
+            batching,
+            self.reference_dtype.to_string(),
+        ]
+    }
+
+    /// The facts in one line (the page's model table).
+    pub fn summary(&self) -> String {
+        let facts: Vec<String> = FACTS
+            .iter()
+            .zip(self.columns())
+            .map(|(fact, value)| format!("{fact}: {value}"))
+            .collect();
+        format!("{} ({})", facts.join("; "), self.reference)
+    }
+
+    /// `geneb models --recipes-markdown`'s row for the models `models` (their display names).
+    fn markdown_row(&self, models: &str) -> String {
+        let deviations = if self.deviations.is_empty() {
+            "none".to_string()
+        } else {
+            self.deviations.join("; ")
+        };
+        let reference = if self.name == GENERIC.name {
+            self.reference.to_string()
+        } else {
+            format!(
+                "[`{}`](https://github.com/{GENEB}/blob/main/{})",
+                self.reference, self.reference
+            )
+        };
+        format!(
+            "| {models} | `{}` | {} | {reference} | {deviations} |",
+            self.name,
+            self.columns().join(" | ")
+        )
+    }
+}
+
+/// The README's recipe table: one row per recipe, with the known models that use it.
+pub fn markdown(models_of: impl Fn(&Recipe) -> Vec<&'static str>) -> String {
+    let mut out = format!(
+        "| Models | Recipe | {} | Reference file | Deviations |\n|{}\n",
+        FACTS.join(" | "),
+        "---|".repeat(FACTS.len() + 4)
+    );
+    for recipe in RECIPES {
+        let models = models_of(recipe);
+        let models = if models.is_empty() {
+            "(by `?recipe=`)".to_string()
+        } else {
+            models.join(", ")
+        };
+        out.push_str(&recipe.markdown_row(&models));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recipes_have_unique_names_and_are_found_by_them() {
+        for recipe in RECIPES {
+            assert_eq!(by_name(recipe.name).unwrap(), *recipe);
+        }
+        let err = by_name("nope").unwrap_err().to_string();
+        assert!(
+            err.contains("no recipe 'nope'") && err.contains("dnabert2-cls"),
+            "{err}"
+        );
+    }
+}
