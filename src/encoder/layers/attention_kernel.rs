@@ -7,9 +7,10 @@
 //! In the page each launch costs more than the arithmetic of a short sequence (bench/README.md),
 //! so this kernel does all of it in one: one unit per (sequence, head, query row) reads q, k,
 //! v and the bias through their strides (no copies), and writes the context already merged
-//! as [batch, tokens, heads·head_dim]. The score row is never stored: it is computed twice,
-//! once for its maximum and once for the exponentials, in a fixed order, so the result is
-//! the same on every run and every adapter, accumulated in f32 whatever the tensors' dtype.
+//! as [batch, tokens, heads·head_dim]. The score row is never stored: one pass over the keys
+//! keeps the softmax online (a running maximum, the sum and context rescaled when it grows),
+//! in a fixed order, so the result is the same on every run and every adapter, accumulated
+//! in f32 whatever the tensors' dtype.
 //!
 //! Burn's own flash attention is no substitute: without autotune it runs its fallback (the
 //! separate kernels) and it takes no additive bias (DNABERT-2's ALiBi).
@@ -46,10 +47,15 @@ fn attention_rows<E: Float>(
     let head = (row / tokens) % heads;
     let sequence = row / (tokens * heads);
 
+    // Strides read once: each is a load from the kernel's metadata.
+    let (k_key, k_step) = (k.stride(2), k.stride(3));
+    let (v_key, v_step) = (v.stride(2), v.stride(3));
+    let bias_key = bias.stride(3);
     let mut q_row = Array::<f32>::new(head_dim);
     let q_base = sequence * q.stride(0) + head * q.stride(1) + query * q.stride(2);
+    let q_step = q.stride(3);
     for d in 0..head_dim {
-        q_row[d] = f32::cast_from(q[q_base + d * q.stride(3)]);
+        q_row[d] = f32::cast_from(q[q_base + d * q_step]);
     }
     // The bias broadcasts over any of its first three dimensions that has size 1.
     let mut bias_base = 0;
@@ -65,28 +71,34 @@ fn attention_rows<E: Float>(
     let k_base = sequence * k.stride(0) + head * k.stride(1);
     let v_base = sequence * v.stride(0) + head * v.stride(1);
 
-    let mut max = f32::new(-3.0e38);
-    for key in 0..tokens {
-        let score = scaled_dot(&q_row, k, k_base + key * k.stride(2), scale, head_dim)
-            + f32::cast_from(bias[bias_base + key * bias.stride(3)]);
-        if score > max {
-            max = score;
-        }
-    }
-
+    // One pass, the softmax kept online: when a score exceeds the running maximum, the sum
+    // and the context so far are rescaled to it.
     let mut context = Array::<f32>::new(head_dim);
     for d in 0..head_dim {
         context[d] = f32::new(0.0);
     }
+    let mut max = f32::new(-3.0e38);
     let mut total = f32::new(0.0);
     for key in 0..tokens {
-        let score = scaled_dot(&q_row, k, k_base + key * k.stride(2), scale, head_dim)
-            + f32::cast_from(bias[bias_base + key * bias.stride(3)]);
+        let k_row = k_base + key * k_key;
+        let mut dot = f32::new(0.0);
+        for d in 0..head_dim {
+            dot += q_row[d] * f32::cast_from(k[k_row + d * k_step]);
+        }
+        let score = dot * scale + f32::cast_from(bias[bias_base + key * bias_key]);
+        if score > max {
+            let rescale = f32::exp(max - score);
+            total *= rescale;
+            for d in 0..head_dim {
+                context[d] *= rescale;
+            }
+            max = score;
+        }
         let weight = f32::exp(score - max);
         total += weight;
-        let v_row = v_base + key * v.stride(2);
+        let v_row = v_base + key * v_key;
         for d in 0..head_dim {
-            context[d] += weight * f32::cast_from(v[v_row + d * v.stride(3)]);
+            context[d] += weight * f32::cast_from(v[v_row + d * v_step]);
         }
     }
 
@@ -96,22 +108,6 @@ fn attention_rows<E: Float>(
     for d in 0..head_dim {
         out[out_base + d * out_step] = E::cast_from(context[d] / total);
     }
-}
-
-/// q · k · scale for one key, in f32.
-#[cube]
-fn scaled_dot<E: Float>(
-    q_row: &Array<f32>,
-    k: &Tensor<E>,
-    k_row: usize,
-    scale: f32,
-    #[comptime] head_dim: usize,
-) -> f32 {
-    let mut dot = f32::new(0.0);
-    for d in 0..head_dim {
-        dot += q_row[d] * f32::cast_from(k[k_row + d * k.stride(3)]);
-    }
-    dot * scale
 }
 
 /// [batch, heads, tokens, head_dim] → [batch, tokens, heads·head_dim]
