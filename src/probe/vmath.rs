@@ -7,7 +7,8 @@
 
 const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
 const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
-const INV_LN2: f64 = 1.442_695_040_888_963_387_00;
+/// fdlibm's `invln2` (1.44269504088896338700) is this same double.
+const INV_LN2: f64 = std::f64::consts::LOG2_E;
 /// 1.5 · 2⁵²: adding it rounds to an integer and leaves that integer in the low mantissa bits.
 const SHIFTER: f64 = 6_755_399_441_055_744.0;
 
