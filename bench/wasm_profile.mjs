@@ -67,7 +67,7 @@ function namedCore() {
 /** The kind of work a wasm function does, from its (demangled) name. */
 function kindOf(name) {
   const rules = [
-    // wasm-ld's per-export constructor wrappers (src/web.rs `start` says why they are gone).
+    // wasm-ld's per-export constructor wrappers (src/web/start.rs says why they are gone).
     [/__wasm_call_ctors|inventory|__ctor|\.command_export/, 'static constructors'],
     [/^\((program|garbage collector|idle|root)\)$/, 'V8 itself (program, GC)'],
     // The page's linear layers (packed_matmul) first: its name also matches 'mul' below.
