@@ -175,10 +175,10 @@ pub async fn evaluate(
         }
     }
     let meta = encoder.meta();
-    let splits = crate::split::splits_of(tasks);
+    let splits = crate::input::split::splits_of(tasks);
     let deviations = own_tasks(&splits)
         .into_iter()
-        .chain(crate::split::deviations(&splits))
+        .chain(crate::input::split::deviations(&splits))
         .chain(encoder.deviation())
         .collect();
     let task_hashes: BTreeMap<&str, String> = tasks
@@ -203,7 +203,7 @@ pub async fn evaluate(
         deviations,
         timings,
     );
-    crate::split::merge_folds(&mut submission, &splits)?;
+    crate::input::split::merge_folds(&mut submission, &splits)?;
     Ok(submission)
 }
 
@@ -327,7 +327,7 @@ fn fit_rows(task: &Labelled, shots: Option<usize>) -> u64 {
 }
 
 /// What the probe stage needs of a task besides its embeddings: a task of sequences embedded
-/// here, or one whose embeddings the user brought (`crate::embeddings`).
+/// here, or one whose embeddings the user brought (`crate::input::embeddings`).
 pub struct Labelled<'t> {
     pub task: &'t Task,
     /// Classes (label names are not needed to probe).
@@ -650,10 +650,10 @@ pub fn task_deviations(ids: &[&str]) -> Vec<String> {
 }
 
 /// `task_deviations` of the tasks as the result reports them (a k-fold task's folds are one).
-pub(crate) fn own_tasks(tasks: &[crate::split::SplitOf]) -> Vec<String> {
+pub(crate) fn own_tasks(tasks: &[crate::input::split::SplitOf]) -> Vec<String> {
     let mut ids: Vec<&str> = tasks
         .iter()
-        .map(|&t| crate::split::reported_id(t))
+        .map(|&t| crate::input::split::reported_id(t))
         .collect();
     ids.dedup();
     task_deviations(&ids)

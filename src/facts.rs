@@ -95,15 +95,15 @@ impl Facts {
                 .collect(),
             data_files: DataFiles {
                 tasks: FileKinds {
-                    extensions: &crate::seq::TASK_EXTENSIONS,
-                    names: &[crate::seq::MANIFEST],
+                    extensions: &crate::input::TASK_EXTENSIONS,
+                    names: &[crate::input::MANIFEST],
                 },
-                tables: &crate::seq::TABLE_EXTENSIONS,
+                tables: &crate::input::TABLE_EXTENSIONS,
                 embeddings: FileKinds {
-                    extensions: &[crate::embeddings::NPZ_EXTENSION],
-                    names: &[crate::embeddings::X_NPY],
+                    extensions: &[crate::input::embeddings::NPZ_EXTENSION],
+                    names: &[crate::input::embeddings::X_NPY],
                 },
-                compression: crate::seq::COMPRESSION,
+                compression: crate::input::COMPRESSION,
             },
             suites,
             embedding_budget: crate::eval::EMBEDDING_BUDGET,

@@ -188,7 +188,7 @@ fn join(plan: &Plan, pairs: Vec<Pair>) -> Result<Submission> {
     // In the order `evaluate` states them: the tasks', the splits geneb made, the encoder's.
     let mut deviations: Vec<Value> = task_deviations(&ids)
         .into_iter()
-        .chain(crate::split::deviations(&made_splits(&out)))
+        .chain(crate::input::split::deviations(&made_splits(&out)))
         .map(Value::from)
         .collect();
     deviations.extend(encoder_deviations.as_array().cloned().unwrap_or_default());
@@ -203,7 +203,7 @@ fn join(plan: &Plan, pairs: Vec<Pair>) -> Result<Submission> {
 }
 
 /// Each task of a result with the split geneb made for it, if any.
-fn made_splits(result: &Submission) -> Vec<crate::split::SplitOf<'_>> {
+fn made_splits(result: &Submission) -> Vec<crate::input::split::SplitOf<'_>> {
     result
         .tasks
         .iter()
@@ -227,7 +227,7 @@ fn shared_part(result: &Submission) -> Result<Value> {
         let own: Vec<String> =
             task_deviations(&result.tasks.keys().map(String::as_str).collect::<Vec<_>>())
                 .into_iter()
-                .chain(crate::split::deviations(&made_splits(result)))
+                .chain(crate::input::split::deviations(&made_splits(result)))
                 .collect();
         let encoder: Vec<Value> = protocol
             .get("deviations")

@@ -226,14 +226,14 @@ pub async fn fit_saved(encoder: &Encoder, task: &crate::task::TaskData) -> Resul
     ))
 }
 
-/// The probe's predictions for `sequences` (`crate::seq::read_sequences` of the user's file) as
+/// The probe's predictions for `sequences` (`crate::input::read_sequences` of the user's file) as
 /// the scores CSV, after checking that `encoder` is the one it was fitted on (`probe_name`
 /// labels that error): what `geneb predict` writes and the page's predict panel downloads.
 pub async fn predict_sequences(
     probe: &SavedProbe,
     probe_name: &str,
     encoder: &Encoder,
-    sequences: Vec<crate::seq::NamedSequence>,
+    sequences: Vec<crate::input::NamedSequence>,
 ) -> Result<String> {
     probe.check_encoder(probe_name, encoder)?;
     let (ids, texts): (Vec<String>, Vec<String>) =

@@ -1,11 +1,11 @@
-//! Your own embeddings through the whole protocol (`geneb::embeddings`, `geneb eval
+//! Your own embeddings through the whole protocol (`geneb::input::embeddings`, `geneb eval
 //! --embeddings`): every fit equal to scikit-learn's on numpy's few-shot subsets
 //! (tests/oracle/make_embeddings_fixtures.py), the .npz's task and category used, X.npy + a
 //! labels table split by geneb, and bad files as one-line errors.
 
-use geneb::embeddings::{evaluate, tasks_from_path};
+use geneb::input::embeddings::{evaluate, tasks_from_path};
+use geneb::input::split::SplitSettings;
 use geneb::protocol::Regime;
-use geneb::split::SplitSettings;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,8 +3,8 @@
 
 use geneb::encoder::{BackendKind, Encoder};
 use geneb::eval::{self, Progress, Stage};
+use geneb::input::tasks_from_path;
 use geneb::protocol::Regime;
-use geneb::seq::tasks_from_path;
 use std::path::Path;
 
 /// The smoke suite's submission as JSON without its timings, run on a pool of `threads`,

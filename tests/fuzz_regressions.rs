@@ -84,7 +84,7 @@ fn inputs_that_crashed_the_parsers_are_handled() {
 // Hostile files built in code (issue 29): each class once found by hand, too large to keep as a
 // file, replayed here through the library (the CLI's half is tests/hostile_files.rs).
 
-use geneb::hf::ModelFiles;
+use geneb::checkpoint::ModelFiles;
 use geneb::tokenize::{Tokenizer, TokenizerChoice};
 use std::time::{Duration, Instant};
 

@@ -5,9 +5,9 @@
 #![cfg(feature = "burn")]
 
 use burn::tensor::{Int, Tensor, TensorData};
+use geneb::checkpoint::{Checkpoint, safetensors};
 use geneb::encoder::arch::{self, Arch, bert::Bert, nt::NucleotideTransformer};
 use geneb::encoder::{BackendKind, Encoder, backend};
-use geneb::hf::{Checkpoint, safetensors};
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -171,7 +171,7 @@ fn pipeline_in(dir: &std::path::Path, kind: BackendKind) {
     let sequences: Vec<String> = expected
         .sequences
         .iter()
-        .map(|s| geneb::seq::normalize_sequence(s).unwrap())
+        .map(|s| geneb::input::normalize_sequence(s).unwrap())
         .collect();
     let got = pollster::block_on(encoder.embed(&sequences)).unwrap();
     assert_eq!(got.nrows(), expected.pooled.len());
@@ -317,7 +317,7 @@ fn dnagpt_tokenizes_as_its_kmer_tokenizer_and_its_published_file_names_its_shape
         serde_json::from_slice(&std::fs::read(dir.join("tokenizer_ids.json")).unwrap()).unwrap();
     let sequences: Vec<String> = serde_json::from_value(expected["sequences"].clone()).unwrap();
     for dynamic in [false, true] {
-        let mut files = geneb::hf::ModelFiles::new("dnagpt");
+        let mut files = geneb::checkpoint::ModelFiles::new("dnagpt");
         let config =
             serde_json::json!({"model_type": "dnagpt", "kmer": 6, "dynamic_kmer": dynamic});
         files.insert("config.json", config.to_string().into_bytes());
@@ -337,7 +337,7 @@ fn dnagpt_tokenizes_as_its_kmer_tokenizer_and_its_published_file_names_its_shape
             );
         }
     }
-    let mut published = geneb::hf::ModelFiles::new("dna_gpt0.1b_h");
+    let mut published = geneb::checkpoint::ModelFiles::new("dna_gpt0.1b_h");
     published.insert("dna_gpt0.1b_h.pth", Vec::new());
     arch::complete_published_layout(&mut published);
     let config = published.config().unwrap();
@@ -365,7 +365,7 @@ fn deepgene_is_a_roformer_with_its_extractors_special_tokens() {
         "{:?}",
         described.architecture
     );
-    let mut files = geneb::hf::ModelFiles::new("deepgene");
+    let mut files = geneb::checkpoint::ModelFiles::new("deepgene");
     for file in ["config.json", "tokenizer.json"] {
         files.insert(file, std::fs::read(dir.join(file)).unwrap());
     }
@@ -479,7 +479,7 @@ fn embedding_cache_is_reused_and_survives_damage() {
         env!("CARGO_MANIFEST_DIR")
     );
     let encoder = pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu)).unwrap();
-    let tasks = geneb::seq::tasks_from_path(
+    let tasks = geneb::input::tasks_from_path(
         &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv"),
         None,
@@ -540,7 +540,7 @@ fn the_registry_chooses_each_models_tokenizer() {
             continue;
         }
         let name = dir.file_name().unwrap().to_str().unwrap().to_string();
-        let mut files = geneb::hf::ModelFiles::new(&name);
+        let mut files = geneb::checkpoint::ModelFiles::new(&name);
         for file in std::fs::read_dir(&dir).unwrap() {
             let path = file.unwrap().path();
             let file = path.file_name().unwrap().to_str().unwrap().to_string();

@@ -5,8 +5,8 @@
 //! solving them (a task a 3-mer count solves, or that nothing solves, is a broken task).
 
 use geneb::encoder::kmer::KmerSpectrum;
+use geneb::input::tasks_from_path;
 use geneb::protocol::CATEGORIES;
-use geneb::seq::tasks_from_path;
 use geneb::task::TaskData;
 use geneb::{metrics, probe};
 use serde_json::Value;

@@ -1,8 +1,8 @@
 //! Parquet task tables written by pyarrow (tests/oracle/make_parquet_fixtures.py) read to the
 //! same tasks and the same result as the CSV beside each, and bad Parquet refused in one line.
 
-use geneb::seq::tasks_from_path_split;
-use geneb::split::SplitSettings;
+use geneb::input::split::SplitSettings;
+use geneb::input::tasks_from_path_split;
 use geneb::task::TaskData;
 use std::path::{Path, PathBuf};
 use std::process::Command;

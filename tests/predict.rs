@@ -60,7 +60,7 @@ fn a_saved_probe_reproduces_the_evaluations_test_predictions() {
     assert_eq!(saved["format_version"], 1);
 
     // The task's test sequences, in the order the evaluation scored them.
-    let tasks = geneb::seq::tasks_from_path(Path::new(table), None).unwrap();
+    let tasks = geneb::input::tasks_from_path(Path::new(table), None).unwrap();
     let test = &tasks[0].data.test;
     let fasta: String = test
         .sequences

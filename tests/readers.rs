@@ -2,7 +2,7 @@
 //! named as the browser names dropped files.
 
 use geneb::Error;
-use geneb::seq::{InputFile, read_labels, tasks_from_files, tasks_from_path};
+use geneb::input::{InputFile, read_labels, tasks_from_files, tasks_from_path};
 use geneb::task::TaskData;
 use std::path::Path;
 

@@ -1,9 +1,9 @@
-//! Splits of tables without a split column (`geneb::split`): equal to scikit-learn's on the
+//! Splits of tables without a split column (`geneb::input::split`): equal to scikit-learn's on the
 //! committed oracle (tests/oracle/make_split_fixtures.py), groups never on both sides, classes
 //! stratified, every bad input one error, and the CLI recording the split in the result.
 
-use geneb::seq::{InputFile, tasks_from_files_split};
-use geneb::split::{self, SplitSettings};
+use geneb::input::split::{self, SplitSettings};
+use geneb::input::{InputFile, tasks_from_files_split};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;

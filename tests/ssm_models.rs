@@ -10,12 +10,12 @@
 #![cfg(feature = "burn")]
 
 use burn::tensor::{Int, Tensor, TensorData};
+use geneb::checkpoint::{Checkpoint, safetensors};
 use geneb::encoder::arch::{
     self, Arch, caduceus, caduceus::Caduceus, hyena, hyena::Hyena, janus::Janus,
 };
 use geneb::encoder::backend::{self, Compute};
 use geneb::encoder::layers::long_conv::LongConv;
-use geneb::hf::{Checkpoint, safetensors};
 use std::path::{Path, PathBuf};
 
 const TOLERANCE: f32 = 1e-4;
@@ -32,13 +32,13 @@ fn read_json(path: &Path) -> serde_json::Value {
 /// The checkpoint in a model folder: model.safetensors, else pytorch_model.bin (the real
 /// anticapt checkpoints come as the latter, read by geneb's own PyTorch-zip reader).
 fn read_checkpoint(path: &Path) -> Checkpoint {
-    type Reader = fn(&str, Box<dyn geneb::hf::ByteSource>) -> geneb::Result<Checkpoint>;
+    type Reader = fn(&str, Box<dyn geneb::checkpoint::ByteSource>) -> geneb::Result<Checkpoint>;
     let (path, read): (PathBuf, Reader) = if path.exists() {
         (path.to_path_buf(), safetensors::read)
     } else {
         (
             path.with_file_name("pytorch_model.bin"),
-            geneb::hf::pytorch::read,
+            geneb::checkpoint::pytorch::read,
         )
     };
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -130,10 +130,12 @@ fn compare(expected: &Expected, states: Tensor<3>) -> (f32, f32) {
 /// The config and checkpoint of a model folder, read as the HF encoder reads them (a published
 /// layout such as JanusDNA's `model_config.json` + `last.ckpt` included).
 fn read_model(model_dir: &Path) -> (serde_json::Value, Checkpoint) {
-    let mut files = geneb::encoder::hf::read_folder(model_dir).unwrap_or_else(|e| panic!("{e}"));
+    let mut files =
+        geneb::encoder::pretrained::read_folder(model_dir).unwrap_or_else(|e| panic!("{e}"));
     arch::complete_published_layout(&mut files);
     let config = files.config().unwrap_or_else(|e| panic!("{e}"));
-    let ckpt = geneb::encoder::hf::read_weights(&mut files).unwrap_or_else(|e| panic!("{e}"));
+    let ckpt =
+        geneb::encoder::pretrained::read_weights(&mut files).unwrap_or_else(|e| panic!("{e}"));
     (config, ckpt)
 }
 

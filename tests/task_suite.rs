@@ -94,7 +94,7 @@ fn catalogue_has_the_published_100_tasks_complete_and_in_13_categories() {
     assert_eq!(lite_categories, CATEGORIES);
 }
 
-use geneb::seq::tasks_from_path;
+use geneb::input::tasks_from_path;
 use geneb::task::TaskData;
 
 fn only_task(path: &Path) -> TaskData {

@@ -2,7 +2,7 @@
 //! every corpus sequence untruncated, truncated to the model's maximum and to a short length,
 //! must give identical ids. Light: runs with `--no-default-features`.
 
-use geneb::hf::ModelFiles;
+use geneb::checkpoint::ModelFiles;
 use geneb::tokenize::{Tokenizer, TokenizerChoice};
 use serde_json::{Value, json};
 

@@ -1,4 +1,4 @@
-// Tables without a split column (src/split.rs): the core says which dropped tables have none and
+// Tables without a split column (src/input/split.rs): the core says which dropped tables have none and
 // which of their columns could group rows (a patient, a donor); this panel holds the settings the
 // core splits them with — the CLI's --test-fraction, --split-seed, --group-column and --folds —
 // and, after a run, lists where the result deviates from GENEB (the result's protocol block).
@@ -75,7 +75,7 @@ function show(found, defaults, problem = '') {
   ui.group.value = columns.includes(chosen) ? chosen : '';
 }
 
-/** The request's `split` (src/split.rs SplitSettings), or undefined to use the core's defaults. */
+/** The request's `split` (src/input/split.rs SplitSettings), or undefined to use the core's defaults. */
 export function splitSettings() {
   if (!tables.length) return undefined;
   const settings = { groupColumn: ui.group.value || null, folds: null };

@@ -6,12 +6,12 @@ use geneb::atomic_file::write_whole;
 use geneb::encoder::card::MetaOverrides;
 use geneb::encoder::{BackendKind, Encoder, Precision};
 use geneb::eval::{self, Progress};
-use geneb::hub::{Hub, Located};
+use geneb::hub::{Hub, Located, official};
+use geneb::input::{self, InputFile};
 use geneb::protocol::Regime;
-use geneb::seq::{self, InputFile};
 use geneb::shard::{Plan, Shard};
 use geneb::submission::Submission;
-use geneb::task::{TaskData, catalogue, official};
+use geneb::task::{TaskData, catalogue};
 use geneb::{Error, Result, metrics, probe, profile, task::fewshot};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -281,9 +281,9 @@ struct SplitArgs {
 }
 
 impl SplitArgs {
-    fn settings(&self) -> geneb::split::SplitSettings {
-        let defaults = geneb::split::SplitSettings::default();
-        geneb::split::SplitSettings {
+    fn settings(&self) -> geneb::input::split::SplitSettings {
+        let defaults = geneb::input::split::SplitSettings::default();
+        geneb::input::split::SplitSettings {
             test_fraction: self.test_fraction.unwrap_or(defaults.test_fraction),
             seed: self.split_seed.unwrap_or(defaults.seed),
             group_column: self.group_column.clone(),
@@ -452,7 +452,7 @@ fn run_eval_embeddings(args: &EvalArgs, regimes: &[Regime]) -> Result<()> {
     let split = args.split.settings();
     let mut tasks = Vec::new();
     for path in &args.embeddings {
-        tasks.extend(geneb::embeddings::tasks_from_path(
+        tasks.extend(geneb::input::embeddings::tasks_from_path(
             path,
             args.category.as_deref(),
             &split,
@@ -465,7 +465,8 @@ fn run_eval_embeddings(args: &EvalArgs, regimes: &[Regime]) -> Result<()> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned());
     let model_id = format!("embeddings:{}", stem.unwrap_or_default());
-    let mut submission = geneb::embeddings::evaluate(&model_id, tasks, regimes, &mut |_| {})?;
+    let mut submission =
+        geneb::input::embeddings::evaluate(&model_id, tasks, regimes, &mut |_| {})?;
     args.meta.overrides().apply(&mut submission.meta);
     write_result(&args.out, &submission.to_json_pretty()?)
 }
@@ -513,7 +514,7 @@ fn run_eval(args: EvalArgs) -> Result<()> {
             official_tasks.push((catalogue::task_by_reference(given)?, given.clone()));
         } else {
             let category = args.category.as_deref();
-            for task in seq::tasks_from_path_split(Path::new(given), category, &split)? {
+            for task in input::tasks_from_path_split(Path::new(given), category, &split)? {
                 add(task, given)?;
             }
         }
@@ -622,7 +623,7 @@ fn one_task(tasks: &[TaskData]) -> Result<&TaskData> {
 fn run_predict(args: PredictArgs) -> Result<()> {
     let file = read_file(&args.probe)?;
     let saved = geneb::predict::SavedProbe::read(&file.name, &file.bytes)?;
-    let sequences = seq::read_sequences(&read_file(&args.input)?)?;
+    let sequences = input::read_sequences(&read_file(&args.input)?)?;
     let encoder = load_encoder(
         &args.model,
         BackendKind::parse(&args.backend)?,
@@ -694,7 +695,7 @@ fn run_embed(args: EmbedArgs) -> Result<()> {
             "--count-kernels counts GPU kernel launches: use it with --backend wgpu",
         ));
     }
-    let sequences = seq::read_sequences(&read_file(&args.input)?)?;
+    let sequences = input::read_sequences(&read_file(&args.input)?)?;
     let encoder = load_encoder(&args.model, backend, false, true)?;
     let texts: Vec<String> = sequences.into_iter().map(|s| s.sequence).collect();
     if args.count_kernels
@@ -768,10 +769,10 @@ fn run_probe(args: ProbeArgs) -> Result<()> {
         let predicted = fit.predict(test.view());
         Ok((fit, predicted))
     }
-    let data = geneb::npz::read_probe_npz(&args.npz)?;
+    let data = geneb::input::npz::read_probe_npz(&args.npz)?;
     let (fit, predicted) = match &data.x {
-        geneb::npz::ProbeX::F32 { train, test } => fit_predict(train, &data.y_train, test)?,
-        geneb::npz::ProbeX::F64 { train, test } => fit_predict(train, &data.y_train, test)?,
+        geneb::input::npz::ProbeX::F32 { train, test } => fit_predict(train, &data.y_train, test)?,
+        geneb::input::npz::ProbeX::F64 { train, test } => fit_predict(train, &data.y_train, test)?,
     };
     let scores = metrics::score(&data.y_test, &predicted);
     let numeric = data.labels.iter().all(|l| l.parse::<i64>().is_ok());
@@ -796,8 +797,8 @@ fn run_fewshot(args: FewshotArgs) -> Result<()> {
     if args.k == 0 {
         return Err(Error::new("--k must be at least 1"));
     }
-    let labels = seq::read_labels(&read_file(&args.labels)?)?;
-    let (order, y) = seq::label_indices(&labels);
+    let labels = input::read_labels(&read_file(&args.labels)?)?;
+    let (order, y) = input::label_indices(&labels);
     let picked = fewshot::sample(&y, order.len(), args.k, args.seed);
     let mut out = std::io::stdout().lock();
     for i in picked {

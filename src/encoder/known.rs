@@ -480,7 +480,7 @@ pub struct PublishedProfile {
 }
 
 /// The largest weights file a browser tab loads: wasm32's 4 GiB of memory must hold the f32
-/// tensors (the file itself is read tensor by tensor, never whole: `hf::source`), up to 512 MiB
+/// tensors (the file itself is read tensor by tensor, never whole: `checkpoint::source`), up to 512 MiB
 /// of activations in flight (`encoder::hf`), up to 1 GiB of a task's embeddings (www/tasks.js
 /// EMBEDDING_BUDGET) and the core itself: an NT-v2-500m shape (1.96 GB) measured 1,915 MiB of
 /// wasm memory loaded and embedding (bench/README.md). The page refuses larger files before

@@ -7,12 +7,12 @@ pub mod arch;
 #[cfg(feature = "burn")]
 pub mod backend;
 pub mod card;
-#[cfg(feature = "burn")]
-pub mod hf;
 pub mod kmer;
 pub mod known;
 #[cfg(feature = "burn")]
 pub mod layers;
+#[cfg(feature = "burn")]
+pub mod pretrained;
 #[cfg(feature = "burn")]
 pub mod random_cnn;
 pub mod recipe;
@@ -119,14 +119,14 @@ pub struct Catalogue {
     pub tab_weights_limit: u64,
     /// The files of a model folder geneb reads, for the page's picks and downloads.
     #[serde(rename = "modelFiles")]
-    pub model_files: crate::hf::ModelFileNames,
+    pub model_files: crate::checkpoint::ModelFileNames,
 }
 
 pub fn catalogue() -> Result<Catalogue> {
     Ok(Catalogue {
         builtin: builtin_models(),
         tab_weights_limit: known::TAB_WEIGHTS_LIMIT,
-        model_files: crate::hf::MODEL_FILE_NAMES,
+        model_files: crate::checkpoint::MODEL_FILE_NAMES,
         #[cfg(feature = "burn")]
         architectures: arch::list(),
         known: known::with_published_profiles()?,
@@ -150,7 +150,7 @@ pub enum Encoder {
     RandomCnn(random_cnn::RandomCnn),
     /// A pretrained Hugging Face model (boxed: it is large and built once per run).
     #[cfg(feature = "burn")]
-    Hf(Box<hf::HfModel>),
+    Hf(Box<pretrained::HfModel>),
 }
 
 /// How an encoder turns token states into one vector, recorded in the result's protocol block.
@@ -212,10 +212,10 @@ impl Encoder {
     #[cfg(feature = "burn")]
     pub async fn from_model_files(
         spec: String,
-        files: crate::hf::ModelFiles,
+        files: crate::checkpoint::ModelFiles,
         backend: BackendKind,
     ) -> Result<Encoder> {
-        let model = hf::HfModel::from_files(spec, files, compute(backend).await?)?;
+        let model = pretrained::HfModel::from_files(spec, files, compute(backend).await?)?;
         Ok(Encoder::Hf(Box::new(model)))
     }
 
@@ -465,12 +465,12 @@ async fn compute(backend: BackendKind) -> Result<backend::Compute> {
 
 /// `hf:FOLDER`: the files of a local model folder. (In the page, files arrive by drag and drop.)
 #[cfg(all(feature = "burn", not(target_arch = "wasm32")))]
-fn hf_files(hf: &HfSpec) -> Result<crate::hf::ModelFiles> {
-    hf::read_folder(std::path::Path::new(&hf.source))
+fn hf_files(hf: &HfSpec) -> Result<crate::checkpoint::ModelFiles> {
+    pretrained::read_folder(std::path::Path::new(&hf.source))
 }
 
 #[cfg(all(feature = "burn", target_arch = "wasm32"))]
-fn hf_files(hf: &HfSpec) -> Result<crate::hf::ModelFiles> {
+fn hf_files(hf: &HfSpec) -> Result<crate::checkpoint::ModelFiles> {
     Err(Error::new(format!(
         "model 'hf:{}': in the page, give the model's files (drop the folder) instead",
         hf.source

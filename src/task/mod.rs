@@ -2,8 +2,6 @@
 
 pub mod catalogue;
 pub mod fewshot;
-#[cfg(all(feature = "hub", not(target_arch = "wasm32")))]
-pub mod official;
 
 use serde::{Deserialize, Serialize};
 
@@ -42,7 +40,7 @@ pub struct Dataset {
     pub labels: Vec<String>,
     pub train: Split,
     pub test: Split,
-    /// How geneb split a table without a split column (`crate::split`); `None` when the data
+    /// How geneb split a table without a split column (`crate::input::split`); `None` when the data
     /// came split.
     pub made_split: Option<MadeSplit>,
 }

@@ -7,7 +7,7 @@
 //! added.
 
 use super::{Kind, Tokenizer};
-use crate::hf::ModelFiles;
+use crate::checkpoint::ModelFiles;
 use crate::{Error, Result};
 
 /// The extractor's reserved tokens: 10 digits, 8 operators, 16 letters.

@@ -7,7 +7,7 @@
 use super::trie::Trie;
 use super::{Kind, Settings, Tokenizer, lookup, read_vocab_txt};
 use crate::Result;
-use crate::hf::ModelFiles;
+use crate::checkpoint::ModelFiles;
 use std::collections::HashMap;
 
 pub(super) struct LongestMatch {

@@ -29,7 +29,7 @@ mod trie;
 
 pub use dnagpt::vocab_size as dnagpt_vocab_size;
 
-use crate::hf::ModelFiles;
+use crate::checkpoint::ModelFiles;
 use crate::{Error, Result};
 use serde_json::Value;
 

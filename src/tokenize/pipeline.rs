@@ -7,7 +7,7 @@ use super::bpe::Bpe;
 use super::trie::Trie;
 use super::{Kind, Settings, TokenSetting, Tokenizer, lookup, read_vocab_txt};
 use crate::Result;
-use crate::hf::ModelFiles;
+use crate::checkpoint::ModelFiles;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;

@@ -51,13 +51,13 @@ impl BlobFile {
     }
 }
 
-impl crate::hf::ByteSource for BlobFile {
+impl crate::checkpoint::ByteSource for BlobFile {
     fn size(&self) -> u64 {
         self.size
     }
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        crate::hf::source::check_range(self.size, offset, len)?;
+        crate::checkpoint::source::check_range(self.size, offset, len)?;
         let part = self.blob.slice(offset as f64, (offset + len as u64) as f64);
         let cannot = |why: String| {
             Error::new(format!(

@@ -4,7 +4,7 @@
 use super::held_model::{ModelFile, load_encoder};
 use super::{answer, from_page};
 use crate::encoder::BackendKind;
-use crate::seq;
+use crate::input;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -49,7 +49,7 @@ pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                seq::normalize_sequence(s)
+                input::normalize_sequence(s)
                     .map_err(|e| Error::new(format!("sequence {}: {}", i + 1, e.message)))
             })
             .collect::<Result<Vec<_>>>()?;

@@ -108,7 +108,7 @@ async fn build_from_files(
             "model '{spec}': model files were given, so its spec must be hf:NAME"
         )));
     };
-    let mut model = crate::hf::ModelFiles::new(&hf.source);
+    let mut model = crate::checkpoint::ModelFiles::new(&hf.source);
     for file in files {
         match file.bytes {
             Some(bytes) => model.insert(&file.name, bytes),

@@ -26,7 +26,7 @@ mod run;
 mod split;
 mod start;
 
-use crate::seq::InputFile;
+use crate::input::InputFile;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;

@@ -4,7 +4,7 @@ use super::held_model::{ModelFile, load_encoder};
 use super::{DroppedFile, answer, from_page};
 use crate::Error;
 use crate::encoder::BackendKind;
-use crate::seq::{self, InputFile};
+use crate::input::{self, InputFile};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -38,7 +38,7 @@ pub async fn predict(request: JsValue) -> std::result::Result<JsValue, JsError> 
     let request: PredictRequest = from_page(request)?;
     let run = async move {
         let saved = crate::predict::SavedProbe::read(&request.probe.name, &request.probe.bytes)?;
-        let sequences = seq::read_sequences(&InputFile::from(request.input))?;
+        let sequences = input::read_sequences(&InputFile::from(request.input))?;
         let rows = sequences.len();
         let (encoder, _) = load_encoder(
             &request.model,

@@ -5,8 +5,8 @@ use super::page_store::PageStore;
 use super::{DroppedFile, answer, from_page, page_error};
 use crate::encoder::BackendKind;
 use crate::eval::{self, Progress};
+use crate::input::{self, InputFile};
 use crate::protocol::Regime;
-use crate::seq::{self, InputFile};
 use crate::{Error, Result, profile};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -36,7 +36,7 @@ struct Request {
     /// How tables without a split column are split (the CLI's --test-fraction, --split-seed,
     /// --group-column, --folds).
     #[serde(default)]
-    split: crate::split::SplitSettings,
+    split: crate::input::split::SplitSettings,
     /// The user's corrections to what each submission's `meta` says (www/meta.js).
     #[serde(default)]
     meta: crate::encoder::card::MetaOverrides,
@@ -82,7 +82,7 @@ async fn run(
     let files: Vec<InputFile> = request.files.into_iter().map(InputFile::from).collect();
     // Dropped embeddings (.npz, X.npy + labels.csv) are probed as they are; the other files are
     // tasks for the chosen models.
-    let (own, files) = crate::embeddings::partition(files);
+    let (own, files) = crate::input::embeddings::partition(files);
     if request.models.is_empty() && own.is_empty() {
         return Err(Error::new("choose at least one model"));
     }
@@ -97,12 +97,12 @@ async fn run(
     let tasks = if files.is_empty() {
         Vec::new()
     } else {
-        seq::tasks_from_files_split(&files, category, &request.split)?
+        input::tasks_from_files_split(&files, category, &request.split)?
     };
     let own = if own.is_empty() {
         Vec::new()
     } else {
-        crate::embeddings::tasks_from_files(&own, category, &request.split)?
+        crate::input::embeddings::tasks_from_files(&own, category, &request.split)?
     };
     let models = if tasks.is_empty() {
         &[][..]
@@ -157,7 +157,12 @@ async fn run(
     let mut submissions: Vec<_> = submissions.into_iter().flatten().collect();
     if !own.is_empty() {
         let id = "embeddings:dropped";
-        submissions.push(crate::embeddings::evaluate(id, own, &regimes, &mut report)?);
+        submissions.push(crate::input::embeddings::evaluate(
+            id,
+            own,
+            &regimes,
+            &mut report,
+        )?);
         backends.push(crate::encoder::BackendInfo {
             kind: "cpu".into(),
             adapter: String::new(),

@@ -2,7 +2,7 @@
 //! need one (the page's split panel, www/split.js).
 
 use super::{DroppedFile, answer, from_page, to_js};
-use crate::seq::{self, InputFile};
+use crate::input::{self, InputFile};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 
@@ -10,7 +10,7 @@ use wasm_bindgen::prelude::*;
 /// groupColumn, folds}`.
 #[wasm_bindgen(js_name = splitDefaults)]
 pub fn split_defaults() -> std::result::Result<JsValue, JsError> {
-    to_js(&crate::split::SplitSettings::default())
+    to_js(&crate::input::split::SplitSettings::default())
 }
 
 #[derive(Deserialize)]
@@ -19,10 +19,10 @@ struct FilesRequest {
 }
 
 /// `{files: [{name, bytes}]}` → `[{file, task, columns}]`: the task tables without a split
-/// column (which the core splits, see `crate::split`) and the columns that could group them.
+/// column (which the core splits, see `crate::input::split`) and the columns that could group them.
 #[wasm_bindgen(js_name = unsplitTables)]
 pub fn unsplit_tables(request: JsValue) -> std::result::Result<JsValue, JsError> {
     let request: FilesRequest = from_page(request)?;
     let files: Vec<InputFile> = request.files.into_iter().map(InputFile::from).collect();
-    answer(seq::unsplit_tables(&files))
+    answer(input::unsplit_tables(&files))
 }

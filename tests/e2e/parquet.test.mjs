@@ -1,4 +1,4 @@
-// Parquet task tables in the page (src/seq/parquet.rs in the wasm core): a table written by
+// Parquet task tables in the page (src/input/parquet.rs in the wasm core): a table written by
 // pyarrow (tests/oracle/make_parquet_fixtures.py) gives the result `geneb eval` gives for the CSV
 // it holds, a split-less one is split by the chosen group column as the CLI splits its CSV, a
 // zstd one (a codec the page's wasm has not) and a broken one get one-line errors naming the

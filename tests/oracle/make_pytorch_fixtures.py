@@ -1,4 +1,4 @@
-"""Oracle fixtures for the pytorch_model.bin reader (src/hf/pytorch.rs).
+"""Oracle fixtures for the pytorch_model.bin reader (src/checkpoint/pytorch.rs).
 
 Re-run from the repository root (needs torch; deterministic):
     python3 tests/oracle/make_pytorch_fixtures.py

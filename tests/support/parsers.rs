@@ -5,8 +5,8 @@
 
 #![allow(dead_code)] // Each fuzz target uses one entry point.
 
-use geneb::hf::{ModelFiles, pytorch, safetensors};
-use geneb::seq::{self, InputFile};
+use geneb::checkpoint::{ModelFiles, pytorch, safetensors};
+use geneb::input::{self, InputFile};
 use std::io::Write;
 
 /// Cuts one input into the files of a layout (ASCII record separator: rare in text formats).
@@ -56,7 +56,7 @@ pub fn task_files(data: &[u8]) {
                     name: "s.fa".into(),
                     bytes: rest.to_vec(),
                 };
-                let _ = seq::read_sequences(&file);
+                let _ = input::read_sequences(&file);
                 return;
             }
             _ => {
@@ -64,11 +64,11 @@ pub fn task_files(data: &[u8]) {
                     name: "labels.txt".into(),
                     bytes: rest.to_vec(),
                 };
-                let _ = seq::read_labels(&file);
+                let _ = input::read_labels(&file);
                 return;
             }
         };
-        let _ = seq::tasks_from_files(&[file], None);
+        let _ = input::tasks_from_files(&[file], None);
         return;
     };
     let files: Vec<InputFile> = names
@@ -79,7 +79,7 @@ pub fn task_files(data: &[u8]) {
             bytes: bytes.to_vec(),
         })
         .collect();
-    let _ = seq::tasks_from_files(&files, Some("Fuzzed"));
+    let _ = input::tasks_from_files(&files, Some("Fuzzed"));
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -89,7 +89,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Every tensor of a checkpoint taken as an architecture takes it, then the unused check.
-fn take_all(mut ckpt: geneb::hf::Checkpoint) {
+fn take_all(mut ckpt: geneb::checkpoint::Checkpoint) {
     let names: Vec<String> = ckpt.names().map(str::to_string).collect();
     for name in names {
         if ckpt.take_any(&name).is_err() {
@@ -179,8 +179,8 @@ pub fn results(data: &[u8]) {
 /// A probe `.npz` (`geneb probe`), and the same bytes as one `.npy` (`eval --embeddings`'s
 /// `X.npy`).
 pub fn npz(data: &[u8]) {
-    let _ = geneb::npz::probe_arrays("probe.npz", data);
-    let _ = geneb::npz::read_npy("X.npy", data);
+    let _ = geneb::input::npz::probe_arrays("probe.npz", data);
+    let _ = geneb::input::npz::read_npy("X.npy", data);
 }
 
 /// A Parquet task table (`geneb eval --task t.parquet`, the page's dropped tables), read to
@@ -190,7 +190,7 @@ pub fn parquet(data: &[u8]) {
         name: "t.parquet".into(),
         bytes: data.to_vec(),
     };
-    let _ = seq::tasks_from_files(&[file], Some("Fuzzed"));
+    let _ = input::tasks_from_files(&[file], Some("Fuzzed"));
 }
 
 /// A saved probe (`geneb predict --probe`, the page's predict panel), applied to two rows of
@@ -282,5 +282,5 @@ pub fn model_config(data: &[u8]) {
     }
     files.insert("config.json", config.to_vec());
     let compute = geneb::encoder::backend::cpu();
-    let _ = geneb::encoder::hf::HfModel::from_files("hf:fuzzed".into(), files, compute);
+    let _ = geneb::encoder::pretrained::HfModel::from_files("hf:fuzzed".into(), files, compute);
 }

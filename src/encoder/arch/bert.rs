@@ -21,13 +21,13 @@ use super::{
     size, transformers_layer_norm_eps,
 };
 use crate::Result;
+use crate::checkpoint::Checkpoint;
 use crate::encoder::layers::positions::{Alibi, PairRotary, Rotary};
 use crate::encoder::layers::{
     Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, config_error,
     head_dim, load_qkv, padding_bias, split_heads, upload,
 };
 use crate::encoder::recipe::{self, Recipe};
-use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};

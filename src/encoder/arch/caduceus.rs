@@ -33,9 +33,9 @@ use super::{
     Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, padded_vocab, parse_config, size,
 };
 use crate::Result;
+use crate::checkpoint::Checkpoint;
 use crate::encoder::layers::mamba::{Mamba, MambaShape, SsmConfig};
 use crate::encoder::layers::{RmsNorm, config_error, param};
-use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor, TensorData};

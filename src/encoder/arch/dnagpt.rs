@@ -18,11 +18,11 @@
 
 use super::{Arch, ArchSpec, Pooling, check_layers, parse_config, size};
 use crate::Result;
+use crate::checkpoint::Checkpoint;
 use crate::encoder::layers::{
     Activation, LayerNorm, Linear, attention, causal_bias, checkpoint_prefix, config_error,
     head_dim, padding_bias, silu, split_heads, upload,
 };
-use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};

@@ -27,9 +27,9 @@ use super::{
     Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, padded_vocab, parse_config, size,
 };
 use crate::Result;
+use crate::checkpoint::Checkpoint;
 use crate::encoder::layers::long_conv::{LongConv, PreparedFilter};
 use crate::encoder::layers::{LayerNorm, Linear, config_error, gelu_tanh, param, upload};
-use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use burn::tensor::module::{conv1d, embedding};
 use burn::tensor::ops::ConvOptions;

@@ -35,12 +35,12 @@
 
 use super::{Arch, ArchSpec, Pooling, check_layers, epsilon, padded_vocab, parse_config, size};
 use crate::Result;
+use crate::checkpoint::Checkpoint;
 use crate::encoder::layers::mamba::{Mamba, MambaShape};
 use crate::encoder::layers::{
     Linear, RmsNorm, attention, causal_bias, config_error, head_dim, host_values, param, silu,
     split_heads, upload,
 };
-use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use burn::tensor::module::embedding;
 use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};

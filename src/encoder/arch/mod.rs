@@ -20,7 +20,7 @@ pub mod roformer;
 use super::backend::Compute;
 use super::layers::config_error;
 pub use super::recipe::Pooling;
-use crate::hf::Checkpoint;
+use crate::checkpoint::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
 use burn::tensor::{Int, Tensor};
@@ -134,8 +134,8 @@ pub fn detect(config: &Value) -> Result<&'static ArchSpec> {
 /// as config.json (the `{"config": …}` its training writes unwrapped, as GENEB's extractor
 /// unwraps it, a flat one as it is); for DNAGPT's `.pth` files the config.json their name
 /// implies (`ArchSpec::published_config`) is added. The files then read as any model folder.
-pub fn complete_published_layout(files: &mut crate::hf::ModelFiles) {
-    let names = crate::hf::MODEL_FILE_NAMES;
+pub fn complete_published_layout(files: &mut crate::checkpoint::ModelFiles) {
+    let names = crate::checkpoint::MODEL_FILE_NAMES;
     if files.contains(names.config) {
         return;
     }

@@ -9,12 +9,12 @@
 use super::{
     Arch, ArchSpec, Pooling, check_layers, epsilon, parse_config, size, transformers_layer_norm_eps,
 };
+use crate::checkpoint::Checkpoint;
 use crate::encoder::layers::positions::Rotary;
 use crate::encoder::layers::{
     Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, head_dim, load_qkv,
     padding_bias, split_heads, upload,
 };
-use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
 use burn::tensor::module::embedding;

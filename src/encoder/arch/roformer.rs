@@ -12,9 +12,9 @@
 use super::bert::{Bert, Embeddings, LayerShape, Positions, load_layers};
 use super::{ArchSpec, Pooling, epsilon, parse_config, size, transformers_layer_norm_eps};
 use crate::Result;
+use crate::checkpoint::Checkpoint;
 use crate::encoder::layers::positions::PairRotary;
 use crate::encoder::layers::{Activation, Linear, checkpoint_prefix, config_error, head_dim};
-use crate::hf::Checkpoint;
 use crate::tokenize::TokenizerChoice;
 use burn::tensor::Device;
 use serde::Deserialize;

@@ -13,7 +13,7 @@
 
 use super::{Linear, RmsNorm, config_error, exp_nonpositive, host_values, param, silu, upload};
 use crate::Result;
-use crate::hf::Checkpoint;
+use crate::checkpoint::Checkpoint;
 use burn::tensor::activation::softplus_with_threshold;
 use burn::tensor::module::conv1d;
 use burn::tensor::ops::ConvOptions;

@@ -12,7 +12,7 @@ mod packed_matmul;
 pub mod positions;
 
 use crate::Result;
-use crate::hf::Checkpoint;
+use crate::checkpoint::Checkpoint;
 use burn::tensor::activation::{gelu, relu, sigmoid};
 use burn::tensor::module::{layer_norm, linear};
 use burn::tensor::ops::AttentionModuleOptions;

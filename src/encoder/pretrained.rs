@@ -14,7 +14,7 @@ use super::backend::Compute;
 use super::card::ModelCard;
 use super::recipe::{self, Input, Padding, Recipe, SpecialTokens};
 use super::spec::{ModelSpec, Window};
-use crate::hf::{Checkpoint, ModelFiles, pytorch, safetensors};
+use crate::checkpoint::{Checkpoint, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
 use crate::{Error, Result};
 use burn::tensor::{DType, FloatDType, Int, Tensor, TensorData};
@@ -46,7 +46,7 @@ const LIVE_ACTIVATIONS: usize = 4;
 pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     let name = files.name.clone();
     let source = |f: &str| format!("{name}/{f}");
-    let [safetensors_file, pytorch_file] = crate::hf::MODEL_FILE_NAMES.weights;
+    let [safetensors_file, pytorch_file] = crate::checkpoint::MODEL_FILE_NAMES.weights;
     if let Some(bytes) = files.take(safetensors_file) {
         return safetensors::read(&source(safetensors_file), bytes);
     }
@@ -57,7 +57,7 @@ pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     // Lightning `last.ckpt`).
     let pth = files
         .file_names()
-        .find(|f| crate::hf::MODEL_FILE_NAMES.is_published_weights(f))
+        .find(|f| crate::checkpoint::MODEL_FILE_NAMES.is_published_weights(f))
         .map(String::from);
     if let Some((name, bytes)) = pth.and_then(|name| files.take(&name).map(|bytes| (name, bytes))) {
         return pytorch::read(&source(&name), bytes);
@@ -553,7 +553,7 @@ pub fn iupac_to_n(sequence: &str) -> Result<String> {
 /// (DNAGPT's and JanusDNA's published files).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
-    let names = crate::hf::MODEL_FILE_NAMES;
+    let names = crate::checkpoint::MODEL_FILE_NAMES;
     let name = folder.display().to_string();
     if !folder.is_dir() {
         return Err(Error::in_file(
@@ -563,16 +563,20 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
     }
     let mut files = ModelFiles::new(&name);
     let [safetensors, pytorch] = names.weights;
-    let wanted = [names.config, names.published_config, crate::hf::MODEL_CARD]
-        .into_iter()
-        .chain(names.tokenizer)
-        .chain(names.weights);
+    let wanted = [
+        names.config,
+        names.published_config,
+        crate::checkpoint::MODEL_CARD,
+    ]
+    .into_iter()
+    .chain(names.tokenizer)
+    .chain(names.weights);
     for file in wanted {
         let path = folder.join(file);
         if file == pytorch && files.contains(safetensors) {
             continue;
         }
-        match crate::hf::source::LocalFile::open(&path) {
+        match crate::checkpoint::source::LocalFile::open(&path) {
             Ok(local) => files.insert_source(file, Box::new(local))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(cannot_read(&path, e)),
@@ -589,8 +593,8 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
             .collect();
         pth.sort();
         if let Some(path) = pth.first() {
-            let local =
-                crate::hf::source::LocalFile::open(path).map_err(|e| cannot_read(path, e))?;
+            let local = crate::checkpoint::source::LocalFile::open(path)
+                .map_err(|e| cannot_read(path, e))?;
             files.insert_source(
                 &path.file_name().unwrap_or_default().to_string_lossy(),
                 Box::new(local),
@@ -677,7 +681,7 @@ mod tests {
                     if raw {
                         s
                     } else {
-                        crate::seq::normalize_sequence(&s).unwrap()
+                        crate::input::normalize_sequence(&s).unwrap()
                     }
                 })
                 .collect();

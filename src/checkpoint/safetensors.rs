@@ -2,7 +2,7 @@
 //! tensor name to its dtype, shape and byte range, then the raw little-endian data.
 
 use super::ByteSource;
-use super::checkpoint::{Checkpoint, DType, TensorEntry};
+use super::tensors::{Checkpoint, DType, TensorEntry};
 use crate::{Error, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -167,7 +167,7 @@ mod tests {
     /// once, not by holding the file.
     #[test]
     fn tensors_are_read_one_at_a_time() {
-        use crate::hf::source::tests::Recorded;
+        use crate::checkpoint::source::tests::Recorded;
         let matrix = |seed: u32| -> Vec<u8> {
             (0..64 * 256)
                 .flat_map(|i| ((i * 7 + seed) as f32).to_le_bytes())

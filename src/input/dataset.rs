@@ -2,7 +2,7 @@
 //! checks a probe needs (train and test rows, two classes in train).
 
 use super::text::quote;
-use crate::split::SplitSettings;
+use crate::input::split::SplitSettings;
 use crate::task::{Dataset, MadeSplit, Split};
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -222,7 +222,7 @@ impl Collector {
             return Ok(vec![data]);
         }
         let groups = (groups.len() == unsplit.len()).then_some(groups.as_slice());
-        crate::split::make(&unsplit.y, &labels, groups, split, train_source)?
+        crate::input::split::make(&unsplit.y, &labels, groups, split, train_source)?
             .into_iter()
             .map(|(sides, made)| {
                 let take = |rows: &[usize]| Split {

@@ -2,7 +2,7 @@
 
 use super::layout::{KNOWN_LAYOUTS, Role, role_of};
 use super::{InputFile, tasks_from_files_split};
-use crate::split::SplitSettings;
+use crate::input::split::SplitSettings;
 use crate::task::TaskData;
 use crate::{Error, Result};
 use std::collections::HashMap;

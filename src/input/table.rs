@@ -172,7 +172,7 @@ impl RecordSplitter {
 enum SplitFrom {
     Column(usize),
     File(Part),
-    /// No split column: geneb splits the rows (`crate::split`), by the group column if given.
+    /// No split column: geneb splits the rows (`crate::input::split`), by the group column if given.
     Made {
         group: Option<usize>,
     },

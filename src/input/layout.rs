@@ -6,8 +6,8 @@ use super::fasta::{FastaLayout, read_fasta};
 use super::import::{Reference, read_bed, read_sequence_file};
 use super::table::{TableKind, group_candidates, read_table};
 use super::text::{quote, read_to_string};
+use crate::input::split::SplitSettings;
 use crate::protocol::UNCATEGORIZED;
-use crate::split::SplitSettings;
 use crate::task::{Task, TaskData, catalogue};
 use crate::{Error, Result};
 use serde::Deserialize;
@@ -603,7 +603,7 @@ pub(crate) fn tasks_from_files(
         for (i, data) in datasets.into_iter().enumerate() {
             // The folds of a k-fold task are evaluated as tasks of their own, then merged.
             let id = if folds > 1 {
-                crate::split::fold_id(&id, i + 1, folds)
+                crate::input::split::fold_id(&id, i + 1, folds)
             } else {
                 id.clone()
             };

@@ -6,7 +6,7 @@
 //!   `sequence`), `label` and `split` (`train` or `test`), in any order; other columns are
 //!   ignored. Task id = the file stem. TSV by extension, or when the header has tabs and no
 //!   commas. RFC 4180 quotes, CRLF and a UTF-8 BOM are fine. Without a `split` column geneb
-//!   splits the rows (`crate::split`), keeping the groups of a named group column apart.
+//!   splits the rows (`crate::input::split`), keeping the groups of a named group column apart.
 //! - **Train/test pair** `<task>/train.csv` + `<task>/test.csv` (columns `text` or `sequence`,
 //!   and `label`): one task, id = the folder name. `dev`, `val`, `valid` and `validation`
 //!   files are skipped: GENEB uses only train and test.
@@ -40,17 +40,20 @@
 //! else by code point. Every error names the file and, where there is one, the 1-based line.
 
 mod dataset;
+pub mod embeddings;
 mod fasta;
 mod import;
 mod layout;
+pub mod npz;
 mod parquet;
 #[cfg(not(target_arch = "wasm32"))]
 mod path;
 mod sequences;
+pub mod split;
 mod table;
 mod text;
 
-use crate::split::SplitSettings;
+use crate::input::split::SplitSettings;
 use crate::task::TaskData;
 use crate::{Error, Result};
 
@@ -74,7 +77,7 @@ pub fn tasks_from_files(files: &[InputFile], category: Option<&str>) -> Result<V
 }
 
 /// As [`tasks_from_files`], splitting tables that have no split column as `split` says (a
-/// k-fold task comes as one task per fold, see `crate::split`).
+/// k-fold task comes as one task per fold, see `crate::input::split`).
 pub fn tasks_from_files_split(
     files: &[InputFile],
     category: Option<&str>,

@@ -1,10 +1,10 @@
 //! Official GENEB tasks from the hub: which files a set of catalogue tasks needs, what must
 //! be downloaded (and how big it is) before anything is, then the download and the read.
 
-use super::TaskData;
-use super::catalogue::CatalogueTask;
 use crate::hub::{Hub, HubFile, Located, Progress};
-use crate::seq::tasks_from_path;
+use crate::input::tasks_from_path;
+use crate::task::TaskData;
+use crate::task::catalogue::CatalogueTask;
 use crate::{Error, Result};
 
 /// One table of one task and where it can be had.

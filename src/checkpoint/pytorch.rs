@@ -6,7 +6,7 @@
 //! anything else is refused by name instead of being executed or guessed at.
 
 use super::ByteSource;
-use super::checkpoint::{Checkpoint, DType, TensorEntry};
+use super::tensors::{Checkpoint, DType, TensorEntry};
 use crate::{Error, Result};
 use std::collections::{BTreeMap, HashMap};
 

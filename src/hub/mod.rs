@@ -15,6 +15,8 @@
 //!   asking the network. For a branch name the hub is asked first (HEAD): the cached copy is kept
 //!   while its checksum matches, and it is the fallback when the network fails.
 
+pub mod official;
+
 use crate::digest::hex;
 use crate::{Error, Result};
 use sha1::Digest as _;
@@ -699,8 +701,8 @@ pub fn fetch_model_files(
     revision: &str,
     on_file: &mut dyn FnMut(&HubFile, Option<u64>),
     on_progress: &mut dyn FnMut(Progress),
-) -> Result<crate::hf::ModelFiles> {
-    let mut files = crate::hf::ModelFiles::new(format!("{repo}@{revision}"));
+) -> Result<crate::checkpoint::ModelFiles> {
+    let mut files = crate::checkpoint::ModelFiles::new(format!("{repo}@{revision}"));
     let mut get = |path: &str, required: bool| -> Result<bool> {
         let file = HubFile::model(repo, revision, path);
         let local = match hub.cache_state(&file) {
@@ -741,7 +743,7 @@ pub fn fetch_model_files(
                 Ok(false)
             };
         };
-        let file = crate::hf::source::LocalFile::open(&local).map_err(|e| {
+        let file = crate::checkpoint::source::LocalFile::open(&local).map_err(|e| {
             Error::in_file(local.display().to_string(), format!("cannot read: {e}"))
         })?;
         files.insert_source(path, Box::new(file))?;

@@ -7,17 +7,17 @@
 //!   `category`: what `numpy.savez` / `savez_compressed` write.
 //! - **`<task>/X.npy` + `<task>/labels.csv`** (or `.tsv`): row i of `X` is data row i of the table,
 //!   whose `label` column holds any text labels and whose `split` column says train or test;
-//!   without a split column geneb splits it as it splits sequence tables (`crate::split`: seed,
+//!   without a split column geneb splits it as it splits sequence tables (`crate::input::split`: seed,
 //!   fraction, group column, folds).
 //!
 //! float64 embeddings are probed as float32, the precision geneb's own encoders give (the probe
 //! itself computes in f64). The result records that the embeddings came from outside.
 
 use crate::eval::{self, Embedded, Labelled, Progress};
-use crate::npz::{self, NpyValues, ProbeX};
+use crate::input::InputFile;
+use crate::input::npz::{self, NpyValues, ProbeX};
+use crate::input::split::{self, SplitSettings};
 use crate::protocol::{Regime, UNCATEGORIZED};
-use crate::seq::InputFile;
-use crate::split::{self, SplitSettings};
 use crate::submission::{Meta, Submission};
 use crate::task::{MadeSplit, Task};
 use crate::{Error, Result};
@@ -43,7 +43,7 @@ pub struct EmbeddingsTask {
     pub stored_as: &'static str,
 }
 
-/// The tasks among `files` (names relative to what the user gave, as `seq::InputFile`): every
+/// The tasks among `files` (names relative to what the user gave, as `input::InputFile`): every
 /// `.npz`, and every folder holding `X.npy` and a `labels.csv`/`.tsv`. `category` applies to
 /// tasks that neither the GENEB catalogue nor the `.npz` names.
 pub fn tasks_from_files(
@@ -301,7 +301,7 @@ fn from_npy(
     }
     let x = Array2::from_shape_vec((rows, cols), values).map_err(|e| err(e.to_string()))?;
     let tab = labels_file.name.to_ascii_lowercase().contains(".tsv");
-    let table = crate::seq::read_label_rows(
+    let table = crate::input::read_label_rows(
         &labels_file.name,
         &labels_file.bytes,
         tab,
@@ -317,11 +317,11 @@ fn from_npy(
             ),
         ));
     }
-    let (labels, y) = crate::seq::label_indices(&table.labels);
+    let (labels, y) = crate::input::label_indices(&table.labels);
     let sides: Vec<(split::Sides, Option<MadeSplit>)> = match &table.split {
         Some(parts) => {
             let (train, test): (Vec<usize>, Vec<usize>) =
-                (0..rows).partition(|&r| parts[r] == crate::seq::Part::Train);
+                (0..rows).partition(|&r| parts[r] == crate::input::Part::Train);
             vec![(split::Sides { train, test }, None)]
         }
         None => split::make(

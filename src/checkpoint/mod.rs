@@ -3,13 +3,13 @@
 //! has (a local folder, dropped files, or the hub cache), so the same code serves the CLI and the
 //! page.
 
-pub mod checkpoint;
 pub mod pytorch;
 pub mod safetensors;
 pub mod source;
+pub mod tensors;
 
-pub use checkpoint::{Checkpoint, DType};
 pub use source::ByteSource;
+pub use tensors::{Checkpoint, DType};
 
 use crate::{Error, Result};
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 /// The model card's file name in a Hugging Face model folder.
 pub const MODEL_CARD: &str = "README.md";
 
-/// The files of a model folder geneb reads, whoever reads it (`encoder::hf::read_folder`, the
+/// The files of a model folder geneb reads, whoever reads it (`encoder::pretrained::read_folder`, the
 /// page, the hub download): anything else there (TensorFlow or Flax weights, code, training
 /// state) is left alone.
 #[derive(Debug, Clone, serde::Serialize)]
