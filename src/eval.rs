@@ -203,7 +203,7 @@ pub async fn evaluate(
         deviations,
         timings,
     );
-    crate::input::split::merge_folds(&mut submission, &splits)?;
+    crate::submission::folds::merge(&mut submission, &splits)?;
     Ok(submission)
 }
 

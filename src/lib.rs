@@ -31,6 +31,7 @@ pub mod profile;
 pub mod progress;
 pub mod protocol;
 pub mod report;
+pub mod rng;
 #[cfg(feature = "cli")]
 pub mod shard;
 pub mod submission;

@@ -8,12 +8,12 @@
 
 use super::backend::Compute;
 use crate::Result;
+use crate::rng::RandomState;
 use burn::tensor::activation::relu;
 use burn::tensor::module::conv1d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Tensor, TensorData};
 use ndarray::Array2;
-use rand_mt::Mt;
 
 const KERNEL: usize = 7;
 /// (channels out, dilation) per layer; dilation widens the receptive field to 43 nt cheaply.
@@ -39,7 +39,7 @@ pub struct RandomCnn {
 
 impl RandomCnn {
     pub fn new(seed: u32, compute: Compute) -> Self {
-        let mut rng = Mt::new(seed);
+        let mut rng = RandomState::new(seed);
         let mut channels_in = ONE_HOT;
         let layers = LAYERS
             .iter()
@@ -162,7 +162,7 @@ fn truncated(sequence: &str) -> &str {
 }
 
 /// `count` draws uniform on [-bound, bound] from MT19937's 32-bit output.
-fn uniform(rng: &mut Mt, count: usize, bound: f32) -> Vec<f32> {
+fn uniform(rng: &mut RandomState, count: usize, bound: f32) -> Vec<f32> {
     (0..count)
         .map(|_| {
             let unit = rng.next_u32() as f64 / (u32::MAX as f64 + 1.0);

@@ -459,6 +459,6 @@ pub fn evaluate(
         deviations,
         [0.0, seconds],
     );
-    split::merge_folds(&mut submission, &splits)?;
+    crate::submission::folds::merge(&mut submission, &splits)?;
     Ok(submission)
 }

@@ -7,7 +7,7 @@
 //!   legacy `RandomState`: `_approximate_mode` per class, a permutation per class, then the
 //!   train and test rows each permuted), so a Python user gets the same rows in the same order.
 //! - **k folds** (`folds`): scikit-learn's `StratifiedKFold(k, shuffle=True, random_state=seed)`,
-//!   exactly; every fold is evaluated and the scores are the mean over folds (see [`merge_folds`]).
+//!   exactly; every fold is evaluated and the scores are the mean over folds (see [`crate::submission::folds`]).
 //! - **By group** (`group_column`, e.g. a patient or donor id): every group on one side. Groups are
 //!   shuffled (numpy legacy `permutation` of the groups in first-seen order), ordered by size
 //!   (largest first, ties kept in shuffled order), and each goes to the side (or fold) that most
@@ -15,16 +15,11 @@
 //!   count where that side has none of it yet. So the classes are stratified as far as the groups
 //!   allow, and every class reaches every side when its groups can.
 
-use crate::metrics::Scores;
-use crate::submission::{
-    ClassIndices, FoldScores, SeedScores, Submission, TaskInfo, TaskPredictions,
-};
-use crate::task::fewshot::legacy_permutation;
+use crate::rng::{RandomState, permutation};
 use crate::task::{MadeSplit, TaskData};
 use crate::{Error, Result};
-use rand_mt::Mt;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// The share of rows put into the test split when the user names none (scikit-learn's default
 /// is 0.25; 0.2 keeps more rows to train on in small cohorts).
@@ -222,21 +217,21 @@ fn train_test_split(
     for (row, &c) in y.iter().enumerate() {
         class_rows[c].push(row);
     }
-    let mut rng = Mt::new(seed);
+    let mut rng = RandomState::new(seed);
     let n_i = approximate_mode(counts, n_train, &mut rng);
     let remaining: Vec<usize> = counts.iter().zip(&n_i).map(|(c, t)| c - t).collect();
     let t_i = approximate_mode(&remaining, n_test, &mut rng);
     let (mut train, mut test) = (Vec::with_capacity(n_train), Vec::with_capacity(n_test));
     for (c, rows) in class_rows.iter().enumerate() {
-        let permuted: Vec<usize> = legacy_permutation(&mut rng, counts[c])
+        let permuted: Vec<usize> = permutation(&mut rng, counts[c])
             .into_iter()
             .map(|i| rows[i])
             .collect();
         train.extend_from_slice(&permuted[..n_i[c]]);
         test.extend_from_slice(&permuted[n_i[c]..n_i[c] + t_i[c]]);
     }
-    let permute = |rows: Vec<usize>, rng: &mut Mt| -> Vec<usize> {
-        legacy_permutation(rng, rows.len())
+    let permute = |rows: Vec<usize>, rng: &mut RandomState| -> Vec<usize> {
+        permutation(rng, rows.len())
             .into_iter()
             .map(|i| rows[i])
             .collect()
@@ -249,7 +244,7 @@ fn train_test_split(
 /// scikit-learn's `_approximate_mode(class_counts, n_draws, rng)`: each class's share of
 /// `n_draws`, floored, then the rest to the largest remainders, ties broken by
 /// `rng.choice(tied, size, replace=False)` (numpy legacy: a permutation, first `size`).
-fn approximate_mode(counts: &[usize], n_draws: usize, rng: &mut Mt) -> Vec<usize> {
+fn approximate_mode(counts: &[usize], n_draws: usize, rng: &mut RandomState) -> Vec<usize> {
     let total = counts.iter().sum::<usize>() as f64;
     let continuous: Vec<f64> = counts
         .iter()
@@ -271,10 +266,7 @@ fn approximate_mode(counts: &[usize], n_draws: usize, rng: &mut Mt) -> Vec<usize
                 .filter(|&i| remainder[i] == value)
                 .collect();
             let add_now = tied.len().min(need as usize);
-            for i in legacy_permutation(rng, tied.len())
-                .into_iter()
-                .take(add_now)
-            {
+            for i in permutation(rng, tied.len()).into_iter().take(add_now) {
                 floored[tied[i]] += 1.0;
             }
             need -= add_now as i64;
@@ -307,14 +299,14 @@ fn stratified_kfold(y: &[usize], n_classes: usize, k: usize, seed: u32) -> Vec<S
         allocation[c][i % k] += 1;
     }
     let mut fold_of = vec![0usize; y.len()];
-    let mut rng = Mt::new(seed);
+    let mut rng = RandomState::new(seed);
     for (c, per_fold) in allocation.iter().enumerate() {
         let blocks: Vec<usize> = per_fold
             .iter()
             .enumerate()
             .flat_map(|(f, &n)| std::iter::repeat_n(f, n))
             .collect();
-        let order = legacy_permutation(&mut rng, blocks.len());
+        let order = permutation(&mut rng, blocks.len());
         // `rng.shuffle(x)` leaves x[i] = original[order[i]], as `permutation` does.
         let shuffled = order.iter().map(|&i| blocks[i]);
         let rows = (0..y.len()).filter(|&r| encoded[r] == c);
@@ -401,7 +393,7 @@ fn by_group(
     let class_total: Vec<f64> = (0..n_classes)
         .map(|c| counts.iter().map(|g| g[c]).sum::<usize>() as f64)
         .collect();
-    let mut order = legacy_permutation(&mut Mt::new(seed), n_groups);
+    let mut order = permutation(&mut RandomState::new(seed), n_groups);
     let size = |g: usize| counts[g].iter().sum::<usize>();
     order.sort_by_key(|&g| std::cmp::Reverse(size(g))); // stable: ties stay shuffled
     let mut have = vec![vec![0usize; n_classes]; bins];
@@ -458,7 +450,7 @@ fn by_group(
     Ok((rows, n_groups))
 }
 
-/// The id a fold of `id` is evaluated under; [`merge_folds`] puts its scores back under `id`.
+/// The id a fold of `id` is evaluated under; [`crate::submission::folds::merge`] puts its scores back under `id`.
 pub fn fold_id(id: &str, fold: usize, folds: usize) -> String {
     format!("{id}#fold{fold}of{folds}")
 }
@@ -521,140 +513,6 @@ pub fn deviations(tasks: &[SplitOf]) -> Vec<String> {
     out
 }
 
-/// Puts the k folds of each k-fold task (evaluated as `fold_id` tasks) back under the task's id:
-/// scores are the mean over folds (each fold's, and their std, in `folds`), few-shot seeds the
-/// mean over folds per seed, and the evidence the folds' test rows one after the other (every
-/// row is a test row once), so the profile's bootstrap sees each row once.
-pub fn merge_folds(submission: &mut Submission, tasks: &[SplitOf]) -> Result<()> {
-    let mut folded: BTreeMap<String, Vec<(&str, &MadeSplit)>> = BTreeMap::new();
-    for &task in tasks {
-        if let (id, Some(made)) = task
-            && made.fold.is_some()
-        {
-            folded
-                .entry(reported_id(task).to_string())
-                .or_default()
-                .push((id, made));
-        }
-    }
-    for (id, folds) in folded {
-        let ids: Vec<&str> = folds.iter().map(|t| t.0).collect();
-        for (regime, per_task) in submission.results.iter_mut() {
-            let scores: Vec<Scores> = ids.iter().filter_map(|f| per_task.remove(*f)).collect();
-            if scores.len() != ids.len() {
-                continue;
-            }
-            let summary = summarise(&scores);
-            per_task.insert(id.clone(), summary.mean);
-            submission
-                .folds
-                .entry(regime.clone())
-                .or_default()
-                .insert(id.clone(), summary);
-        }
-        for per_task in submission.fewshot.values_mut() {
-            let per_fold: Vec<Vec<SeedScores>> =
-                ids.iter().filter_map(|f| per_task.remove(*f)).collect();
-            let Some(first) = per_fold.first() else {
-                continue;
-            };
-            let seeds = (0..first.len())
-                .map(|s| SeedScores {
-                    seed: first[s].seed,
-                    scores: summarise(&per_fold.iter().map(|f| f[s].scores).collect::<Vec<_>>())
-                        .mean,
-                    converged: per_fold.iter().all(|f| f[s].converged),
-                })
-                .collect();
-            per_task.insert(id.clone(), seeds);
-        }
-        let infos: Vec<TaskInfo> = ids
-            .iter()
-            .filter_map(|f| submission.tasks.remove(*f))
-            .collect();
-        if let Some(first) = infos.first() {
-            let mut made = folds[0].1.clone();
-            made.fold = None;
-            made.test_rows = folds
-                .iter()
-                .flat_map(|t| t.1.test_rows.iter().copied())
-                .collect();
-            let n_train = infos.iter().map(|i| i.n_train).sum::<usize>() / infos.len();
-            submission.tasks.insert(
-                id.clone(),
-                TaskInfo {
-                    category: first.category.clone(),
-                    n_train,
-                    n_test: infos.iter().map(|i| i.n_test).sum(),
-                    n_classes: first.n_classes,
-                    split: Some(made),
-                },
-            );
-        }
-        let evidence: Vec<TaskPredictions> = ids
-            .iter()
-            .filter_map(|f| submission.predictions.remove(*f))
-            .collect();
-        if evidence.len() == ids.len() {
-            submission
-                .predictions
-                .insert(id.clone(), concatenate(&id, &evidence)?);
-        }
-    }
-    Ok(())
-}
-
-fn summarise(scores: &[Scores]) -> FoldScores {
-    let n = scores.len().max(1) as f64;
-    let stat = |get: fn(&Scores) -> f64| {
-        let mean = scores.iter().map(get).sum::<f64>() / n;
-        let var = scores.iter().map(|s| (get(s) - mean).powi(2)).sum::<f64>() / n;
-        (mean, var.sqrt())
-    };
-    let (mcc, acc, f1) = (stat(|s| s.mcc), stat(|s| s.acc), stat(|s| s.f1));
-    FoldScores {
-        mean: Scores {
-            mcc: mcc.0,
-            acc: acc.0,
-            f1: f1.0,
-        },
-        std: Scores {
-            mcc: mcc.1,
-            acc: acc.1,
-            f1: f1.1,
-        },
-        per_fold: scores.to_vec(),
-    }
-}
-
-/// The folds' evidence one after the other: y_true, and each fit's predictions.
-fn concatenate(id: &str, folds: &[TaskPredictions]) -> Result<TaskPredictions> {
-    let what = |part: &str| format!("task {id}, {part}");
-    let mut y_true = Vec::new();
-    for f in folds {
-        y_true.extend(f.y_true.decode(&what("y_true"))?);
-    }
-    let mut regimes = BTreeMap::new();
-    for (regime, fits) in &folds[0].regimes {
-        let mut joined: Vec<Vec<usize>> = vec![Vec::new(); fits.len()];
-        for f in folds {
-            let fold_fits = f.regimes.get(regime).map_or(&[][..], Vec::as_slice);
-            for (i, fit) in fold_fits.iter().enumerate().take(joined.len()) {
-                joined[i].extend(fit.decode(&what(regime))?);
-            }
-        }
-        let encoded = joined
-            .iter()
-            .map(|v| ClassIndices::encode(v))
-            .collect::<Result<Vec<_>>>()?;
-        regimes.insert(regime.clone(), encoded);
-    }
-    Ok(TaskPredictions {
-        y_true: ClassIndices::encode(&y_true)?,
-        regimes,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -662,14 +520,20 @@ mod tests {
     #[test]
     fn approximate_mode_matches_its_docstring_examples() {
         // sklearn.utils.extmath._approximate_mode's own doctests.
-        assert_eq!(approximate_mode(&[4, 2], 3, &mut Mt::new(0)), [2, 1]);
-        assert_eq!(approximate_mode(&[5, 2], 4, &mut Mt::new(0)), [3, 1]);
         assert_eq!(
-            approximate_mode(&[2, 2, 2, 1], 2, &mut Mt::new(0)),
+            approximate_mode(&[4, 2], 3, &mut RandomState::new(0)),
+            [2, 1]
+        );
+        assert_eq!(
+            approximate_mode(&[5, 2], 4, &mut RandomState::new(0)),
+            [3, 1]
+        );
+        assert_eq!(
+            approximate_mode(&[2, 2, 2, 1], 2, &mut RandomState::new(0)),
             [0, 1, 1, 0]
         );
         assert_eq!(
-            approximate_mode(&[2, 2, 2, 1], 2, &mut Mt::new(42)),
+            approximate_mode(&[2, 2, 2, 1], 2, &mut RandomState::new(42)),
             [1, 1, 0, 0]
         );
     }

@@ -16,8 +16,7 @@
 //! seed-mean MCC, as the leaderboard reports it.
 
 use crate::metrics;
-use crate::task::fewshot::random_interval;
-use rand_mt::Mt;
+use crate::rng::{RandomState, random_interval};
 use serde::Serialize;
 
 /// How the intervals are drawn.
@@ -64,7 +63,7 @@ pub fn task_seed(seed: u32, task: &str) -> u32 {
 
 /// numpy's legacy `rng.randint(0, n, size=n)`: masked rejection on 32-bit draws, as
 /// `random_bounded_uint64_fill` does for ranges below 2^32. `n` must be positive.
-pub fn resample(rng: &mut Mt, n: usize) -> Vec<usize> {
+pub fn resample(rng: &mut RandomState, n: usize) -> Vec<usize> {
     (0..n)
         .map(|_| random_interval(rng, n as u64 - 1) as usize)
         .collect()
@@ -96,7 +95,7 @@ pub fn replicates(
     let Some(n) = entries.first().map(|e| e.0.len()) else {
         return Vec::new();
     };
-    let mut rng = Mt::new(task_seed(settings.seed, task));
+    let mut rng = RandomState::new(task_seed(settings.seed, task));
     let n_classes = 1 + entries
         .iter()
         .flat_map(|(y, fits)| y.iter().chain(fits.iter().flatten()))

@@ -4,6 +4,7 @@
 //! evidence.
 
 pub mod evidence;
+pub mod folds;
 
 use crate::metrics::Scores;
 pub use evidence::{ClassIndices, TaskPredictions};
