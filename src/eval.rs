@@ -1,8 +1,11 @@
 //! The GENEB protocol for one encoder over a set of tasks: embed each task once (train and
-//! test together), then fit the probe for every regime on those same embeddings.
+//! test together), then fit the probe for every regime on those same embeddings
+//! ([`evaluate`]); or the same fits on embeddings the user brought ([`probe_embeddings`]).
 
 use crate::encoder::Encoder;
+use crate::input::embeddings::EmbeddingsTask;
 use crate::metrics::{self, Scores};
+use crate::probe::LogisticRegression;
 use crate::progress::Meter;
 use crate::protocol::{self, Regime};
 use crate::submission::{ClassIndices, Meta, SeedScores, Submission, TaskInfo, TaskPredictions};
@@ -66,20 +69,33 @@ pub fn sequences_hash(sequences: &[String]) -> String {
     crate::digest::sha256_of_parts(sequences.iter().map(|s| s.as_bytes()))
 }
 
+/// What [`evaluate`] made: the submission, and the full-data probe of each task when asked for
+/// (the fit scored in the result, which `crate::predict` saves).
+pub struct Evaluated {
+    pub submission: Submission,
+    /// Task id → its full-data probe; empty unless `keep_full_probes`.
+    pub full_probes: BTreeMap<String, LogisticRegression>,
+}
+
 /// Embeds the tasks one by one, holding their embeddings until `PROBE_BATCH_BYTES`, then
 /// runs the probe fits of those tasks in parallel (see `probe_batch`). Results are assembled
 /// in task, regime and seed order, so the `Submission` does not depend on the thread count.
+/// `keep_full_probes` keeps the full regime's fits (a few weights each) beside the scores.
 pub async fn evaluate(
     encoder: &Encoder,
     tasks: &[TaskData],
     regimes: &[Regime],
     store: Option<&dyn EmbeddingStore>,
+    keep_full_probes: bool,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Submission> {
+) -> Result<Evaluated> {
     let spec = encoder.spec();
     let identity = encoder.cache_identity();
     let cache = store.zip(identity.as_deref());
-    let mut out = Collected::default();
+    let mut out = Collected {
+        keep_full_probes,
+        ..Collected::default()
+    };
     // Task id → the splits whose embeddings an earlier run had stored.
     let mut from_cache: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     // Task id → how many of its sequences lost tokens to the encoder's maximum length.
@@ -194,6 +210,7 @@ pub async fn evaluate(
         "truncated_sequences": truncated,
     });
     let timings = [embed_seconds, probe_seconds];
+    let full_probes = std::mem::take(&mut out.full_probes);
     let mut submission = assemble(
         &spec,
         meta,
@@ -202,6 +219,102 @@ pub async fn evaluate(
         regimes,
         deviations,
         timings,
+    );
+    crate::submission::folds::merge(&mut submission, &splits)?;
+    Ok(Evaluated {
+        submission,
+        full_probes,
+    })
+}
+
+/// The GENEB protocol on the user's embeddings: every regime's fits, as [`evaluate`] runs them
+/// on an encoder's, under `model_id`.
+pub fn probe_embeddings(
+    model_id: &str,
+    tasks: Vec<EmbeddingsTask>,
+    regimes: &[Regime],
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Submission> {
+    let started = Instant::now();
+    // The embeddings move into the probe stage; the rest of each task stays here.
+    type Pair = (Array2<f32>, Array2<f32>);
+    let (tasks, embeddings): (Vec<EmbeddingsTask>, Vec<Pair>) = tasks
+        .into_iter()
+        .map(|mut t| {
+            let x = (
+                std::mem::take(&mut t.x_train),
+                std::mem::take(&mut t.x_test),
+            );
+            (t, x)
+        })
+        .unzip();
+    let dims: Vec<usize> = embeddings.iter().map(|(x, _)| x.ncols()).collect();
+    let batch: Vec<Embedded> = tasks
+        .iter()
+        .zip(embeddings)
+        .map(|(t, (x_train, x_test))| Embedded {
+            task: Labelled {
+                task: &t.task,
+                labels: t.labels.len(),
+                y_train: &t.y_train,
+                y_test: &t.y_test,
+                made_split: t.made_split.as_ref(),
+            },
+            x_train,
+            x_test,
+        })
+        .collect();
+    let out = probe_all(model_id, &batch, regimes, progress)?;
+    let meta = Meta {
+        display: model_id.to_string(),
+        params: 0,
+        url: String::new(),
+        zero_shot: false,
+        training_data: "unknown (embeddings made outside geneb)".to_string(),
+        provenance: "self-reported".to_string(),
+        submitted_by: String::new(),
+    };
+    let splits: Vec<crate::input::split::SplitOf> = tasks
+        .iter()
+        .map(|t| (t.task.id.as_str(), t.made_split.as_ref()))
+        .collect();
+    let sources: BTreeMap<&str, (&str, &str, usize)> = tasks
+        .iter()
+        .zip(dims)
+        .map(|(t, dim)| {
+            let id = crate::input::split::reported_id((&t.task.id, t.made_split.as_ref()));
+            (id, (t.source.as_str(), t.stored_as, dim))
+        })
+        .collect();
+    let encoder = json!({
+        "encoder": {
+            "source": "embeddings given by the user (geneb embedded nothing: the layer, pooling \
+                       and truncation are the embedder's)",
+            "files": sources.iter().map(|(id, (file, stored, dim))| {
+                json!({"task": id, "file": file, "stored_as": stored, "dim": dim, "probed_as": "float32"})
+            }).collect::<Vec<_>>(),
+        },
+        "backend": null,
+    });
+    let deviations = own_tasks(&splits)
+        .into_iter()
+        .chain(crate::input::split::deviations(&splits))
+        .chain(std::iter::once(
+            "the embeddings were made outside geneb (its encoders, pooling and truncation \
+             were not used): the probe and regimes are GENEB's, the representation is the \
+             user's"
+                .to_string(),
+        ))
+        .collect();
+    let seconds = started.elapsed().as_secs_f64();
+    let mut submission = assemble(
+        model_id,
+        meta,
+        out,
+        encoder,
+        regimes,
+        deviations,
+        [0.0, seconds],
     );
     crate::submission::folds::merge(&mut submission, &splits)?;
     Ok(submission)
@@ -228,7 +341,7 @@ pub fn truncation_notes(submission: &Submission) -> Vec<String> {
 
 /// The submission of one encoder's probed tasks. `encoder` holds the protocol block's
 /// `encoder` and `backend` entries; `timings` the embedding and probing seconds.
-pub(crate) fn assemble(
+fn assemble(
     model_id: &str,
     meta: Meta,
     out: Collected,
@@ -243,6 +356,7 @@ pub(crate) fn assemble(
         tasks,
         predictions,
         not_converged,
+        ..
     } = out;
     Submission {
         schema_version: protocol::SCHEMA_VERSION.to_string(),
@@ -266,7 +380,7 @@ pub(crate) fn assemble(
 
 /// Every fit of tasks whose embeddings are all in memory already (the user's own), in waves as
 /// `evaluate` runs them.
-pub(crate) fn probe_all(
+fn probe_all(
     spec: &str,
     batch: &[Embedded],
     regimes: &[Regime],
@@ -328,7 +442,7 @@ fn fit_rows(task: &Labelled, shots: Option<usize>) -> u64 {
 
 /// What the probe stage needs of a task besides its embeddings: a task of sequences embedded
 /// here, or one whose embeddings the user brought (`crate::input::embeddings`).
-pub struct Labelled<'t> {
+struct Labelled<'t> {
     pub task: &'t Task,
     /// Classes (label names are not needed to probe).
     pub labels: usize,
@@ -350,7 +464,7 @@ impl<'t> Labelled<'t> {
 }
 
 /// A task whose embeddings wait for the probe.
-pub struct Embedded<'t> {
+struct Embedded<'t> {
     pub task: Labelled<'t>,
     pub x_train: Array2<f32>,
     pub x_test: Array2<f32>,
@@ -358,12 +472,15 @@ pub struct Embedded<'t> {
 
 /// The submission's per-task parts, filled task by task in the caller's order.
 #[derive(Default)]
-pub(crate) struct Collected {
+struct Collected {
     results: BTreeMap<String, BTreeMap<String, Scores>>,
     fewshot: BTreeMap<String, BTreeMap<String, Vec<SeedScores>>>,
     tasks: BTreeMap<String, TaskInfo>,
     predictions: BTreeMap<String, TaskPredictions>,
     not_converged: Vec<String>,
+    /// Whether to keep the full regime's fits in `full_probes`.
+    keep_full_probes: bool,
+    full_probes: BTreeMap<String, LogisticRegression>,
 }
 
 /// One probe fit: a task of the batch, on its full training split or on one seed's few-shot
@@ -378,11 +495,13 @@ struct Job {
 struct Fitted {
     predicted: Vec<usize>,
     converged: bool,
+    /// The fit itself, kept for a full-data fit when the caller asked for it.
+    kept: Option<LogisticRegression>,
 }
 
 /// Every fit of the batch, in waves of `FITS_PER_THREAD` per pool thread (each fit also
 /// shards its own objective on the pool), then the results in task, regime, seed order.
-pub(crate) fn probe_batch(
+fn probe_batch(
     spec: &str,
     batch: &[Embedded],
     regimes: &[Regime],
@@ -418,7 +537,7 @@ pub(crate) fn probe_batch(
     for jobs in jobs.chunks(wave) {
         let done: Vec<Result<Fitted>> = jobs
             .par_iter()
-            .map(|job| fit_one(&batch[job.task], job.shots))
+            .map(|job| fit_one(&batch[job.task], job.shots, out.keep_full_probes))
             .collect();
         for f in done {
             fitted.push(f?);
@@ -461,9 +580,12 @@ pub(crate) fn probe_batch(
                 .or_default();
             let scores = match regime.shots() {
                 None => {
-                    let fit = next()?;
+                    let mut fit = next()?;
                     if !fit.converged {
                         out.not_converged.push(format!("{}/{id}", regime.key()));
+                    }
+                    if let Some(kept) = fit.kept.take() {
+                        out.full_probes.insert(id.to_string(), kept);
                     }
                     regime_predictions.push(ClassIndices::encode(&fit.predicted)?);
                     metrics::score(data.y_test, &fit.predicted)
@@ -511,8 +633,8 @@ pub(crate) fn probe_batch(
     Ok(())
 }
 
-/// One fit and its test predictions.
-fn fit_one(e: &Embedded, shots: Option<(usize, u32)>) -> Result<Fitted> {
+/// One fit and its test predictions (and the fit, for a full-data one when `keep_full`).
+fn fit_one(e: &Embedded, shots: Option<(usize, u32)>, keep_full: bool) -> Result<Fitted> {
     let data = &e.task;
     let fit = match shots {
         None => probe::fit(e.x_train.view(), data.y_train)?,
@@ -526,6 +648,7 @@ fn fit_one(e: &Embedded, shots: Option<(usize, u32)>) -> Result<Fitted> {
     Ok(Fitted {
         predicted: fit.predict(e.x_test.view()),
         converged: fit.converged,
+        kept: (keep_full && shots.is_none()).then_some(fit),
     })
 }
 
@@ -650,7 +773,7 @@ pub fn task_deviations(ids: &[&str]) -> Vec<String> {
 }
 
 /// `task_deviations` of the tasks as the result reports them (a k-fold task's folds are one).
-pub(crate) fn own_tasks(tasks: &[crate::input::split::SplitOf]) -> Vec<String> {
+fn own_tasks(tasks: &[crate::input::split::SplitOf]) -> Vec<String> {
     let mut ids: Vec<&str> = tasks
         .iter()
         .map(|&t| crate::input::split::reported_id(t))

@@ -32,6 +32,7 @@ pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod rng;
+pub mod run;
 #[cfg(feature = "cli")]
 pub mod shard;
 pub mod submission;

@@ -1,6 +1,6 @@
 //! Use the probe: the full-data probe of an evaluation saved with the identity of the encoder it
-//! was fitted on (`geneb eval --save-probe`), and applied to new, unlabelled sequences
-//! (`geneb predict`), refusing another encoder or another format version.
+//! was fitted on (`geneb eval --save-probe`, made by `crate::run`), and applied to new,
+//! unlabelled sequences (`geneb predict`), refusing another encoder or another format version.
 
 use crate::encoder::Encoder;
 use crate::probe::LogisticRegression;
@@ -208,22 +208,6 @@ impl SavedProbe {
         }
         Ok((predicted, proba))
     }
-}
-
-/// The full-data probe of one task, fitted on its training split's embeddings as the evaluation
-/// embedded them (the fit is deterministic, so it is the evaluation's probe), with the
-/// encoder's identity: what `geneb eval --save-probe` and the page's probe download save.
-pub async fn fit_saved(encoder: &Encoder, task: &crate::task::TaskData) -> Result<SavedProbe> {
-    let data = &task.data;
-    let x = crate::eval::embed_sequences(encoder, &data.train.sequences).await?;
-    let fit = crate::probe::fit(x.view(), &data.train.y)?;
-    Ok(SavedProbe::new(
-        &task.task.id,
-        encoder,
-        &data.labels,
-        &fit,
-        data.train.len(),
-    ))
 }
 
 /// The probe's predictions for `sequences` (`crate::input::read_sequences` of the user's file) as

@@ -29,7 +29,7 @@ fn sequences() -> Vec<String> {
 }
 
 fn embed(spec: &str, backend: BackendKind, seqs: &[String]) -> ndarray::Array2<f32> {
-    let encoder = pollster::block_on(Encoder::from_spec(spec, backend)).unwrap_or_else(|e| {
+    let encoder = pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), backend)).unwrap_or_else(|e| {
         panic!(
             "{e}\n(the wgpu parity test needs a Vulkan driver: apt-get install mesa-vulkan-drivers)"
         )

@@ -3,7 +3,8 @@
 //! (tests/oracle/make_embeddings_fixtures.py), the .npz's task and category used, X.npy + a
 //! labels table split by geneb, and bad files as one-line errors.
 
-use geneb::input::embeddings::{evaluate, tasks_from_path};
+use geneb::eval::probe_embeddings as evaluate;
+use geneb::input::embeddings::tasks_from_path;
 use geneb::input::split::SplitSettings;
 use geneb::protocol::Regime;
 use serde_json::Value;

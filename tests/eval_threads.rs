@@ -12,7 +12,11 @@ use std::path::Path;
 fn smoke_submission(threads: usize) -> (serde_json::Value, usize) {
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tasks/smoke");
     let tasks = tasks_from_path(&suite, None).unwrap();
-    let encoder = pollster::block_on(Encoder::from_spec("kmer:3", BackendKind::Cpu)).unwrap();
+    let encoder = pollster::block_on(Encoder::from_spec(
+        &"kmer:3".parse().unwrap(),
+        BackendKind::Cpu,
+    ))
+    .unwrap();
     let mut probe_reports = 0;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -26,6 +30,7 @@ fn smoke_submission(threads: usize) -> (serde_json::Value, usize) {
             &tasks,
             &Regime::ALL,
             None,
+            false,
             &mut |p: Progress| {
                 assert_eq!(
                     std::thread::current().id(),
@@ -36,6 +41,7 @@ fn smoke_submission(threads: usize) -> (serde_json::Value, usize) {
             },
         ))
         .unwrap()
+        .submission
     });
     let mut json = serde_json::to_value(&sub).unwrap();
     json["protocol"]["timings_s"] = serde_json::Value::Null;
@@ -71,7 +77,9 @@ fn nt_v2_embeddings(threads: usize) -> ndarray::Array2<f32> {
         .build()
         .unwrap();
     pool.install(|| {
-        let encoder = pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu)).unwrap();
+        let encoder =
+            pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu))
+                .unwrap();
         pollster::block_on(encoder.embed(&sequences)).unwrap()
     })
 }

@@ -167,7 +167,7 @@ fn pipeline_in(dir: &std::path::Path, kind: BackendKind) {
     let expected: Pipeline =
         serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
     let spec = format!("hf:{}", dir.display());
-    let encoder = pollster::block_on(Encoder::from_spec(&spec, kind)).unwrap();
+    let encoder = pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind)).unwrap();
     let sequences: Vec<String> = expected
         .sequences
         .iter()
@@ -243,7 +243,7 @@ fn splicebert_embeds_as_its_extractor_windows_and_normalises() {
         .map(|s| s.as_str().unwrap().to_string())
         .collect();
     let encoder = pollster::block_on(Encoder::from_spec(
-        &format!("hf:{}", dir.display()),
+        &format!("hf:{}", dir.display()).parse().unwrap(),
         BackendKind::Cpu,
     ))
     .unwrap();
@@ -286,7 +286,7 @@ fn genomics_fm_is_recognised_by_its_position_table_and_pooled_by_cls() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
     let described = |name: &str| {
         let spec = format!("hf:{}", dir.join(name).display());
-        pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu))
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu))
             .unwrap()
             .describe()
     };
@@ -352,9 +352,10 @@ fn dnagpt_tokenizes_as_its_kmer_tokenizer_and_its_published_file_names_its_shape
 fn deepgene_is_a_roformer_with_its_extractors_special_tokens() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/deepgene");
     let spec = format!("hf:{}", dir.display());
-    let described = pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu))
-        .unwrap()
-        .describe();
+    let described =
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu))
+            .unwrap()
+            .describe();
     assert_eq!(described.pooling, arch::Pooling::MaskedMean.describe());
     assert!(
         described
@@ -412,7 +413,10 @@ fn unsupported_models_and_missing_files_are_clear_errors() {
     let tmp = std::env::temp_dir().join(format!("geneb-hf-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     let spec = format!("hf:{}", tmp.display());
-    let err = |spec: &str| match pollster::block_on(Encoder::from_spec(spec, BackendKind::Cpu)) {
+    let err = |spec: &str| match pollster::block_on(Encoder::from_spec(
+        &spec.parse().unwrap(),
+        BackendKind::Cpu,
+    )) {
         Ok(_) => panic!("{spec} loaded"),
         Err(e) => e.to_string(),
     };
@@ -455,7 +459,8 @@ fn unsupported_models_and_missing_files_are_clear_errors() {
     std::fs::write(tmp.join("vocab.txt"), moved).unwrap();
     let tokenizer_config = std::fs::read(fixture.join("tokenizer_config.json")).unwrap();
     std::fs::write(tmp.join("tokenizer_config.json"), tokenizer_config).unwrap();
-    let encoder = pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu)).unwrap();
+    let encoder =
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu)).unwrap();
     let message = pollster::block_on(encoder.embed(&["ACGT".to_string()]))
         .unwrap_err()
         .to_string();
@@ -478,7 +483,8 @@ fn embedding_cache_is_reused_and_survives_damage() {
         "hf:{}/tests/fixtures/models/bert",
         env!("CARGO_MANIFEST_DIR")
     );
-    let encoder = pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu)).unwrap();
+    let encoder =
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu)).unwrap();
     let tasks = geneb::input::tasks_from_path(
         &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv"),
@@ -494,9 +500,11 @@ fn embedding_cache_is_reused_and_survives_damage() {
             &tasks,
             &[Regime::Full],
             Some(store),
+            false,
             &mut progress,
         ))
-        .unwrap();
+        .unwrap()
+        .submission;
         (sub.results, cached.contains(&true))
     };
     let (first, first_cached) = run();

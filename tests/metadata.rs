@@ -75,7 +75,9 @@ fn meta_params_is_the_checkpoints_parameter_count_for_every_model_fixture() {
         let dir = repo(&format!("tests/fixtures/models/{fixture}"));
         let expected = header_float_elements(&dir.join("model.safetensors"), not_parameters);
         let spec = format!("hf:{}", dir.display());
-        let encoder = pollster::block_on(Encoder::from_spec(&spec, BackendKind::Cpu)).unwrap();
+        let encoder =
+            pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu))
+                .unwrap();
         let meta = encoder.meta();
         assert_eq!(meta.params, expected, "{fixture}");
         // The encoder alone (what the protocol block's `parameters` says) never has more.
@@ -103,7 +105,7 @@ fn a_bert_checkpoints_heads_count_and_its_buffers_do_not() {
     let head = (h * h + h) + 2 * h + vocab;
     let dir = repo("tests/fixtures/models/bert");
     let encoder = pollster::block_on(Encoder::from_spec(
-        &format!("hf:{}", dir.display()),
+        &format!("hf:{}", dir.display()).parse().unwrap(),
         BackendKind::Cpu,
     ))
     .unwrap();

@@ -143,19 +143,28 @@ fn a_saved_probe_reproduces_the_evaluations_test_predictions() {
         &run(args("kmer:3", &other_probe)),
         "a probe of format version 2",
     );
-    refused(
-        &geneb(&[
+    let save_probe = |task: &str, regimes: &str| {
+        geneb(&[
             "eval",
             "--model",
             "kmer:3",
             "--task",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tasks/smoke"),
+            task,
             "--regimes",
-            "full",
+            regimes,
             "--quiet",
             "--save-probe",
             other_probe.to_str().unwrap(),
-        ]),
-        "--save-probe saves one task's probe; 5 tasks were given",
+        ])
+    };
+    refused(
+        &save_probe(concat!(env!("CARGO_MANIFEST_DIR"), "/tasks/smoke"), "full"),
+        "saving the probe takes one model and one task; this run has 1 model(s) and 5 task(s)",
+    );
+    // The probe saved is the full-data fit the evaluation scored: a run without it is refused
+    // before anything is embedded.
+    refused(
+        &save_probe(table, "10shot"),
+        "the saved probe is the full-data one: add the full regime",
     );
 }

@@ -242,7 +242,7 @@ fn hyena_real_tiny_matches_the_reference() {
         .collect();
     let spec = format!("hf:{}", model_dir.display());
     let encoder = pollster::block_on(geneb::encoder::Encoder::from_spec(
-        &spec,
+        &spec.parse().unwrap(),
         geneb::encoder::BackendKind::Cpu,
     ))
     .unwrap_or_else(|e| panic!("{e}"));

@@ -63,7 +63,7 @@ export async function clearCache() {
 }
 
 /**
- * The store the core's `evaluate` takes ({get, put}). A read that fails is a miss; a write that
+ * The store the core's `run` takes ({get, put}). A read that fails is a miss; a write that
  * fails (quota, private mode) is noted in `warnings` and the run goes on without caching.
  */
 export function storeForRun(warnings) {

@@ -272,7 +272,7 @@ async function run(id, { request, forceBackend }) {
   const cache = request.reuseEmbeddings === false ? null : storeForRun(cacheWarnings);
   let raw;
   try {
-    raw = await onCore(id, backend.kind, (core) => core.evaluate({
+    raw = await onCore(id, backend.kind, (core) => core.run({
       files: request.files,
       models: request.models,
       regimes: request.regimes,

@@ -4,18 +4,20 @@
 use clap::{Args, Parser, Subcommand};
 use geneb::atomic_file::write_whole;
 use geneb::encoder::card::MetaOverrides;
+use geneb::encoder::spec::ModelSpec;
 use geneb::encoder::{BackendKind, Encoder, Precision};
 use geneb::eval::{self, Progress};
 use geneb::hub::{Hub, Located, official};
 use geneb::input::{self, InputFile};
 use geneb::protocol::Regime;
-use geneb::shard::{Plan, Shard};
-use geneb::submission::Submission;
+use geneb::run::{EncoderFuture, Encoders, OwnEmbeddings, Run};
+use geneb::shard::Shard;
 use geneb::task::{TaskData, catalogue};
 use geneb::{Error, Result, metrics, probe, profile, task::fewshot};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 
 /// The CPU backend allocates a fresh buffer for every tensor op. With glibc's malloc the large
 /// ones are mmap'd and unmapped each time, and with rayon's threads every unmap is a TLB
@@ -447,8 +449,8 @@ fn write_result(out: &Option<PathBuf>, text: &str) -> Result<()> {
     }
 }
 
-/// `geneb eval --embeddings`: the protocol on the user's own embeddings.
-fn run_eval_embeddings(args: &EvalArgs, regimes: &[Regime]) -> Result<()> {
+/// `geneb eval --embeddings`: the tasks of the user's own embeddings, under `embeddings:STEM`.
+fn own_embeddings(args: &EvalArgs) -> Result<OwnEmbeddings> {
     let split = args.split.settings();
     let mut tasks = Vec::new();
     for path in &args.embeddings {
@@ -464,29 +466,15 @@ fn run_eval_embeddings(args: &EvalArgs, regimes: &[Regime]) -> Result<()> {
     let stem = args.embeddings[0]
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned());
-    let model_id = format!("embeddings:{}", stem.unwrap_or_default());
-    let mut submission =
-        geneb::input::embeddings::evaluate(&model_id, tasks, regimes, &mut |_| {})?;
-    args.meta.overrides().apply(&mut submission.meta);
-    write_result(&args.out, &submission.to_json_pretty()?)
+    Ok(OwnEmbeddings {
+        id: format!("embeddings:{}", stem.unwrap_or_default()),
+        tasks,
+    })
 }
 
-fn run_eval(args: EvalArgs) -> Result<()> {
-    let regimes = Regime::parse_list(&args.regimes)?;
-    if args.model.is_empty() {
-        return run_eval_embeddings(&args, &regimes);
-    }
-    let backend_kind = BackendKind::parse(&args.backend)?;
-    args.precision.apply(backend_kind)?;
-    let overrides = args.meta.overrides();
-    if overrides.names_one_model() && args.model.len() > 1 {
-        return Err(Error::new(format!(
-            "--display, --params, --training-data and --url describe one model; {} models were \
-             given (run them one at a time)",
-            args.model.len()
-        )));
-    }
-    let show = !args.quiet && std::io::stderr().is_terminal();
+/// The tasks `--task` and `--suite` name: the user's files, and official tasks fetched from
+/// the hub (after saying what is downloaded).
+fn eval_tasks(args: &EvalArgs, show: bool) -> Result<Vec<TaskData>> {
     let mut tasks = Vec::new();
     let mut given_by = std::collections::BTreeMap::new();
     let mut add = |task: TaskData, given: &str| {
@@ -532,91 +520,110 @@ fn run_eval(args: EvalArgs) -> Result<()> {
         }
     }
     args.split.check_used(&tasks)?;
-    if args.save_probe.is_some() {
-        one_task(&tasks)?; // before the run, not after it
-        if args.model.len() != 1 {
-            return Err(Error::new(format!(
-                "--save-probe saves one model's probe; {} models were given",
-                args.model.len()
-            )));
-        }
+    Ok(tasks)
+}
+
+/// The CLI's encoders: folders and the hub's verified cache, on the chosen backend.
+struct CliEncoders {
+    backend: BackendKind,
+    offline: bool,
+    show: bool,
+}
+
+impl Encoders for CliEncoders {
+    fn load<'a>(&'a mut self, model: &'a ModelSpec) -> EncoderFuture<'a> {
+        Box::pin(async move {
+            load_encoder(model, self.backend, self.offline, self.show)
+                .await
+                .map(Rc::new)
+        })
     }
+}
+
+fn run_eval(args: EvalArgs) -> Result<()> {
+    let regimes = Regime::parse_list(&args.regimes)?;
+    let models = args
+        .model
+        .iter()
+        .map(|m| ModelSpec::parse(m))
+        .collect::<Result<Vec<_>>>()?;
+    let backend = BackendKind::parse(&args.backend)?;
+    args.precision.apply(backend)?;
+    let show = !args.quiet && std::io::stderr().is_terminal();
+    let (tasks, own) = if args.embeddings.is_empty() {
+        (eval_tasks(&args, show)?, None)
+    } else {
+        (Vec::new(), Some(own_embeddings(&args)?))
+    };
+    let run = Run {
+        models,
+        tasks,
+        own,
+        regimes,
+        meta: args.meta.overrides(),
+        save_probe: args.save_probe.is_some(),
+    };
+    run.check()?; // before the cache or a shard plan is touched
     let store =
         geneb::embedding_cache::FolderStore::new(geneb::hub::cache_root()?.join("embeddings"));
     let store: Option<&dyn eval::EmbeddingStore> = (!args.no_cache).then_some(&store);
-    let load = |model: &str| load_encoder(model, backend_kind, args.offline, show);
-    let evaluate = |encoder: &Encoder, tasks: &[TaskData]| -> Result<Submission> {
-        let mut submission =
-            pollster::block_on(eval::evaluate(encoder, tasks, &regimes, store, &mut |p| {
-                show_progress(show, p)
-            }))?;
-        overrides.apply(&mut submission.meta);
-        if show {
+    let mut encoders = CliEncoders {
+        backend,
+        offline: args.offline,
+        show,
+    };
+    // Each model's progress on a line of its own.
+    let mut shown: Option<String> = None;
+    let mut progress = |p: Progress| {
+        if show && shown.as_deref().is_some_and(|m| m != p.model) {
             eprintln!();
         }
-        for note in eval::truncation_notes(&submission) {
-            eprintln!("geneb: {note}");
-        }
-        Ok(submission)
+        shown = Some(p.model.to_string());
+        show_progress(show, p);
     };
     if let Some(dir) = &args.out_dir {
         let shard = args
             .shard
             .as_deref()
             .map_or(Ok(Shard::WHOLE), Shard::parse)?;
-        let plan = Plan::new(&args.model, &tasks, &regimes, shard.count);
-        plan.record(dir)?;
-        let pending = plan.pending(dir, shard, &tasks);
-        let todo: usize = pending.iter().map(|(_, tasks)| tasks.len()).sum();
-        for (model, tasks) in pending.iter().filter(|(_, tasks)| !tasks.is_empty()) {
-            let encoder = load(model)?;
-            for task in tasks {
-                // One pair per call: each result is complete (and kept) as soon as it is written.
-                let result = evaluate(&encoder, std::slice::from_ref(*task))?;
-                Plan::write_pair(dir, model, &task.task.id, &result)?;
-            }
+        let done =
+            pollster::block_on(run.execute_shard(dir, shard, &mut encoders, store, &mut progress))?;
+        end_progress_line(show);
+        for note in done.notes {
+            eprintln!("geneb: {note}");
         }
         eprintln!(
-            "geneb: shard {}/{}: {todo} (model, task) result(s) written, {} already in {}",
+            "geneb: shard {}/{}: {} (model, task) result(s) written, {} already in {}",
             shard.index,
             shard.count,
-            plan.pairs_in(shard.index) - todo,
+            done.written,
+            done.kept,
             dir.display()
         );
         return Ok(());
     }
-    let mut submissions = Vec::new();
-    for model in &args.model {
-        let encoder = load(model)?;
-        submissions.push(evaluate(&encoder, &tasks)?);
-        if let Some(path) = &args.save_probe {
-            save_probe(path, &encoder, &tasks)?;
-        }
+    let outcome = pollster::block_on(run.execute(&mut encoders, store, &mut progress))?;
+    end_progress_line(show);
+    for note in outcome.submissions.iter().flat_map(eval::truncation_notes) {
+        eprintln!("geneb: {note}");
     }
-    let text = match submissions.as_slice() {
+    if let (Some(path), Some(probe)) = (&args.save_probe, &outcome.probe) {
+        let text = serde_json::to_string_pretty(probe)
+            .map_err(|e| Error::new(format!("cannot write the probe: {e}")))?;
+        write_whole(path, text)?;
+    }
+    let text = match outcome.submissions.as_slice() {
         [one] => one.to_json_pretty()?,
-        _ => serde_json::to_string_pretty(&serde_json::json!({ "submissions": submissions }))
+        all => serde_json::to_string_pretty(&serde_json::json!({ "submissions": all }))
             .map_err(|e| Error::new(format!("cannot write the results as JSON: {e}")))?,
     };
     write_result(&args.out, &text)
 }
 
-/// The full-data probe of the one task, refitted on the same embeddings (the fit is
-/// deterministic, so it is the evaluation's), with the encoder's identity.
-fn save_probe(path: &Path, encoder: &Encoder, tasks: &[TaskData]) -> Result<()> {
-    let saved = pollster::block_on(geneb::predict::fit_saved(encoder, one_task(tasks)?))?;
-    let text = serde_json::to_string_pretty(&saved)
-        .map_err(|e| Error::new(format!("cannot write the probe: {e}")))?;
-    write_whole(path, text)
-}
-
-fn one_task(tasks: &[TaskData]) -> Result<&TaskData> {
-    match tasks {
-        [task] => Ok(task),
-        _ => Err(Error::new(format!(
-            "--save-probe saves one task's probe; {} tasks were given (k-fold gives one per fold)",
-            tasks.len()
-        ))),
+/// Ends the progress line (drawn with `\r`) so what follows starts on a line of its own.
+fn end_progress_line(show: bool) {
+    if show {
+        eprintln!();
     }
 }
 
@@ -624,12 +631,9 @@ fn run_predict(args: PredictArgs) -> Result<()> {
     let file = read_file(&args.probe)?;
     let saved = geneb::predict::SavedProbe::read(&file.name, &file.bytes)?;
     let sequences = input::read_sequences(&read_file(&args.input)?)?;
-    let encoder = load_encoder(
-        &args.model,
-        BackendKind::parse(&args.backend)?,
-        false,
-        false,
-    )?;
+    let model = ModelSpec::parse(&args.model)?;
+    let backend = BackendKind::parse(&args.backend)?;
+    let encoder = pollster::block_on(load_encoder(&model, backend, false, false))?;
     let rows = sequences.len();
     let csv = pollster::block_on(geneb::predict::predict_sequences(
         &saved, &file.name, &encoder, sequences,
@@ -696,7 +700,8 @@ fn run_embed(args: EmbedArgs) -> Result<()> {
         ));
     }
     let sequences = input::read_sequences(&read_file(&args.input)?)?;
-    let encoder = load_encoder(&args.model, backend, false, true)?;
+    let model = ModelSpec::parse(&args.model)?;
+    let encoder = pollster::block_on(load_encoder(&model, backend, false, true))?;
     let texts: Vec<String> = sequences.into_iter().map(|s| s.sequence).collect();
     if args.count_kernels
         && let Some(first) = texts.first()
@@ -865,14 +870,24 @@ fn run_models(args: &ModelsArgs) -> Result<()> {
 
 /// Without Burn there are only the k-mer encoders: `from_spec` says so for any other spec.
 #[cfg(not(feature = "burn"))]
-fn load_encoder(spec: &str, backend: BackendKind, _offline: bool, _show: bool) -> Result<Encoder> {
-    pollster::block_on(Encoder::from_spec(spec, backend))
+async fn load_encoder(
+    spec: &ModelSpec,
+    backend: BackendKind,
+    _offline: bool,
+    _show: bool,
+) -> Result<Encoder> {
+    Encoder::from_spec(spec, backend).await
 }
 
 /// An encoder from its spec (`fetch_and_load`), with what its loading noted on stderr.
 #[cfg(feature = "burn")]
-fn load_encoder(spec: &str, backend: BackendKind, offline: bool, show: bool) -> Result<Encoder> {
-    let encoder = fetch_and_load(spec, backend, offline, show)?;
+async fn load_encoder(
+    spec: &ModelSpec,
+    backend: BackendKind,
+    offline: bool,
+    show: bool,
+) -> Result<Encoder> {
+    let encoder = fetch_and_load(spec, backend, offline, show).await?;
     for note in encoder.describe().notes {
         eprintln!("geneb: {}: {note}", encoder.spec());
     }
@@ -882,14 +897,18 @@ fn load_encoder(spec: &str, backend: BackendKind, offline: bool, show: bool) -> 
 /// An encoder from its spec; `hf:owner/name[@revision]` that is not a local folder is fetched
 /// from the hub into the verified cache first (saying what is downloaded), then loaded.
 #[cfg(feature = "burn")]
-fn fetch_and_load(spec: &str, backend: BackendKind, offline: bool, show: bool) -> Result<Encoder> {
-    use geneb::encoder::spec::ModelSpec;
-    let ModelSpec::Hf(hf) = ModelSpec::parse(spec)? else {
-        return pollster::block_on(Encoder::from_spec(spec, backend));
+async fn fetch_and_load(
+    spec: &ModelSpec,
+    backend: BackendKind,
+    offline: bool,
+    show: bool,
+) -> Result<Encoder> {
+    let ModelSpec::Hf(hf) = spec else {
+        return Encoder::from_spec(spec, backend).await;
     };
     // A folder of that name wins over the hub id it looks like.
     let Some((repo, revision)) = hf.hub_repo().filter(|_| !Path::new(&hf.source).exists()) else {
-        return pollster::block_on(Encoder::from_spec(spec, backend));
+        return Encoder::from_spec(spec, backend).await;
     };
     let hub = Hub::from_env(offline)?;
     let files = geneb::hub::fetch_model_files(
@@ -914,11 +933,7 @@ fn fetch_and_load(spec: &str, backend: BackendKind, offline: bool, show: bool) -
             }
         },
     )?;
-    pollster::block_on(Encoder::from_model_files(
-        spec.trim().to_string(),
-        files,
-        backend,
-    ))
+    Encoder::from_model_files(hf, files, backend).await
 }
 
 fn megabytes(bytes: u64) -> String {

@@ -204,15 +204,20 @@ impl MetaOverrides {
         &self,
         submissions: &mut [crate::submission::Submission],
     ) -> crate::Result<()> {
-        if self.names_one_model() && submissions.len() > 1 {
-            return Err(crate::Error::new(format!(
-                "the display name, parameters, training data and URL describe one model, and \
-                 this run has {}: run the models one at a time to set them",
-                submissions.len()
-            )));
-        }
+        self.check_models(submissions.len())?;
         for submission in submissions {
             self.apply(&mut submission.meta);
+        }
+        Ok(())
+    }
+
+    /// Refuses what names one model for a run of `models` submissions.
+    pub fn check_models(&self, models: usize) -> crate::Result<()> {
+        if self.names_one_model() && models > 1 {
+            return Err(crate::Error::new(format!(
+                "the display name, parameters, training data and URL describe one model, and \
+                 this run has {models}: run the models one at a time to set them"
+            )));
         }
         Ok(())
     }

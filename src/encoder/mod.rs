@@ -144,6 +144,17 @@ pub struct BackendInfo {
     pub precision: Precision,
 }
 
+impl BackendInfo {
+    /// What runs without an encoder (the probe on embeddings the user brought): the CPU.
+    pub fn cpu() -> BackendInfo {
+        BackendInfo {
+            kind: "cpu".into(),
+            adapter: String::new(),
+            precision: Precision::F32,
+        }
+    }
+}
+
 pub enum Encoder {
     Kmer(kmer::KmerSpectrum),
     #[cfg(feature = "burn")]
@@ -179,29 +190,24 @@ pub struct EncoderDescription {
 }
 
 impl Encoder {
-    /// The encoder a spec names (`spec::ModelSpec`). `backend` applies to the encoders that run
-    /// on Burn.
-    pub async fn from_spec(text: &str, backend: BackendKind) -> Result<Encoder> {
-        match ModelSpec::parse(text)? {
-            ModelSpec::Kmer { k, canonical } => {
+    /// The encoder a spec names. `backend` applies to the encoders that run on Burn.
+    pub async fn from_spec(spec: &ModelSpec, backend: BackendKind) -> Result<Encoder> {
+        match spec {
+            &ModelSpec::Kmer { k, canonical } => {
                 Ok(Encoder::Kmer(kmer::KmerSpectrum::new(k, canonical)?))
             }
             #[cfg(feature = "burn")]
-            ModelSpec::RandomCnn { seed } => Ok(Encoder::RandomCnn(random_cnn::RandomCnn::new(
+            &ModelSpec::RandomCnn { seed } => Ok(Encoder::RandomCnn(random_cnn::RandomCnn::new(
                 seed,
                 compute(backend).await?,
             ))),
             #[cfg(feature = "burn")]
-            ModelSpec::Hf(hf) => {
-                let files = hf_files(&hf)?;
-                Encoder::from_model_files(text.trim().to_string(), files, backend).await
-            }
+            ModelSpec::Hf(hf) => Encoder::from_model_files(hf, hf_files(hf)?, backend).await,
             #[cfg(not(feature = "burn"))]
             ModelSpec::RandomCnn { .. } | ModelSpec::Hf(_) => {
                 let _ = backend;
                 Err(Error::new(format!(
-                    "model '{}' needs the Burn encoders, which this build leaves out",
-                    text.trim()
+                    "model '{spec}' needs the Burn encoders, which this build leaves out"
                 )))
             }
         }
@@ -211,7 +217,7 @@ impl Encoder {
     /// page), on the requested backend.
     #[cfg(feature = "burn")]
     pub async fn from_model_files(
-        spec: String,
+        spec: &HfSpec,
         files: crate::checkpoint::ModelFiles,
         backend: BackendKind,
     ) -> Result<Encoder> {

@@ -13,7 +13,7 @@ use super::arch::{self, Arch, Pooling};
 use super::backend::Compute;
 use super::card::ModelCard;
 use super::recipe::{self, Input, Padding, Recipe, SpecialTokens};
-use super::spec::{ModelSpec, Window};
+use super::spec::{HfSpec, Window};
 use crate::checkpoint::{Checkpoint, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
 use crate::{Error, Result};
@@ -91,23 +91,19 @@ pub struct HfModel {
 impl HfModel {
     /// Builds a model from its files; the weights are moved out of `files`, converted and
     /// uploaded one tensor at a time.
-    pub fn from_files(spec: String, files: ModelFiles, compute: Compute) -> Result<HfModel> {
+    pub fn from_files(spec: &HfSpec, files: ModelFiles, compute: Compute) -> Result<HfModel> {
         Self::build(spec, files, compute, None)
     }
 
     /// `from_files` with `recipe` in place of the one the spec, the known model or the
     /// architecture names (the tests' flipped recipes).
     fn build(
-        spec: String,
+        spec: &HfSpec,
         mut files: ModelFiles,
         compute: Compute,
         recipe: Option<&'static Recipe>,
     ) -> Result<HfModel> {
-        let hf_spec = match ModelSpec::parse(&spec)? {
-            ModelSpec::Hf(hf) => Some(hf),
-            _ => None,
-        };
-        let window = hf_spec.as_ref().and_then(|hf| hf.window);
+        let window = spec.window;
         arch::complete_published_layout(&mut files);
         let fingerprint = files.fingerprint()?;
         let config = files.config()?;
@@ -119,18 +115,13 @@ impl HfModel {
             ));
         }
         let arch_spec = arch::detect(&config)?;
-        let source = hf_spec
-            .as_ref()
-            .map_or(files.name.clone(), |hf| hf.source.clone());
-        let hub_id = hf_spec
-            .as_ref()
-            .and_then(|hf| hf.hub_repo())
-            .map(|(repo, _)| repo);
+        let source = spec.source.clone();
+        let hub_id = spec.hub_repo().map(|(repo, _)| repo);
         let mut tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
         let mut ckpt = read_weights(&mut files)?;
         let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
         // The user's choice, else the known model's extractor, else its architecture's.
-        let recipe = match hf_spec.as_ref().and_then(|hf| hf.recipe.as_deref()) {
+        let recipe = match spec.recipe.as_deref() {
             _ if recipe.is_some() => recipe.unwrap_or(arch_spec.recipe),
             Some(name) => recipe::by_name(name)?,
             None => super::card::resolve_hub_id(&source, hub_id, &config)
@@ -158,7 +149,7 @@ impl HfModel {
         }
         let card = ModelCard::read(&source, hub_id, &config, files.readme(), max_length);
         Ok(HfModel {
-            spec,
+            spec: spec.text.clone(),
             fingerprint,
             window,
             architecture,
@@ -653,9 +644,9 @@ mod tests {
         // `raw`: the sequences as the fixture gives them, not through geneb's sequence readers.
         let worst = |name: &str, query: &str, raw: bool, flip: &dyn Fn(&mut Recipe)| -> f32 {
             let dir = fixtures.join(name);
-            let spec = format!("hf:{}{query}", dir.display());
+            let spec = HfSpec::parse(&format!("hf:{}{query}", dir.display())).unwrap();
             let own = HfModel::from_files(
-                spec.clone(),
+                &spec,
                 read_folder(&dir).unwrap(),
                 super::super::backend::cpu(),
             )
@@ -664,7 +655,7 @@ mod tests {
             let mut flipped = *own;
             flip(&mut flipped);
             let model = HfModel::build(
-                spec,
+                &spec,
                 read_folder(&dir).unwrap(),
                 super::super::backend::cpu(),
                 Some(Box::leak(Box::new(flipped))),

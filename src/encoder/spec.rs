@@ -1,7 +1,8 @@
 //! A model as the user names it, parsed once into a typed value: `kmer:K[:canonical]`,
 //! `random-cnn[:SEED]`, `hf:FOLDER` or `hf:owner/name[@revision]`, an `hf:` model optionally
-//! with `?window=SIZE,STRIDE` and/or `?recipe=NAME` (joined by `&`). The CLI, the page and the
-//! encoders all read this one parse.
+//! with `?window=SIZE,STRIDE` and/or `?recipe=NAME` (joined by `&`). The CLI and the page parse
+//! what the user wrote once, at their boundary; the run, the encoders and the shard plan take the
+//! typed value (its `Display` is the model's id in results).
 
 use super::kmer::MAX_K;
 use crate::{Error, Result};
@@ -16,6 +17,8 @@ pub enum ModelSpec {
 /// A Hugging Face model: a local folder or a hub id, as the user wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HfSpec {
+    /// The spec as the user wrote it (trimmed): the model's id in results and caches.
+    pub text: String,
     /// What follows `hf:` (options removed): a folder, or `owner/name[@revision]`.
     pub source: String,
     pub window: Option<Window>,
@@ -68,6 +71,7 @@ impl ModelSpec {
                 ));
             }
             return Ok(ModelSpec::Hf(HfSpec {
+                text: text.to_string(),
                 source: source.to_string(),
                 window,
                 recipe,
@@ -107,7 +111,50 @@ impl ModelSpec {
     }
 }
 
+impl std::fmt::Display for ModelSpec {
+    /// The model's id: what its encoder's `spec()` says (`kmer:4:canonical`, `random-cnn:0`, the
+    /// `hf:` spec as written).
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            ModelSpec::Kmer { k, canonical: true } => write!(f, "kmer:{k}:canonical"),
+            ModelSpec::Kmer {
+                k,
+                canonical: false,
+            } => write!(f, "kmer:{k}"),
+            ModelSpec::RandomCnn { seed } => write!(f, "random-cnn:{seed}"),
+            ModelSpec::Hf(hf) => f.write_str(&hf.text),
+        }
+    }
+}
+
+impl std::str::FromStr for ModelSpec {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<ModelSpec> {
+        ModelSpec::parse(text)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ModelSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        ModelSpec::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl HfSpec {
+    /// An `hf:` spec, for a model whose files are given rather than found by the spec.
+    pub fn parse(text: &str) -> Result<HfSpec> {
+        match ModelSpec::parse(text)? {
+            ModelSpec::Hf(hf) => Ok(hf),
+            _ => Err(Error::new(format!(
+                "model '{}': model files were given, so its spec must be hf:NAME",
+                text.trim()
+            ))),
+        }
+    }
+
     /// `owner/name` and its revision (`main` unless `@revision` is given) when the source is
     /// shaped like a hub id rather than a path; the caller still prefers a folder of that name.
     pub fn hub_repo(&self) -> Option<(&str, &str)> {
@@ -180,6 +227,7 @@ mod tests {
             })
         );
         assert_eq!(hub.hub_repo(), Some(("owner/name", "v1")));
+        assert_eq!(hub.text, "hf:owner/name@v1?window=1024,512");
         assert_eq!(hub.recipe, None);
         let ModelSpec::Hf(both) =
             ModelSpec::parse("hf:owner/name?recipe=dnabert2-cls&window=1024,512").unwrap()
@@ -215,6 +263,20 @@ mod tests {
             let err = ModelSpec::parse(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_spec_displays_as_its_encoders_id() {
+        for (given, id) in [
+            (" kmer:04 ", "kmer:4"),
+            ("kmer:3:canonical", "kmer:3:canonical"),
+            ("random-cnn", "random-cnn:0"),
+            ("random-cnn:7", "random-cnn:7"),
+            (" hf:owner/name?recipe=x ", "hf:owner/name?recipe=x"),
+        ] {
+            assert_eq!(ModelSpec::parse(given).unwrap().to_string(), id);
+        }
+        assert!(HfSpec::parse("kmer:3").is_err());
     }
 
     #[test]

@@ -13,18 +13,14 @@
 //! float64 embeddings are probed as float32, the precision geneb's own encoders give (the probe
 //! itself computes in f64). The result records that the embeddings came from outside.
 
-use crate::eval::{self, Embedded, Labelled, Progress};
 use crate::input::InputFile;
 use crate::input::npz::{self, NpyValues, ProbeX};
 use crate::input::split::{self, SplitSettings};
-use crate::protocol::{Regime, UNCATEGORIZED};
-use crate::submission::{Meta, Submission};
+use crate::protocol::UNCATEGORIZED;
 use crate::task::{MadeSplit, Task};
 use crate::{Error, Result};
 use ndarray::{Array2, Axis};
-use serde_json::json;
 use std::collections::BTreeMap;
-use web_time::Instant;
 
 /// One task's embeddings with their labels.
 #[derive(Debug, Clone)]
@@ -368,97 +364,4 @@ fn from_npy(
         });
     }
     Ok(out)
-}
-
-/// The GENEB protocol on the user's embeddings: every regime's fits, as `eval::evaluate` runs
-/// them on an encoder's, under `model_id`.
-pub fn evaluate(
-    model_id: &str,
-    tasks: Vec<EmbeddingsTask>,
-    regimes: &[Regime],
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Submission> {
-    let started = Instant::now();
-    // The embeddings move into the probe stage; the rest of each task stays here.
-    type Pair = (Array2<f32>, Array2<f32>);
-    let (tasks, embeddings): (Vec<EmbeddingsTask>, Vec<Pair>) = tasks
-        .into_iter()
-        .map(|mut t| {
-            let x = (
-                std::mem::take(&mut t.x_train),
-                std::mem::take(&mut t.x_test),
-            );
-            (t, x)
-        })
-        .unzip();
-    let dims: Vec<usize> = embeddings.iter().map(|(x, _)| x.ncols()).collect();
-    let batch: Vec<Embedded> = tasks
-        .iter()
-        .zip(embeddings)
-        .map(|(t, (x_train, x_test))| Embedded {
-            task: Labelled {
-                task: &t.task,
-                labels: t.labels.len(),
-                y_train: &t.y_train,
-                y_test: &t.y_test,
-                made_split: t.made_split.as_ref(),
-            },
-            x_train,
-            x_test,
-        })
-        .collect();
-    let out = eval::probe_all(model_id, &batch, regimes, progress)?;
-    let meta = Meta {
-        display: model_id.to_string(),
-        params: 0,
-        url: String::new(),
-        zero_shot: false,
-        training_data: "unknown (embeddings made outside geneb)".to_string(),
-        provenance: "self-reported".to_string(),
-        submitted_by: String::new(),
-    };
-    let splits: Vec<split::SplitOf> = tasks
-        .iter()
-        .map(|t| (t.task.id.as_str(), t.made_split.as_ref()))
-        .collect();
-    let sources: BTreeMap<&str, (&str, &str, usize)> = tasks
-        .iter()
-        .zip(dims)
-        .map(|(t, dim)| {
-            let id = split::reported_id((&t.task.id, t.made_split.as_ref()));
-            (id, (t.source.as_str(), t.stored_as, dim))
-        })
-        .collect();
-    let encoder = json!({
-        "encoder": {
-            "source": "embeddings given by the user (geneb embedded nothing: the layer, pooling \
-                       and truncation are the embedder's)",
-            "files": sources.iter().map(|(id, (file, stored, dim))| {
-                json!({"task": id, "file": file, "stored_as": stored, "dim": dim, "probed_as": "float32"})
-            }).collect::<Vec<_>>(),
-        },
-        "backend": null,
-    });
-    let deviations = eval::own_tasks(&splits)
-        .into_iter()
-        .chain(split::deviations(&splits))
-        .chain(std::iter::once(
-            "the embeddings were made outside geneb (its encoders, pooling and truncation \
-             were not used): the probe and regimes are GENEB's, the representation is the \
-             user's"
-                .to_string(),
-        ))
-        .collect();
-    let seconds = started.elapsed().as_secs_f64();
-    let mut submission = eval::assemble(
-        model_id,
-        meta,
-        out,
-        encoder,
-        regimes,
-        deviations,
-        [0.0, seconds],
-    );
-    crate::submission::folds::merge(&mut submission, &splits)?;
-    Ok(submission)
 }

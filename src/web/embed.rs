@@ -11,10 +11,10 @@ use wasm_bindgen::prelude::*;
 
 #[derive(Deserialize)]
 struct EmbedRequest {
-    model: String,
+    model: crate::encoder::spec::ModelSpec,
     backend: String,
     sequences: Vec<String>,
-    /// The page's description of its WebGPU adapter, as for `evaluate`.
+    /// The page's description of its WebGPU adapter, as for `run`.
     #[serde(default)]
     #[cfg_attr(not(feature = "wgpu"), allow(dead_code))]
     adapter: String,

@@ -1,6 +1,7 @@
 //! Building a model from the files the page sent, and keeping the last one built between calls
 //! (parsing a checkpoint and building the model is most of what a short call costs).
 
+use crate::encoder::spec::ModelSpec;
 use crate::encoder::{BackendKind, Encoder};
 use crate::{Error, Result};
 use serde::Deserialize;
@@ -36,7 +37,7 @@ thread_local! {
 
 /// The spec is part of the key: the same files under another spec (`?window=`) are another
 /// encoder.
-fn held_key(page_key: &str, spec: &str, backend: BackendKind) -> String {
+fn held_key(page_key: &str, spec: &ModelSpec, backend: BackendKind) -> String {
     format!("{page_key} as {spec} on {backend:?}")
 }
 
@@ -44,10 +45,13 @@ fn held_key(page_key: &str, spec: &str, backend: BackendKind) -> String {
 /// ("cpu" or "webgpu"), so the page can leave its files out of the next call.
 #[wasm_bindgen(js_name = holdsModel)]
 pub fn page_holds_model(key: &str, spec: &str, backend: &str) -> bool {
-    BackendKind::parse(backend).is_ok_and(|backend| holds_model(key, spec, backend))
+    match (ModelSpec::parse(spec), BackendKind::parse(backend)) {
+        (Ok(spec), Ok(backend)) => holds_model(key, &spec, backend),
+        _ => false,
+    }
 }
 
-pub(super) fn holds_model(key: &str, spec: &str, backend: BackendKind) -> bool {
+pub(super) fn holds_model(key: &str, spec: &ModelSpec, backend: BackendKind) -> bool {
     let wanted = held_key(key, spec, backend);
     HELD.with_borrow(|held| held.as_ref().is_some_and(|h| h.key == wanted))
 }
@@ -63,7 +67,7 @@ pub fn release_model() {
 /// (or the held one, when `key` names it; then the files may be absent). The flag says whether
 /// the held model was used.
 pub(super) async fn load_encoder(
-    spec: &str,
+    spec: &ModelSpec,
     files: Option<Vec<ModelFile>>,
     key: Option<&str>,
     backend: BackendKind,
@@ -98,13 +102,12 @@ pub(super) async fn load_encoder(
 }
 
 async fn build_from_files(
-    spec: &str,
+    spec: &ModelSpec,
     files: Vec<ModelFile>,
     backend: BackendKind,
 ) -> Result<Encoder> {
-    let crate::encoder::spec::ModelSpec::Hf(hf) = crate::encoder::spec::ModelSpec::parse(spec)?
-    else {
-        return Err(crate::Error::new(format!(
+    let ModelSpec::Hf(hf) = spec else {
+        return Err(Error::new(format!(
             "model '{spec}': model files were given, so its spec must be hf:NAME"
         )));
     };
@@ -119,5 +122,5 @@ async fn build_from_files(
             }
         }
     }
-    Encoder::from_model_files(spec.to_string(), model, backend).await
+    Encoder::from_model_files(hf, model, backend).await
 }

@@ -12,8 +12,8 @@ use wasm_bindgen::prelude::*;
 struct PredictRequest {
     /// The probe file (`geneb eval --save-probe`, or the page's download).
     probe: DroppedFile,
-    /// The encoder's spec; its files (`hf:`) as for `evaluate`.
-    model: String,
+    /// The encoder's spec; its files (`hf:`) as for `run`.
+    model: crate::encoder::spec::ModelSpec,
     #[serde(default, rename = "modelFiles")]
     model_files: Option<Vec<ModelFile>>,
     #[serde(default, rename = "modelKey")]

@@ -8,7 +8,7 @@ use wasm_bindgen::prelude::*;
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ReportRequest {
-    /// Result files as text (what `evaluate` returned, stored by the page, or a downloaded
+    /// Result files as text (what `run` returned, stored by the page, or a downloaded
     /// `geneb eval` file); `name` labels errors.
     files: Vec<ResultText>,
     #[serde(default)]

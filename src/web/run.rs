@@ -1,20 +1,24 @@
-//! `evaluate`: the protocol on the dropped files for each model, as `geneb eval` runs it.
+//! `run`: the page's Run button. The request becomes a `crate::run::Run` (the one `geneb
+//! eval` runs) and its outcome the page's answer; this file only converts.
 
 use super::held_model::{ModelFile, holds_model, load_encoder};
 use super::page_store::PageStore;
 use super::{DroppedFile, answer, from_page, page_error};
 use crate::encoder::BackendKind;
-use crate::eval::{self, Progress};
+use crate::encoder::spec::ModelSpec;
+use crate::eval::Progress;
 use crate::input::{self, InputFile};
 use crate::protocol::Regime;
+use crate::run::{EncoderFuture, Encoders, OwnEmbeddings, Run};
 use crate::{Error, Result, profile};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
 
 #[derive(Deserialize)]
 struct Request {
     files: Vec<DroppedFile>,
-    models: Vec<String>,
+    models: Vec<ModelSpec>,
     #[serde(default = "all_regimes")]
     regimes: Vec<String>,
     /// "webgpu" when the page found an adapter, else "cpu".
@@ -28,11 +32,11 @@ struct Request {
     /// The files of each `hf:NAME` model in `models`, keyed by that spec: dropped by the user
     /// or from the page's hub cache; the weights are read from them one tensor at a time.
     #[serde(default, rename = "modelFiles")]
-    model_files: std::collections::BTreeMap<String, Vec<ModelFile>>,
+    model_files: BTreeMap<String, Vec<ModelFile>>,
     /// The page's key for each `hf:` model's current load (see `held_model`); the files
     /// of a model the core still holds under its key are left out.
     #[serde(default, rename = "modelKeys")]
-    model_keys: std::collections::BTreeMap<String, String>,
+    model_keys: BTreeMap<String, String>,
     /// How tables without a split column are split (the CLI's --test-fraction, --split-seed,
     /// --group-column, --folds).
     #[serde(default)]
@@ -64,17 +68,47 @@ struct Outcome {
 /// `{stage, model, task, done, total, fromCache}` objects. `embedding_cache` is the page's
 /// store of earlier embeddings (`{get, put}`, see [`PageStore`]), or null to embed afresh.
 #[wasm_bindgen]
-pub async fn evaluate(
+pub async fn run(
     request: JsValue,
     on_progress: js_sys::Function,
     embedding_cache: JsValue,
 ) -> std::result::Result<JsValue, JsError> {
     let request: Request = from_page(request)?;
     let store = PageStore::from_js(&embedding_cache).map_err(page_error)?;
-    answer(run(request, &on_progress, store.as_ref()).await)
+    answer(execute(request, &on_progress, store.as_ref()).await)
 }
 
-async fn run(
+/// The page's encoders: built from the files it sent for each `hf:` spec, or the one the core
+/// still holds under the page's key for it.
+struct PageEncoders {
+    files: BTreeMap<String, Vec<ModelFile>>,
+    keys: BTreeMap<String, String>,
+    backend: BackendKind,
+}
+
+impl PageEncoders {
+    fn key(&self, model: &ModelSpec) -> Option<&str> {
+        self.keys.get(&model.to_string()).map(String::as_str)
+    }
+}
+
+impl Encoders for PageEncoders {
+    fn holds(&self, model: &ModelSpec) -> bool {
+        self.key(model)
+            .is_some_and(|key| holds_model(key, model, self.backend))
+    }
+
+    fn load<'a>(&'a mut self, model: &'a ModelSpec) -> EncoderFuture<'a> {
+        Box::pin(async move {
+            let files = self.files.remove(&model.to_string());
+            let key = self.key(model).map(str::to_string);
+            let (encoder, _) = load_encoder(model, files, key.as_deref(), self.backend).await?;
+            Ok(encoder)
+        })
+    }
+}
+
+async fn execute(
     request: Request,
     on_progress: &js_sys::Function,
     store: Option<&PageStore>,
@@ -83,16 +117,6 @@ async fn run(
     // Dropped embeddings (.npz, X.npy + labels.csv) are probed as they are; the other files are
     // tasks for the chosen models.
     let (own, files) = crate::input::embeddings::partition(files);
-    if request.models.is_empty() && own.is_empty() {
-        return Err(Error::new("choose at least one model"));
-    }
-    if files.is_empty() && own.is_empty() {
-        return Err(Error::new("add at least one task file"));
-    }
-    let regimes = Regime::parse_list(&request.regimes)?;
-    let backend = BackendKind::parse(&request.backend)?;
-    #[cfg(feature = "wgpu")]
-    crate::encoder::backend::set_page_adapter_label(&request.adapter);
     let category = request.category.as_deref();
     let tasks = if files.is_empty() {
         Vec::new()
@@ -100,87 +124,56 @@ async fn run(
         input::tasks_from_files_split(&files, category, &request.split)?
     };
     let own = if own.is_empty() {
-        Vec::new()
+        None
     } else {
-        crate::input::embeddings::tasks_from_files(&own, category, &request.split)?
+        Some(OwnEmbeddings {
+            id: "embeddings:dropped".to_string(),
+            tasks: crate::input::embeddings::tasks_from_files(&own, category, &request.split)?,
+        })
     };
-    let models = if tasks.is_empty() {
-        &[][..]
-    } else {
-        &request.models[..]
+    let backend = BackendKind::parse(&request.backend)?;
+    #[cfg(feature = "wgpu")]
+    crate::encoder::backend::set_page_adapter_label(&request.adapter);
+    let run = Run {
+        models: request.models,
+        tasks,
+        own,
+        regimes: Regime::parse_list(&request.regimes)?,
+        meta: request.meta,
+        save_probe: request.save_probe,
     };
-    if request.save_probe && (models.len() != 1 || tasks.len() != 1 || !own.is_empty()) {
-        return Err(Error::new(format!(
-            "the probe download saves one encoder's probe of one task; this run has {} encoder(s) \
-             and {} task(s){}",
-            models.len(),
-            tasks.len(),
-            if own.is_empty() {
-                ""
-            } else {
-                " and dropped embeddings"
-            }
-        )));
-    }
-    let mut probe = None;
-
+    let mut encoders = PageEncoders {
+        files: request.model_files,
+        keys: request.model_keys,
+        backend,
+    };
     let mut report = |p: Progress| {
         if let Ok(value) = serde_wasm_bindgen::to_value(&p) {
             // A throwing progress handler must not abort the run; the page only loses a tick.
             let _ = on_progress.call1(&JsValue::NULL, &value);
         }
     };
-    let mut submissions = vec![None; models.len()];
-    let mut backends = Vec::with_capacity(models.len());
-    let mut model_files = request.model_files;
-    // The held model first: loading any other drops it, and the page sent no files for it.
-    let key_of = |spec: &String| request.model_keys.get(spec).map(String::as_str);
-    let mut order: Vec<usize> = (0..models.len()).collect();
-    order
-        .sort_by_key(|&i| !key_of(&models[i]).is_some_and(|k| holds_model(k, &models[i], backend)));
-    for i in order {
-        let spec = &models[i];
-        let (encoder, _) =
-            load_encoder(spec, model_files.remove(spec), key_of(spec), backend).await?;
-        let store = store.map(|s| s as &dyn eval::EmbeddingStore);
-        submissions[i] =
-            Some(eval::evaluate(&encoder, &tasks, &regimes, store, &mut report).await?);
-        backends.push(encoder.backend_info());
-        if request.save_probe {
-            let saved = crate::predict::fit_saved(&encoder, &tasks[0]).await?;
-            probe = Some(
-                serde_json::to_string_pretty(&saved)
-                    .map_err(|e| Error::new(format!("cannot write the probe: {e}")))?,
-            );
-        }
-    }
-    let mut submissions: Vec<_> = submissions.into_iter().flatten().collect();
-    if !own.is_empty() {
-        let id = "embeddings:dropped";
-        submissions.push(crate::input::embeddings::evaluate(
-            id,
-            own,
-            &regimes,
-            &mut report,
-        )?);
-        backends.push(crate::encoder::BackendInfo {
-            kind: "cpu".into(),
-            adapter: String::new(),
-            precision: crate::encoder::Precision::F32,
-        });
-    }
-    request.meta.apply_all(&mut submissions)?;
-    let profile = profile::build(&submissions)?;
+    let store = store.map(|s| s as &dyn crate::eval::EmbeddingStore);
+    let outcome = run.execute(&mut encoders, store, &mut report).await?;
+    let profile = profile::build(&outcome.submissions)?;
     // The page reports the GPU when any model used it; k-mer models alone run on the CPU.
-    let used = backends
+    let backend = outcome
+        .backends
         .iter()
         .find(|b| b.kind != "cpu")
-        .or(backends.last())
-        .cloned();
-    let backend = used.ok_or_else(|| Error::new("no model ran"))?;
+        .or(outcome.backends.last())
+        .cloned()
+        .ok_or_else(|| Error::new("no model ran"))?;
+    let probe = outcome
+        .probe
+        .map(|saved| {
+            serde_json::to_string_pretty(&saved)
+                .map_err(|e| Error::new(format!("cannot write the probe: {e}")))
+        })
+        .transpose()?;
     Ok(Outcome {
         backend,
-        submissions,
+        submissions: outcome.submissions,
         profile,
         probe,
     })

@@ -64,7 +64,7 @@ describe('the page core on Dawn', { timeout: 10 * 60_000 }, () => {
   it('gives the CPU backend\'s profile on a real task', async () => {
     const profiles = {};
     for (const backend of ['webgpu', 'cpu']) {
-      const result = await dawn.core.evaluate({
+      const result = await dawn.core.run({
         files: [{ name: 'smoke_lambda_phage_vs_ecoli.csv', bytes: new Uint8Array(readFileSync(TASK)) }],
         models: ['hf:nt-v2'], regimes: ['full'], backend, adapter: dawn.label,
         modelFiles: { 'hf:nt-v2': modelFiles(FIXTURES['nt-v2'].dir, FIXTURES['nt-v2'].files) },

@@ -282,5 +282,6 @@ pub fn model_config(data: &[u8]) {
     }
     files.insert("config.json", config.to_vec());
     let compute = geneb::encoder::backend::cpu();
-    let _ = geneb::encoder::pretrained::HfModel::from_files("hf:fuzzed".into(), files, compute);
+    let spec = geneb::encoder::spec::HfSpec::parse("hf:fuzzed").unwrap();
+    let _ = geneb::encoder::pretrained::HfModel::from_files(&spec, files, compute);
 }

@@ -1,0 +1,246 @@
+//! One run of the protocol, whoever asks for it. `geneb eval` (whole, or as one shard of many)
+//! and the page's Run button describe what the user wants as a [`Run`], call [`Run::execute`]
+//! (or [`Run::execute_shard`]) and only convert: arguments or dropped files into the `Run`, its
+//! [`Outcome`] into files or views.
+
+use crate::encoder::card::MetaOverrides;
+use crate::encoder::spec::ModelSpec;
+use crate::encoder::{BackendInfo, Encoder};
+use crate::eval::{self, EmbeddingStore, Progress};
+use crate::input::embeddings::EmbeddingsTask;
+use crate::predict::SavedProbe;
+use crate::protocol::Regime;
+use crate::submission::Submission;
+use crate::task::TaskData;
+use crate::{Error, Result};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+/// What the user asked for.
+pub struct Run {
+    /// The encoders, parsed where the user named them. They run on `tasks`; a run without
+    /// tasks probes only `own`.
+    pub models: Vec<ModelSpec>,
+    pub tasks: Vec<TaskData>,
+    /// Embeddings the user brought, probed as they are.
+    pub own: Option<OwnEmbeddings>,
+    pub regimes: Vec<Regime>,
+    /// The user's corrections to each submission's `meta`.
+    pub meta: MetaOverrides,
+    /// Keep the full-data probe of the one model on the one task (`crate::predict`).
+    pub save_probe: bool,
+}
+
+/// Embeddings the user brought, and the model id their submission goes under
+/// (`embeddings:NAME`).
+pub struct OwnEmbeddings {
+    pub id: String,
+    pub tasks: Vec<EmbeddingsTask>,
+}
+
+/// What a run made.
+pub struct Outcome {
+    /// One per model, in the order asked, then the own embeddings' one.
+    pub submissions: Vec<Submission>,
+    /// The saved probe, when the run asked for it: the full-data fit scored in the submission.
+    pub probe: Option<SavedProbe>,
+    /// The backend each submission's encoder ran on, in the same order (own embeddings: CPU).
+    pub backends: Vec<BackendInfo>,
+}
+
+/// A built encoder, or the future of one (building reads the weights: the page's are Blobs).
+pub type EncoderFuture<'a> = Pin<Box<dyn Future<Output = Result<Rc<Encoder>>> + 'a>>;
+
+/// Where a run's encoders come from: the CLI reads folders and fetches from the hub, the page
+/// builds them from the files it sent and keeps the last one built.
+pub trait Encoders {
+    /// Whether the encoder of `model` is built already. Those run first: building another
+    /// may drop it (the page holds one model at a time).
+    fn holds(&self, _model: &ModelSpec) -> bool {
+        false
+    }
+    fn load<'a>(&'a mut self, model: &'a ModelSpec) -> EncoderFuture<'a>;
+}
+
+impl Run {
+    /// The models that run: none when there are no tasks to run them on.
+    fn running_models(&self) -> &[ModelSpec] {
+        if self.tasks.is_empty() {
+            &[]
+        } else {
+            &self.models
+        }
+    }
+
+    /// What a run must satisfy before anything is embedded, so a mistake costs no time.
+    pub fn check(&self) -> Result<()> {
+        if self.models.is_empty() && self.own.is_none() {
+            return Err(Error::new("choose at least one model"));
+        }
+        if self.tasks.is_empty() && self.own.is_none() {
+            return Err(Error::new("add at least one task"));
+        }
+        let models = self.running_models().len();
+        self.meta
+            .check_models(models + usize::from(self.own.is_some()))?;
+        if self.save_probe {
+            if models != 1 || self.tasks.len() != 1 || self.own.is_some() {
+                return Err(Error::new(format!(
+                    "saving the probe takes one model and one task; this run has {models} \
+                     model(s) and {} task(s){} (k-fold makes one task per fold)",
+                    self.tasks.len(),
+                    if self.own.is_some() {
+                        " and embeddings of your own"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+            if !self.regimes.contains(&Regime::Full) {
+                return Err(Error::new(
+                    "the saved probe is the full-data one: add the full regime to the run",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every model on every task, then the user's own embeddings; `store` keeps embeddings
+    /// between runs.
+    pub async fn execute(
+        self,
+        encoders: &mut dyn Encoders,
+        store: Option<&dyn EmbeddingStore>,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Outcome> {
+        self.check()?;
+        let models = self.running_models();
+        let mut order: Vec<usize> = (0..models.len()).collect();
+        order.sort_by_key(|&i| !encoders.holds(&models[i]));
+        let mut done = vec![None; models.len()];
+        let mut probe = None;
+        for i in order {
+            let encoder = encoders.load(&models[i]).await?;
+            let mut evaluated = eval::evaluate(
+                &encoder,
+                &self.tasks,
+                &self.regimes,
+                store,
+                self.save_probe,
+                progress,
+            )
+            .await?;
+            if self.save_probe {
+                probe = Some(self.saved_probe(&encoder, &mut evaluated)?);
+            }
+            done[i] = Some((evaluated.submission, encoder.backend_info()));
+        }
+        let (mut submissions, mut backends): (Vec<_>, Vec<_>) = done.into_iter().flatten().unzip();
+        if let Some(own) = self.own {
+            submissions.push(eval::probe_embeddings(
+                &own.id,
+                own.tasks,
+                &self.regimes,
+                progress,
+            )?);
+            backends.push(BackendInfo::cpu());
+        }
+        self.meta.apply_all(&mut submissions)?;
+        Ok(Outcome {
+            submissions,
+            probe,
+            backends,
+        })
+    }
+
+    /// The one task's full-data fit that `evaluate` scored, with the encoder's identity.
+    fn saved_probe(
+        &self,
+        encoder: &Encoder,
+        evaluated: &mut eval::Evaluated,
+    ) -> Result<SavedProbe> {
+        let task = &self.tasks[0];
+        let fit = evaluated
+            .full_probes
+            .remove(&task.task.id)
+            .ok_or_else(|| Error::new("internal error: the full-data probe was not kept"))?;
+        Ok(SavedProbe::new(
+            &task.task.id,
+            encoder,
+            &task.data.labels,
+            &fit,
+            task.data.train.len(),
+        ))
+    }
+}
+
+/// What one shard of a run did.
+#[cfg(feature = "cli")]
+pub struct ShardDone {
+    /// (model, task) results this call wrote.
+    pub written: usize,
+    /// This shard's results an earlier call had written already.
+    pub kept: usize,
+    /// What the written results say of sequences cut at a model's maximum length.
+    pub notes: Vec<String>,
+}
+
+#[cfg(feature = "cli")]
+impl Run {
+    /// Shard `shard` of the run into `dir`: the run's (model, task) pairs are dealt over the
+    /// shards (`crate::shard::Plan`, recorded in `dir` so every shard agrees on it), and each
+    /// of this shard's pairs is evaluated alone and written as soon as it is done, so a
+    /// stopped shard loses at most one pair and a rerun skips what is written.
+    pub async fn execute_shard(
+        &self,
+        dir: &std::path::Path,
+        shard: crate::shard::Shard,
+        encoders: &mut dyn Encoders,
+        store: Option<&dyn EmbeddingStore>,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<ShardDone> {
+        use crate::shard::Plan;
+        self.check()?;
+        if self.own.is_some() || self.save_probe {
+            return Err(Error::new(
+                "a sharded run evaluates encoders on tasks; embeddings of your own and the \
+                 saved probe take one run",
+            ));
+        }
+        let names: Vec<String> = self.models.iter().map(ToString::to_string).collect();
+        let plan = Plan::new(&names, &self.tasks, &self.regimes, shard.count);
+        plan.record(dir)?;
+        let pending = plan.pending(dir, shard, &self.tasks);
+        let written: usize = pending.iter().map(|(_, tasks)| tasks.len()).sum();
+        let mut notes = Vec::new();
+        for (name, tasks) in pending.iter().filter(|(_, tasks)| !tasks.is_empty()) {
+            let model = self
+                .models
+                .iter()
+                .find(|m| m.to_string() == *name)
+                .ok_or_else(|| Error::new(format!("internal error: {name} is not in the run")))?;
+            let encoder = encoders.load(model).await?;
+            for task in tasks {
+                let evaluated = eval::evaluate(
+                    &encoder,
+                    std::slice::from_ref(*task),
+                    &self.regimes,
+                    store,
+                    false,
+                    progress,
+                )
+                .await?;
+                let mut result = evaluated.submission;
+                self.meta.apply(&mut result.meta);
+                Plan::write_pair(dir, name, &task.task.id, &result)?;
+                notes.extend(eval::truncation_notes(&result));
+            }
+        }
+        Ok(ShardDone {
+            written,
+            kept: plan.pairs_in(shard.index) - written,
+            notes,
+        })
+    }
+}
