@@ -244,3 +244,116 @@ impl Run {
         })
     }
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::encoder::BackendKind;
+
+    /// Built-in encoders, recording the order they were built in; `held` is reported as built.
+    struct Recorded {
+        held: Option<ModelSpec>,
+        built: Vec<String>,
+    }
+
+    impl Encoders for Recorded {
+        fn holds(&self, model: &ModelSpec) -> bool {
+            self.held.as_ref() == Some(model)
+        }
+        fn load<'a>(&'a mut self, model: &'a ModelSpec) -> EncoderFuture<'a> {
+            self.built.push(model.to_string());
+            Box::pin(async move { Ok(Rc::new(Encoder::from_spec(model, BackendKind::Cpu).await?)) })
+        }
+    }
+
+    fn recorded(held: Option<&str>) -> Recorded {
+        Recorded {
+            held: held.map(|m| m.parse().unwrap()),
+            built: Vec::new(),
+        }
+    }
+
+    fn smoke_run(models: &[&str]) -> Run {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tasks/smoke/smoke_lambda_phage_vs_ecoli.csv");
+        Run {
+            models: models.iter().map(|m| m.parse().unwrap()).collect(),
+            tasks: crate::input::tasks_from_path(&path, None).unwrap(),
+            own: None,
+            regimes: vec![Regime::Full],
+            meta: MetaOverrides::default(),
+            save_probe: false,
+        }
+    }
+
+    fn execute(run: Run, encoders: &mut Recorded) -> Result<Outcome> {
+        pollster::block_on(run.execute(encoders, None, &mut |_| {}))
+    }
+
+    #[test]
+    fn a_held_model_runs_first_and_results_keep_the_order_asked() {
+        let mut encoders = recorded(Some("kmer:3"));
+        let outcome = execute(smoke_run(&["kmer:2", "kmer:3"]), &mut encoders).unwrap();
+        assert_eq!(encoders.built, ["kmer:3", "kmer:2"]);
+        let ids: Vec<&str> = outcome
+            .submissions
+            .iter()
+            .map(|s| s.model_id.as_str())
+            .collect();
+        assert_eq!(ids, ["kmer:2", "kmer:3"]);
+        assert_eq!(outcome.backends.len(), 2);
+        assert!(outcome.probe.is_none());
+    }
+
+    #[test]
+    fn the_saved_probe_is_the_fit_the_submission_scored() {
+        let mut run = smoke_run(&["kmer:3"]);
+        run.save_probe = true;
+        let test = run.tasks[0].data.test.sequences.clone();
+        let mut encoders = recorded(None);
+        let outcome = execute(run, &mut encoders).unwrap();
+        assert_eq!(encoders.built, ["kmer:3"], "one encoder, built once");
+        let probe = outcome.probe.unwrap();
+        let kmer3 = "kmer:3".parse().unwrap();
+        let encoder = pollster::block_on(Encoder::from_spec(&kmer3, BackendKind::Cpu)).unwrap();
+        let x = pollster::block_on(eval::embed_sequences(&encoder, &test)).unwrap();
+        let (predicted, _) = probe.predict(x.view()).unwrap();
+        let scored = outcome.submissions[0].predictions[&probe.task].regimes["full"][0]
+            .decode("full")
+            .unwrap();
+        assert_eq!(predicted, scored);
+    }
+
+    #[test]
+    fn a_run_that_cannot_do_what_it_asks_is_refused_before_it_embeds() {
+        type Change = fn(&mut Run);
+        let cases: [(Change, &str); 5] = [
+            (|r| r.models.clear(), "choose at least one model"),
+            (|r| r.tasks.clear(), "add at least one task"),
+            (
+                |r| r.save_probe = true,
+                "saving the probe takes one model and one task; this run has 2 model(s)",
+            ),
+            (
+                |r| {
+                    r.models.truncate(1);
+                    r.save_probe = true;
+                    r.regimes = vec![Regime::TenShot];
+                },
+                "the saved probe is the full-data one",
+            ),
+            (
+                |r| r.meta.display = Some("Mine".into()),
+                "describe one model, and this run has 2",
+            ),
+        ];
+        for (change, expected) in cases {
+            let mut run = smoke_run(&["kmer:2", "kmer:3"]);
+            change(&mut run);
+            let mut encoders = recorded(None);
+            let err = execute(run, &mut encoders).err().unwrap().to_string();
+            assert!(err.contains(expected), "{expected:?} in {err}");
+            assert!(encoders.built.is_empty(), "{expected}: nothing built");
+        }
+    }
+}
