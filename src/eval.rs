@@ -545,11 +545,12 @@ fn probe_batch(
         meter.advance(jobs.iter().map(|job| job.rows).sum(), false);
         let run = meter.rate();
         let (lo, hi) = (fitted.len() - jobs.len(), fitted.len());
-        for t in lo / per_task..hi.div_ceil(per_task) {
+        let reported = batch.iter().enumerate().take(hi.div_ceil(per_task));
+        for (t, e) in reported.skip(lo / per_task) {
             progress(Progress {
                 stage: Stage::Probe,
                 model: spec,
-                task: &batch[t].task.task.id,
+                task: &e.task.task.id,
                 done: hi.min((t + 1) * per_task) - t * per_task,
                 total: per_task,
                 from_cache: false,

@@ -323,7 +323,7 @@ fn a_parquet_dictionary_of_10_to_the_8_entries_is_refused() {
         num_values: entries as i64,
         uncompressed_size: 4 * entries as i64,
         encoding: 0,
-        data: gzip_repeated(b"", &empty_strings, 4 * entries >> 20),
+        data: gzip_repeated(b"", &empty_strings, (4 * entries) >> 20),
     };
     eval_parquet(
         "parquet-dictionary-entries",

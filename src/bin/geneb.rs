@@ -55,6 +55,10 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "the parsed command line, one per process"
+)]
 enum Command {
     /// Embed tasks with a frozen encoder, probe every regime, write a GENEB submission JSON.
     ///
@@ -441,7 +445,7 @@ fn read_file(path: &Path) -> Result<InputFile> {
 /// A result file's text to `--out` (whole or not at all), else to stdout.
 fn write_result(out: &Option<PathBuf>, text: &str) -> Result<()> {
     match out {
-        Some(path) => write_whole(path, &text),
+        Some(path) => write_whole(path, text),
         None => {
             println!("{text}");
             Ok(())

@@ -597,47 +597,6 @@ fn absolute(base: &str, location: &str) -> String {
     format!("{origin}{location}")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn resolve_urls_follow_the_hub_layout() {
-        let dataset = HubFile::dataset("darlednik/geneb-tasks", "abc", "tasks/x/train.csv");
-        assert_eq!(
-            dataset.resolve_url("https://huggingface.co/"),
-            "https://huggingface.co/datasets/darlednik/geneb-tasks/resolve/abc/tasks/x/train.csv"
-        );
-        let model = HubFile::model("owner/model", "main", "model.safetensors");
-        assert_eq!(
-            model.resolve_url("http://127.0.0.1:9"),
-            "http://127.0.0.1:9/owner/model/resolve/main/model.safetensors"
-        );
-        assert!(
-            HubFile::dataset("a/b", "main", "../../etc/passwd")
-                .check()
-                .is_err()
-        );
-        assert_eq!(absolute("http://h:1/a/b", "/c"), "http://h:1/c");
-        assert_eq!(absolute("http://h:1/a/b", "https://cdn/x"), "https://cdn/x");
-    }
-
-    #[test]
-    fn etags_become_checksums() {
-        let sha = "a".repeat(64);
-        assert_eq!(
-            Checksum::from_etag(&format!("\"{sha}\"")),
-            Some(Checksum::Sha256(sha))
-        );
-        let blob = "0123456789abcdef0123456789abcdef01234567";
-        assert_eq!(
-            Checksum::from_etag(&format!("W/\"{blob}\"")),
-            Some(Checksum::GitBlobSha1(blob.to_string()))
-        );
-        assert_eq!(Checksum::from_etag("\"xyz\""), None);
-    }
-}
-
 /// Every model repo in the cache (`owner/name` → revisions) whose config.json and weights are
 /// there, for listings: nothing is re-hashed or fetched.
 pub fn cached_models(hub: &Hub) -> std::collections::BTreeMap<String, Vec<String>> {
@@ -757,4 +716,45 @@ pub fn fetch_model_files(
         get(MODEL_WEIGHTS[1], true)?;
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_urls_follow_the_hub_layout() {
+        let dataset = HubFile::dataset("darlednik/geneb-tasks", "abc", "tasks/x/train.csv");
+        assert_eq!(
+            dataset.resolve_url("https://huggingface.co/"),
+            "https://huggingface.co/datasets/darlednik/geneb-tasks/resolve/abc/tasks/x/train.csv"
+        );
+        let model = HubFile::model("owner/model", "main", "model.safetensors");
+        assert_eq!(
+            model.resolve_url("http://127.0.0.1:9"),
+            "http://127.0.0.1:9/owner/model/resolve/main/model.safetensors"
+        );
+        assert!(
+            HubFile::dataset("a/b", "main", "../../etc/passwd")
+                .check()
+                .is_err()
+        );
+        assert_eq!(absolute("http://h:1/a/b", "/c"), "http://h:1/c");
+        assert_eq!(absolute("http://h:1/a/b", "https://cdn/x"), "https://cdn/x");
+    }
+
+    #[test]
+    fn etags_become_checksums() {
+        let sha = "a".repeat(64);
+        assert_eq!(
+            Checksum::from_etag(&format!("\"{sha}\"")),
+            Some(Checksum::Sha256(sha))
+        );
+        let blob = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(
+            Checksum::from_etag(&format!("W/\"{blob}\"")),
+            Some(Checksum::GitBlobSha1(blob.to_string()))
+        );
+        assert_eq!(Checksum::from_etag("\"xyz\""), None);
+    }
 }

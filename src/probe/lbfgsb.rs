@@ -133,7 +133,7 @@ pub(crate) fn minimize(
             let mut ifun = 0;
             while search.task == Task::Fg {
                 ifun += 1;
-                if ifun - 1 >= opt.max_line_search {
+                if ifun > opt.max_line_search {
                     failed = true;
                     break;
                 }

@@ -302,7 +302,7 @@ fn gradient<S: Simd, T: Element>(s: S, x: &[T], d: usize, raw: &[f64], g: &mut [
             _ => block::<S, T, 2, CLASSES>(s, x, d, raw, g, c0),
         }
     }
-    if d % LANES != 0 {
+    if !d.is_multiple_of(LANES) {
         simd::add_row_tails(s, x, d, raw, k, g);
     }
 }

@@ -244,17 +244,17 @@ pub(super) fn dots<S: Simd, T: Element, const R: usize, const K: usize>(
         for r in 0..R {
             xv[r] = T::load(s, &xb[r][j]);
         }
-        for c in 0..K {
-            fma_class(s, &mut acc, &xv, s.load(&wb[c][j]), c);
+        for (c, w) in wb.iter().enumerate() {
+            fma_class(s, &mut acc, &xv, s.load(&w[j]), c);
         }
     }
-    if d % LANES != 0 {
+    if !d.is_multiple_of(LANES) {
         let tail = body * LANES;
         for r in 0..R {
             xv[r] = T::load(s, &padded(&xs[r][tail..d]));
         }
-        for c in 0..K {
-            fma_class(s, &mut acc, &xv, s.load(&padded(&ws[c][tail..])), c);
+        for (c, w) in ws.iter().enumerate() {
+            fma_class(s, &mut acc, &xv, s.load(&padded(&w[tail..])), c);
         }
     }
     let mut out = [[0.0; K]; R];

@@ -56,7 +56,7 @@ pub fn zip(entries: &[(&str, u16, u32, u32, &[u8])]) -> Vec<u8> {
 /// A `.npy` (format 1.0) with the given header dictionary and data.
 pub fn npy(header: &str, data: &[u8]) -> Vec<u8> {
     let mut text = header.to_string();
-    while (10 + text.len() + 1) % 64 != 0 {
+    while !(10 + text.len() + 1).is_multiple_of(64) {
         text.push(' ');
     }
     text.push('\n');

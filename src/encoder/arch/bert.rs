@@ -57,6 +57,10 @@ struct SelfAttention {
     value: Linear,
 }
 
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value per layer, built once: its size costs nothing"
+)]
 enum FeedForward {
     Standard {
         intermediate: Linear,

@@ -315,6 +315,10 @@ struct Block {
     feed_forward: FeedForward,
 }
 
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value per layer, built once: its size costs nothing"
+)]
 enum Mixer {
     Mamba(Mamba),
     Attention(Attention),
@@ -338,6 +342,10 @@ struct Attention {
     masking: Masking,
 }
 
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value per layer, built once: its size costs nothing"
+)]
 enum FeedForward {
     /// `JanusDNAMLP`: down(SiLU(gate x) · up x), gate and up as one product.
     Gated { gate_up: Linear, down: Linear },

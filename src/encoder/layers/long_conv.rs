@@ -47,6 +47,10 @@ impl LongConv {
 /// A long filter ready to convolve: its flipped taps [channels, 1, len] for `conv1d`, or its
 /// spectrum [1, channels, n / 2 + 1].
 #[derive(Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value per layer, prepared once per pass"
+)]
 pub enum PreparedFilter {
     Direct(Tensor<3>),
     Spectrum {

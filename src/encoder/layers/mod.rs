@@ -34,6 +34,7 @@ pub fn param<const D: usize>(
 
 /// `torch.nn.Linear`: y = x Wᵀ + b. Cloning shares the weights (tied weights).
 #[derive(Clone)]
+#[allow(clippy::large_enum_variant, reason = "a few per layer, built once")]
 pub enum Linear {
     /// Burn's `linear` on the device, with W stored transposed ([in, out]) once at load.
     Tensors {
@@ -358,7 +359,7 @@ fn exp_nonpositive(x: f32) -> f32 {
     let p = p * r + 8.333_452e-3;
     let p = p * r + 4.166_579_6e-2;
     let p = p * r + 1.666_666_5e-1;
-    let p = p * r + 5.000_000_1e-1;
+    let p = p * r + 5.0e-1; // Cephes' 5.0000001e-1, which is 0.5 in f32
     let y = p * r * r + r + 1.0;
     let value = y * f32::from_bits(((n as i32 + 127) as u32) << 23);
     if underflow { 0.0 } else { value }
