@@ -32,7 +32,7 @@ export function initPredict(root) {
     h('summary', {}, 'Use a probe on new sequences'),
     h('label', { class: 'choice', for: 'save-probe' }, ui.save,
       h('span', {}, 'Save the full-data probe of the next run ',
-        h('small', {}, 'one encoder on one task: its weights, label order and the encoder’s identity, as geneb eval --save-probe saves it'))),
+        h('small', {}, 'one encoder on one task with the full regime: its weights, label order and the encoder’s identity, as geneb eval --save-probe saves it'))),
     ui.download,
     h('div', { class: 'split-fields' },
       h('label', { class: 'field', for: 'predict-probe' }, 'Probe (probe.json)', ui.probe),

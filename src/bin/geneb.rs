@@ -907,7 +907,7 @@ async fn fetch_and_load(
     offline: bool,
     show: bool,
 ) -> Result<Encoder> {
-    let ModelSpec::Hf(hf) = spec else {
+    let geneb::encoder::spec::ModelKind::Hf(hf) = &spec.kind else {
         return Encoder::from_spec(spec, backend).await;
     };
     // A folder of that name wins over the hub id it looks like.

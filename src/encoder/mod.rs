@@ -23,7 +23,7 @@ use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 #[cfg(feature = "burn")]
 use spec::HfSpec;
-use spec::ModelSpec;
+use spec::{ModelKind, ModelSpec};
 
 /// The backend kinds a user can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,19 +192,19 @@ pub struct EncoderDescription {
 impl Encoder {
     /// The encoder a spec names. `backend` applies to the encoders that run on Burn.
     pub async fn from_spec(spec: &ModelSpec, backend: BackendKind) -> Result<Encoder> {
-        match spec {
-            &ModelSpec::Kmer { k, canonical } => {
+        match &spec.kind {
+            &ModelKind::Kmer { k, canonical } => {
                 Ok(Encoder::Kmer(kmer::KmerSpectrum::new(k, canonical)?))
             }
             #[cfg(feature = "burn")]
-            &ModelSpec::RandomCnn { seed } => Ok(Encoder::RandomCnn(random_cnn::RandomCnn::new(
+            &ModelKind::RandomCnn { seed } => Ok(Encoder::RandomCnn(random_cnn::RandomCnn::new(
                 seed,
                 compute(backend).await?,
             ))),
             #[cfg(feature = "burn")]
-            ModelSpec::Hf(hf) => Encoder::from_model_files(hf, hf_files(hf)?, backend).await,
+            ModelKind::Hf(hf) => Encoder::from_model_files(hf, hf_files(hf)?, backend).await,
             #[cfg(not(feature = "burn"))]
-            ModelSpec::RandomCnn { .. } | ModelSpec::Hf(_) => {
+            ModelKind::RandomCnn { .. } | ModelKind::Hf(_) => {
                 let _ = backend;
                 Err(Error::new(format!(
                     "model '{spec}' needs the Burn encoders, which this build leaves out"

@@ -2,13 +2,22 @@
 //! `random-cnn[:SEED]`, `hf:FOLDER` or `hf:owner/name[@revision]`, an `hf:` model optionally
 //! with `?window=SIZE,STRIDE` and/or `?recipe=NAME` (joined by `&`). The CLI and the page parse
 //! what the user wrote once, at their boundary; the run, the encoders and the shard plan take the
-//! typed value (its `Display` is the model's id in results).
+//! typed value.
 
 use super::kmer::MAX_K;
 use crate::{Error, Result};
 
+/// A model as the user named it: the words (what shard plans and the page key it by, so a
+/// sharded run keeps its folders) and what they mean.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ModelSpec {
+pub struct ModelSpec {
+    /// As written, trimmed.
+    given: String,
+    pub kind: ModelKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelKind {
     Kmer { k: usize, canonical: bool },
     RandomCnn { seed: u32 },
     Hf(HfSpec),
@@ -43,6 +52,15 @@ pub const RANDOM_CNN_DEFAULT_SEED: u32 = 0;
 impl ModelSpec {
     pub fn parse(text: &str) -> Result<ModelSpec> {
         let text = text.trim();
+        Ok(ModelSpec {
+            given: text.to_string(),
+            kind: ModelKind::parse(text)?,
+        })
+    }
+}
+
+impl ModelKind {
+    fn parse(text: &str) -> Result<ModelKind> {
         let bad = |why: &str| Error::new(format!("model '{text}': {why}"));
         if let Some(rest) = text.strip_prefix("hf:") {
             let (source, options) = rest.split_once('?').unwrap_or((rest, ""));
@@ -70,7 +88,7 @@ impl ModelSpec {
                     "expected hf:FOLDER or hf:owner/name[@revision] (a Hugging Face model)",
                 ));
             }
-            return Ok(ModelSpec::Hf(HfSpec {
+            return Ok(ModelKind::Hf(HfSpec {
                 text: text.to_string(),
                 source: source.to_string(),
                 window,
@@ -89,17 +107,17 @@ impl ModelSpec {
                     _ => return Err(bad(&k_range)),
                 };
                 match k.parse() {
-                    Ok(k) if (1..=MAX_K).contains(&k) => Ok(ModelSpec::Kmer { k, canonical }),
+                    Ok(k) if (1..=MAX_K).contains(&k) => Ok(ModelKind::Kmer { k, canonical }),
                     _ => Err(bad(&format!("K must be a whole number from 1 to {MAX_K}"))),
                 }
             }
             "random-cnn" => match args.as_slice() {
-                [] => Ok(ModelSpec::RandomCnn {
+                [] => Ok(ModelKind::RandomCnn {
                     seed: RANDOM_CNN_DEFAULT_SEED,
                 }),
                 [seed] => seed
                     .parse()
-                    .map(|seed| ModelSpec::RandomCnn { seed })
+                    .map(|seed| ModelKind::RandomCnn { seed })
                     .map_err(|_| bad("the seed must be a non-negative integer")),
                 _ => Err(bad("expected random-cnn or random-cnn:SEED")),
             },
@@ -112,18 +130,10 @@ impl ModelSpec {
 }
 
 impl std::fmt::Display for ModelSpec {
-    /// The model's id: what its encoder's `spec()` says (`kmer:4:canonical`, `random-cnn:0`, the
-    /// `hf:` spec as written).
+    /// As the user wrote it (trimmed). Results name the model by its encoder's `spec()`, which
+    /// writes the defaults out (`random-cnn` runs as `random-cnn:0`).
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        match self {
-            ModelSpec::Kmer { k, canonical: true } => write!(f, "kmer:{k}:canonical"),
-            ModelSpec::Kmer {
-                k,
-                canonical: false,
-            } => write!(f, "kmer:{k}"),
-            ModelSpec::RandomCnn { seed } => write!(f, "random-cnn:{seed}"),
-            ModelSpec::Hf(hf) => f.write_str(&hf.text),
-        }
+        f.write_str(&self.given)
     }
 }
 
@@ -146,8 +156,8 @@ impl<'de> serde::Deserialize<'de> for ModelSpec {
 impl HfSpec {
     /// An `hf:` spec, for a model whose files are given rather than found by the spec.
     pub fn parse(text: &str) -> Result<HfSpec> {
-        match ModelSpec::parse(text)? {
-            ModelSpec::Hf(hf) => Ok(hf),
+        match ModelSpec::parse(text)?.kind {
+            ModelKind::Hf(hf) => Ok(hf),
             _ => Err(Error::new(format!(
                 "model '{}': model files were given, so its spec must be hf:NAME",
                 text.trim()
@@ -201,21 +211,23 @@ mod tests {
     #[test]
     fn specs_parse_once_into_typed_values() {
         assert_eq!(
-            ModelSpec::parse(" kmer:4:canonical ").unwrap(),
-            ModelSpec::Kmer {
+            ModelSpec::parse(" kmer:4:canonical ").unwrap().kind,
+            ModelKind::Kmer {
                 k: 4,
                 canonical: true
             }
         );
         assert_eq!(
-            ModelSpec::parse("random-cnn").unwrap(),
-            ModelSpec::RandomCnn { seed: 0 }
+            ModelSpec::parse("random-cnn").unwrap().kind,
+            ModelKind::RandomCnn { seed: 0 }
         );
         assert_eq!(
-            ModelSpec::parse("random-cnn:7").unwrap(),
-            ModelSpec::RandomCnn { seed: 7 }
+            ModelSpec::parse("random-cnn:7").unwrap().kind,
+            ModelKind::RandomCnn { seed: 7 }
         );
-        let ModelSpec::Hf(hub) = ModelSpec::parse("hf:owner/name@v1?window=1024,512").unwrap()
+        let ModelKind::Hf(hub) = ModelSpec::parse("hf:owner/name@v1?window=1024,512")
+            .unwrap()
+            .kind
         else {
             panic!("not hf")
         };
@@ -229,14 +241,16 @@ mod tests {
         assert_eq!(hub.hub_repo(), Some(("owner/name", "v1")));
         assert_eq!(hub.text, "hf:owner/name@v1?window=1024,512");
         assert_eq!(hub.recipe, None);
-        let ModelSpec::Hf(both) =
-            ModelSpec::parse("hf:owner/name?recipe=dnabert2-cls&window=1024,512").unwrap()
+        let ModelKind::Hf(both) =
+            ModelSpec::parse("hf:owner/name?recipe=dnabert2-cls&window=1024,512")
+                .unwrap()
+                .kind
         else {
             panic!("not hf")
         };
         assert_eq!(both.recipe.as_deref(), Some("dnabert2-cls"));
         assert_eq!(both.window.map(|w| w.size), Some(1024));
-        let ModelSpec::Hf(folder) = ModelSpec::parse("hf:./models/nt").unwrap() else {
+        let ModelKind::Hf(folder) = ModelSpec::parse("hf:./models/nt").unwrap().kind else {
             panic!("not hf")
         };
         assert_eq!(
@@ -266,15 +280,13 @@ mod tests {
     }
 
     #[test]
-    fn a_spec_displays_as_its_encoders_id() {
-        for (given, id) in [
-            (" kmer:04 ", "kmer:4"),
-            ("kmer:3:canonical", "kmer:3:canonical"),
-            ("random-cnn", "random-cnn:0"),
-            ("random-cnn:7", "random-cnn:7"),
+    fn a_spec_keeps_the_words_the_user_wrote() {
+        for (given, shown) in [
+            (" kmer:04 ", "kmer:04"),
+            ("random-cnn", "random-cnn"),
             (" hf:owner/name?recipe=x ", "hf:owner/name?recipe=x"),
         ] {
-            assert_eq!(ModelSpec::parse(given).unwrap().to_string(), id);
+            assert_eq!(ModelSpec::parse(given).unwrap().to_string(), shown);
         }
         assert!(HfSpec::parse("kmer:3").is_err());
     }

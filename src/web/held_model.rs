@@ -1,7 +1,7 @@
 //! Building a model from the files the page sent, and keeping the last one built between calls
 //! (parsing a checkpoint and building the model is most of what a short call costs).
 
-use crate::encoder::spec::ModelSpec;
+use crate::encoder::spec::{ModelKind, ModelSpec};
 use crate::encoder::{BackendKind, Encoder};
 use crate::{Error, Result};
 use serde::Deserialize;
@@ -106,7 +106,7 @@ async fn build_from_files(
     files: Vec<ModelFile>,
     backend: BackendKind,
 ) -> Result<Encoder> {
-    let ModelSpec::Hf(hf) = spec else {
+    let ModelKind::Hf(hf) = &spec.kind else {
         return Err(Error::new(format!(
             "model '{spec}': model files were given, so its spec must be hf:NAME"
         )));
