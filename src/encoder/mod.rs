@@ -7,6 +7,7 @@ pub mod arch;
 #[cfg(feature = "burn")]
 pub mod backend;
 pub mod card;
+pub mod family;
 pub mod kmer;
 pub mod known;
 #[cfg(feature = "burn")]
