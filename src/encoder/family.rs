@@ -1,13 +1,49 @@
 //! The model families geneb runs, as a person reads them, written once: the architectures'
-//! registry (`arch::ArchSpec::family`, and the variants one BERT stack serves) names them from
-//! here. Plain text, no Burn.
+//! registry (`arch::ArchSpec`, and the variants one BERT stack serves) and the known-models table
+//! (`known.rs`) both name them from here. Plain text, no Burn: a light build lists the known
+//! models too.
 
-/// The BERT stack's variants (`arch/bert.rs`), and RoFormer's, which builds the same stack
+/// A family as the registry runs it: its architecture's name (`ArchSpec::name`) and the
+/// family's name as a person reads it (`ArchSpec::family`).
+#[derive(Debug)]
+pub struct Family {
+    pub architecture: &'static str,
+    pub name: &'static str,
+}
+
+pub const HYENADNA: Family = Family {
+    architecture: "hyenadna",
+    name: "HyenaDNA",
+};
+pub const CADUCEUS: Family = Family {
+    architecture: "caduceus",
+    name: "Caduceus (bidirectional Mamba, RC-equivariant)",
+};
+pub const NT_V2: Family = Family {
+    architecture: "nucleotide-transformer-v2",
+    name: "Nucleotide Transformer v2 (ESM, rotary, SwiGLU)",
+};
+pub const DNAGPT: Family = Family {
+    architecture: "dnagpt",
+    name: "DNAGPT (GPT-2 decoder, pooled over its masked-LM head's logits)",
+};
+pub const JANUSDNA: Family = Family {
+    architecture: "janusdna",
+    name: "JanusDNA (bidirectional Mamba, attention, mixture of experts)",
+};
+
+/// The BERT stack (`arch/bert.rs`) and its variants, and RoFormer, which builds the same stack
 /// (`arch/roformer.rs`): each file reads its names here, neither from the other.
-pub const BERT: &str = "BERT";
+pub const BERT: Family = Family {
+    architecture: "bert",
+    name: "BERT",
+};
+pub const DEEPGENE: Family = Family {
+    architecture: "roformer",
+    name: "DeepGene (RoFormer: BERT with rotary positions in pairs)",
+};
 pub const DNABERT2: &str = "DNABERT-2 (BERT with ALiBi and GLU)";
 pub const GENOMICS_FM: &str =
     "Genomics-FM (MosaicBERT with GLU and learned positions, pooled by [CLS])";
 pub const GENA_LM: &str = "GENA-LM (BERT, pre-layer-norm)";
 pub const MUTBERT: &str = "MutBERT (BERT with rotary positions)";
-pub const DEEPGENE: &str = "DeepGene (RoFormer: BERT with rotary positions in pairs)";

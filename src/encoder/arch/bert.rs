@@ -279,8 +279,8 @@ fn load_layer(
 }
 
 pub const SPEC: ArchSpec = ArchSpec {
-    name: "bert",
-    family: family::BERT,
+    name: family::BERT.architecture,
+    family: family::BERT.name,
     serves: "DNABERT, DNABERT-2, GROVER, SpliceBERT, GENA-LM, MutBERT, Genomics-FM",
     matches,
     tokenizer: TokenizerChoice::Files,
@@ -583,8 +583,8 @@ impl Arch for Bert {
             Positions::LearnedMosaic(_) => family::GENOMICS_FM,
             Positions::Learned(_) if self.pre_norm => family::GENA_LM,
             Positions::Rotary(_) => family::MUTBERT,
-            Positions::PairRotary(_) => family::DEEPGENE,
-            Positions::Learned(_) => family::BERT,
+            Positions::PairRotary(_) => family::DEEPGENE.name,
+            Positions::Learned(_) => family::BERT.name,
         }
     }
 }

@@ -24,8 +24,8 @@ use serde::Deserialize;
 const PREFIXES: [&str; 2] = ["roformer.", ""];
 
 pub const SPEC: ArchSpec = ArchSpec {
-    name: "roformer",
-    family: family::DEEPGENE,
+    name: family::DEEPGENE.architecture,
+    family: family::DEEPGENE.name,
     serves: "DeepGene (wds-seu/DeepGene)",
     matches,
     tokenizer: TokenizerChoice::DeepGene,
