@@ -32,7 +32,7 @@ pub enum Source<'a> {
 }
 
 impl<'a> Source<'a> {
-    pub fn size(&self) -> u64 {
+    fn size(&self) -> u64 {
         match self {
             Source::Bytes(bytes) => bytes.len() as u64,
             Source::Ranges(file) => file.size(),
