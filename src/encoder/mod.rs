@@ -7,6 +7,7 @@ pub mod arch;
 #[cfg(feature = "burn")]
 pub mod backend;
 pub mod card;
+pub mod family;
 pub mod kmer;
 pub mod known;
 #[cfg(feature = "burn")]
@@ -107,9 +108,9 @@ pub fn builtin_models() -> Vec<ModelInfo> {
 
 /// What `geneb models` and the page's `models()` list: the built-in encoders, the
 /// architectures a model folder may have, and the foundation models known by hub id, each with
-/// its published GENEB profile where it has one.
+/// its published GENEB profile where it has one. (The official tasks are `task::catalogue`.)
 #[derive(Debug, Clone, Serialize)]
-pub struct Catalogue {
+pub struct ModelList {
     pub builtin: Vec<ModelInfo>,
     #[cfg(feature = "burn")]
     pub architectures: Vec<arch::ArchInfo>,
@@ -122,8 +123,8 @@ pub struct Catalogue {
     pub model_files: crate::checkpoint::ModelFileNames,
 }
 
-pub fn catalogue() -> Result<Catalogue> {
-    Ok(Catalogue {
+pub fn model_list() -> Result<ModelList> {
+    Ok(ModelList {
         builtin: builtin_models(),
         tab_weights_limit: known::TAB_WEIGHTS_LIMIT,
         model_files: crate::checkpoint::MODEL_FILE_NAMES,

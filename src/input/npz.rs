@@ -8,7 +8,7 @@ use std::path::Path;
 
 use ndarray::Array2;
 
-use crate::{Error, Result};
+use crate::{Error, Result, zip};
 
 /// The four arrays of a probe `.npz`, labels as indices into `labels`.
 #[derive(Debug, Clone)]
@@ -234,8 +234,11 @@ pub fn read_npz(name: &str, bytes: &[u8]) -> Result<BTreeMap<String, NpyArray>> 
     let mut out = BTreeMap::new();
     // Every inflated entry is held until the arrays are read.
     let mut inflated_total = 0u64;
-    for entry in zip_entries(bytes).map_err(err)? {
-        let data = &bytes[entry.data..entry.data + entry.compressed];
+    let archive = zip::Source::Bytes(bytes);
+    for entry in zip::entries(archive).map_err(err)? {
+        let start = entry.data_start(archive).map_err(err)?;
+        // In the file: `data_start` checked.
+        let data = &bytes[start..start + entry.compressed];
         let inflated;
         let raw = match entry.method {
             0 => data,
@@ -290,99 +293,9 @@ pub fn read_npy(name: &str, bytes: &[u8]) -> Result<NpyArray> {
     parse_npy(bytes).map_err(|m| Error::in_file(name, m))
 }
 
-struct ZipEntry {
-    name: String,
-    method: u16,
-    compressed: usize,
-    size: usize,
-    /// Where the entry's data starts.
-    data: usize,
-}
-
+/// A little-endian number read from a `.npy` header, at any offset the file states.
 fn le(bytes: &[u8], at: usize, n: usize) -> std::result::Result<u64, String> {
-    // `at` may be any offset a file states.
-    let b = at
-        .checked_add(n)
-        .and_then(|end| bytes.get(at..end))
-        .ok_or_else(|| "the file is truncated".to_string())?;
-    Ok(b.iter().rev().fold(0u64, |v, &x| v << 8 | u64::from(x)))
-}
-
-/// The central directory's entries (zip64 sizes and offsets included, as numpy forces them).
-fn zip_entries(bytes: &[u8]) -> std::result::Result<Vec<ZipEntry>, String> {
-    const END: [u8; 4] = [0x50, 0x4b, 0x05, 0x06];
-    let start = bytes.len().saturating_sub(22 + 65_535);
-    let end = (start..bytes.len().saturating_sub(21))
-        .rev()
-        .find(|&i| bytes[i..i + 4] == END)
-        .ok_or("no zip directory (is it a .npz?)")?;
-    let mut count = le(bytes, end + 10, 2)? as usize;
-    let mut at = le(bytes, end + 16, 4)? as usize;
-    if (count == 0xFFFF || at == 0xFFFF_FFFF) && end >= 20 && le(bytes, end - 20, 4)? == 0x0706_4b50
-    {
-        let record = le(bytes, end - 12, 8)? as usize;
-        if le(bytes, record, 4)? != 0x0606_4b50 {
-            return Err("a damaged zip64 directory".into());
-        }
-        count = le(bytes, record + 32, 8)? as usize;
-        at = le(bytes, record + 48, 8)? as usize;
-    }
-    // Each entry takes at least 46 bytes of the directory: the count cannot size more.
-    let mut entries = Vec::with_capacity(count.min(bytes.len() / 46));
-    for _ in 0..count {
-        if le(bytes, at, 4)? != 0x0201_4b50 {
-            return Err("a damaged zip directory".into());
-        }
-        let method = le(bytes, at + 10, 2)? as u16;
-        let mut compressed = le(bytes, at + 20, 4)?;
-        let mut size = le(bytes, at + 24, 4)?;
-        let name_len = le(bytes, at + 28, 2)? as usize;
-        let extra_len = le(bytes, at + 30, 2)? as usize;
-        let comment_len = le(bytes, at + 32, 2)? as usize;
-        let mut local = le(bytes, at + 42, 4)?;
-        let name_bytes = bytes
-            .get(at + 46..at + 46 + name_len)
-            .ok_or("the file is truncated")?;
-        let name = String::from_utf8_lossy(name_bytes).into_owned();
-        // The zip64 extra field holds, in order, each value the fixed fields mark as 0xFFFFFFFF.
-        let mut extra = at + 46 + name_len;
-        let extra_end = extra + extra_len;
-        while extra + 4 <= extra_end {
-            let (id, len) = (le(bytes, extra, 2)?, le(bytes, extra + 2, 2)? as usize);
-            if id == 1 {
-                let mut field = extra + 4;
-                for value in [&mut size, &mut compressed, &mut local] {
-                    if *value == 0xFFFF_FFFF {
-                        *value = le(bytes, field, 8)?;
-                        field += 8;
-                    }
-                }
-            }
-            extra += 4 + len;
-        }
-        let local = local as usize;
-        if le(bytes, local, 4)? != 0x0403_4b50 {
-            return Err(format!("{name}: a damaged zip entry"));
-        }
-        let data =
-            local + 30 + le(bytes, local + 26, 2)? as usize + le(bytes, local + 28, 2)? as usize;
-        let compressed = compressed as usize;
-        if data
-            .checked_add(compressed)
-            .is_none_or(|end| end > bytes.len())
-        {
-            return Err(format!("{name}: the file is truncated"));
-        }
-        entries.push(ZipEntry {
-            name,
-            method,
-            compressed,
-            size: size as usize,
-            data,
-        });
-        at += 46 + name_len + extra_len + comment_len;
-    }
-    Ok(entries)
+    crate::zip::le(bytes, at, n).map_err(|_| "the file is truncated".to_string())
 }
 
 /// A `.npy` (format 1.0–3.0): little- or big-endian floats, integers, booleans and unicode

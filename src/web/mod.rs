@@ -60,7 +60,7 @@ pub fn facts() -> std::result::Result<JsValue, JsError> {
 /// description}, published}]}`.
 #[wasm_bindgen]
 pub fn models() -> std::result::Result<JsValue, JsError> {
-    answer(crate::encoder::catalogue())
+    answer(crate::encoder::model_list())
 }
 
 #[derive(Deserialize)]

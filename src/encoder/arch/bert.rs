@@ -22,6 +22,7 @@ use super::{
 };
 use crate::Result;
 use crate::checkpoint::Checkpoint;
+use crate::encoder::family;
 use crate::encoder::layers::positions::{Alibi, PairRotary, Rotary};
 use crate::encoder::layers::{
     Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, config_error,
@@ -282,8 +283,8 @@ fn load_layer(
 }
 
 pub const SPEC: ArchSpec = ArchSpec {
-    name: "bert",
-    family: "BERT",
+    name: family::BERT.architecture,
+    family: family::BERT.name,
     serves: "DNABERT, DNABERT-2, GROVER, SpliceBERT, GENA-LM, MutBERT, Genomics-FM",
     matches,
     tokenizer: TokenizerChoice::Files,
@@ -582,14 +583,12 @@ impl Arch for Bert {
 
     fn family(&self) -> &'static str {
         match self.positions {
-            Positions::Alibi(_) => "DNABERT-2 (BERT with ALiBi and GLU)",
-            Positions::LearnedMosaic(_) => {
-                "Genomics-FM (MosaicBERT with GLU and learned positions, pooled by [CLS])"
-            }
-            Positions::Learned(_) if self.pre_norm => "GENA-LM (BERT, pre-layer-norm)",
-            Positions::Rotary(_) => "MutBERT (BERT with rotary positions)",
-            Positions::PairRotary(_) => super::roformer::SPEC.family,
-            Positions::Learned(_) => SPEC.family,
+            Positions::Alibi(_) => family::DNABERT2,
+            Positions::LearnedMosaic(_) => family::GENOMICS_FM,
+            Positions::Learned(_) if self.pre_norm => family::GENA_LM,
+            Positions::Rotary(_) => family::MUTBERT,
+            Positions::PairRotary(_) => family::DEEPGENE.name,
+            Positions::Learned(_) => family::BERT.name,
         }
     }
 }

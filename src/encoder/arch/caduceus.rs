@@ -34,6 +34,7 @@ use super::{
 };
 use crate::Result;
 use crate::checkpoint::Checkpoint;
+use crate::encoder::family;
 use crate::encoder::layers::mamba::{Mamba, MambaShape, SsmConfig};
 use crate::encoder::layers::{RmsNorm, config_error, param};
 use crate::tokenize::TokenizerChoice;
@@ -47,8 +48,8 @@ use std::collections::BTreeMap;
 /// architecture itself has no limit; a tokenizer's own `model_max_length` should take precedence.
 const MAX_TOKENS: usize = 131_072;
 pub const SPEC: ArchSpec = ArchSpec {
-    name: "caduceus",
-    family: "Caduceus (bidirectional Mamba, RC-equivariant)",
+    name: family::CADUCEUS.architecture,
+    family: family::CADUCEUS.name,
     serves: "kuleshov-group/caduceus-ph_*, caduceus-ps_*, PlantCaduceus_*",
     matches,
     tokenizer: TokenizerChoice::CaduceusOrFiles,

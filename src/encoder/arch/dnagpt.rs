@@ -19,6 +19,7 @@
 use super::{Arch, ArchSpec, Pooling, check_layers, parse_config, size};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
+use crate::encoder::family;
 use crate::encoder::layers::{
     Activation, LayerNorm, Linear, attention, causal_bias, checkpoint_prefix, config_error,
     head_dim, padding_bias, silu, split_heads, upload,
@@ -33,8 +34,8 @@ use serde_json::{Value, json};
 const EPS: f64 = 1e-5;
 
 pub const SPEC: ArchSpec = ArchSpec {
-    name: "dnagpt",
-    family: "DNAGPT (GPT-2 decoder, pooled over its masked-LM head's logits)",
+    name: family::DNAGPT.architecture,
+    family: family::DNAGPT.name,
     serves: "DNAGPT (TencentAILabHealthcare/DNAGPT: dna_gpt0.1b_h, dna_gpt0.1b_m)",
     matches,
     tokenizer: TokenizerChoice::DnaGptKmers,

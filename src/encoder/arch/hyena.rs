@@ -28,6 +28,7 @@ use super::{
 };
 use crate::Result;
 use crate::checkpoint::Checkpoint;
+use crate::encoder::family;
 use crate::encoder::layers::long_conv::{LongConv, PreparedFilter};
 use crate::encoder::layers::{LayerNorm, Linear, config_error, gelu_tanh, param, upload};
 use crate::tokenize::TokenizerChoice;
@@ -46,8 +47,8 @@ const SHORT_FILTER_PADDING: usize = 2;
 const BLOCK_NORM_EPS: f64 = 1e-5;
 
 pub const SPEC: ArchSpec = ArchSpec {
-    name: "hyenadna",
-    family: "HyenaDNA",
+    name: family::HYENADNA.architecture,
+    family: family::HYENADNA.name,
     serves: "LongSafari/hyenadna-*-hf",
     matches,
     tokenizer: TokenizerChoice::Characters { upper_case: false },

@@ -36,6 +36,7 @@
 use super::{Arch, ArchSpec, Pooling, check_layers, epsilon, padded_vocab, parse_config, size};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
+use crate::encoder::family;
 use crate::encoder::layers::mamba::{Mamba, MambaShape};
 use crate::encoder::layers::{
     Linear, RmsNorm, attention, causal_bias, config_error, head_dim, host_values, param, silu,
@@ -53,8 +54,8 @@ const PADDED_LENGTH: usize = 1024;
 const PAD_ID: i64 = 4;
 
 pub const SPEC: ArchSpec = ArchSpec {
-    name: "janusdna",
-    family: "JanusDNA (bidirectional Mamba, attention, mixture of experts)",
+    name: family::JANUSDNA.architecture,
+    family: family::JANUSDNA.name,
     serves: "JanusDNA_72 with and without mid-attention (Qihao-Duan/JanusDNA)",
     matches,
     tokenizer: TokenizerChoice::Characters { upper_case: true },

@@ -10,6 +10,7 @@ use super::{
     Arch, ArchSpec, Pooling, check_layers, epsilon, parse_config, size, transformers_layer_norm_eps,
 };
 use crate::checkpoint::Checkpoint;
+use crate::encoder::family;
 use crate::encoder::layers::positions::Rotary;
 use crate::encoder::layers::{
     Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, head_dim, load_qkv,
@@ -48,8 +49,8 @@ pub struct NucleotideTransformer {
 }
 
 pub const SPEC: ArchSpec = ArchSpec {
-    name: "nucleotide-transformer-v2",
-    family: "Nucleotide Transformer v2 (ESM)",
+    name: family::NT_V2.architecture,
+    family: family::NT_V2.name,
     serves: "InstaDeepAI/nucleotide-transformer-v2-*",
     matches,
     tokenizer: TokenizerChoice::Esm,

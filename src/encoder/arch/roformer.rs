@@ -13,6 +13,7 @@ use super::bert::{Bert, Embeddings, LayerShape, Positions, load_layers};
 use super::{ArchSpec, Pooling, epsilon, parse_config, size, transformers_layer_norm_eps};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
+use crate::encoder::family;
 use crate::encoder::layers::positions::PairRotary;
 use crate::encoder::layers::{Activation, Linear, checkpoint_prefix, config_error, head_dim};
 use crate::tokenize::TokenizerChoice;
@@ -23,8 +24,8 @@ use serde::Deserialize;
 const PREFIXES: [&str; 2] = ["roformer.", ""];
 
 pub const SPEC: ArchSpec = ArchSpec {
-    name: "roformer",
-    family: "DeepGene (RoFormer: BERT with rotary positions in pairs)",
+    name: family::DEEPGENE.architecture,
+    family: family::DEEPGENE.name,
     serves: "DeepGene (wds-seu/DeepGene)",
     matches,
     tokenizer: TokenizerChoice::DeepGene,
