@@ -21,7 +21,7 @@ import { setUpOffline } from './offline.js';
 import { initPredict, savingProbe, showProbe } from './predict.js';
 import { renderProfile } from './profile-view.js';
 import { coreFailed, coreReady, coreStarting } from './queue.js';
-import { deviationList, initSplit, splitSettings, truncationList } from './split.js';
+import { deviationList, encoderNotes, initSplit, splitSettings, truncationList } from './split.js';
 import { initStorage } from './storage.js';
 import { DEMO_MANIFEST, fetchSuiteFiles } from './suite-files.js';
 import {
@@ -553,7 +553,8 @@ function renderResult(result, { label, seconds, fallback }) {
   el.resultSummary.textContent = `${label} · ${plural(submissions.length, 'encoder')}`
     + ` · ran on ${where}${fallback ? ' after WebGPU failed' : ''} in ${seconds.toFixed(1)} s.`;
   renderProfile(el.profile, profile, submissions, { prefix: 'profile', modelName });
-  el.profile.append(deviationList(submissions) ?? '', truncationList(submissions) ?? '', metaList(submissions) ?? '');
+  el.profile.append(deviationList(submissions) ?? '', truncationList(submissions) ?? '', encoderNotes(submissions) ?? '',
+    metaList(submissions) ?? '');
 }
 
 function onDownloadClick() {

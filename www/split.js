@@ -1,7 +1,8 @@
 // Tables without a split column (src/input/split.rs): the core says which dropped tables have none and
 // which of their columns could group rows (a patient, a donor); this panel holds the settings the
 // core splits them with — the CLI's --test-fraction, --split-seed, --group-column and --folds —
-// and, after a run, lists where the result deviates from GENEB (the result's protocol block).
+// and, after a run, lists what the result's protocol block says: where it deviates from GENEB,
+// what was truncated, what loading the models noted.
 
 import { callCore } from './core-client.js';
 import { isTable, onCoreFacts } from './core-facts.js';
@@ -111,5 +112,17 @@ export function truncationList(submissions) {
   if (!lines.length) return null;
   return h('div', { class: 'deviations', 'data-testid': 'truncated' },
     h('h3', {}, 'Truncated inputs'),
+    h('ul', {}, ...lines.map((l) => h('li', {}, l))));
+}
+
+/**
+ * What loading each model noted (`protocol.encoder.notes`: a tensor GENEB's extractor tolerates
+ * missing, …), as the CLI says it on stderr; null when nothing was noted.
+ */
+export function encoderNotes(submissions) {
+  const lines = submissions.flatMap((s) => (s.protocol?.encoder?.notes ?? []).map((note) => `${s.model_id}: ${note}`));
+  if (!lines.length) return null;
+  return h('div', { class: 'deviations', 'data-testid': 'encoder-notes' },
+    h('h3', {}, 'Notes from loading the models'),
     h('ul', {}, ...lines.map((l) => h('li', {}, l))));
 }

@@ -211,11 +211,11 @@ async function start() {
   let facts = null;
   try {
     facts = plain(parseIfString(mod.facts())); // the core's rules the page shows (src/facts.rs)
-    const catalogue = plain(parseIfString(mod.models())) ?? {};
-    models = catalogue.builtin ?? [];
-    known = catalogue.known ?? []; // foundation models by hub id (www/models.js shows them)
-    tabWeightsLimit = catalogue.tabWeightsLimit ?? null;
-    modelFiles = catalogue.modelFiles ?? null;
+    const modelList = plain(parseIfString(mod.models())) ?? {};
+    models = modelList.builtin ?? [];
+    known = modelList.known ?? []; // foundation models by hub id (www/models.js shows them)
+    tabWeightsLimit = modelList.tabWeightsLimit ?? null;
+    modelFiles = modelList.modelFiles ?? null;
   } catch (err) {
     self.postMessage({ type: 'unavailable', message: `Could not read the core's encoders and rules: ${messageOf(err)}` });
     return;

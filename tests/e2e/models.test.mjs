@@ -288,6 +288,28 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     }
   });
 
+  it('says in the result what loading a model noted (a JanusDNA checkpoint without final_mlp), as the CLI does', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+    const server = await startServer({ port: 0, mounts: pkgMounts() });
+    const app = await openApp(browser, server);
+    try {
+      await waitReady(app.page);
+      await dropModel(app.page, await folderFiles(join(REPO, 'tests', 'fixtures', 'models', 'janus', 'w')));
+      await waitLoaded(app.page, 'hf:dropped-model');
+      await byTestId(app.page, 'task-files').setInputFiles([GC_VS_AT]);
+      await byTestId(app.page, 'model-random-cnn').setChecked(false);
+      for (const regime of ['10shot', '1shot']) await byTestId(app.page, `regime-${regime}`).setChecked(false);
+      await byTestId(app.page, 'compute').selectOption('cpu');
+      await runWithoutError(app.page);
+      const notes = await byTestId(app.page, 'encoder-notes').locator('li').allTextContents();
+      assert.equal(notes.length, 1, notes.join(' | '));
+      assert.match(notes[0], /^hf:dropped-model: the checkpoint has no model\.model\.final_mlp\.\* tensors .*strict=False/);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+      await server.close();
+    }
+  });
+
   it('loads a model by hub id with progress, then from the Cache API with the hub gone', { timeout: LOAD_TIMEOUT * 4 }, async () => {
     const id = 'test-org/nt-v2-tiny';
     const rev = 'main';
