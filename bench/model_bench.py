@@ -35,7 +35,8 @@
    JanusDNA_72_w's and _wo's (d_model 72, 8 layers, 16 experts, with and without the mid
    attention layer) by
    make_janus_fixtures.py, run in its published modeling_janusdna.py ($JANUS_SRC, default
-   target/janusdna-src) on inputs padded on the left to 1,024 tokens, as its extractor pads them.
+   target/janusdna-src) on inputs padded on the right to 1,024 tokens without special tokens, as
+   its extractor (janusdna.py) encodes them (make_janus_fixtures.encode).
 2. Cuts real DNA from the other smoke tables into sequences of 200 and 1,000 nt.
 3. Times, each in its own process (peak RSS from wait4): PyTorch (HF tokenizer + model + masked
    mean, torch.set_num_threads(N)) at batch 1 and 32 after loading and one warm-up call; and
@@ -122,7 +123,7 @@ MODELS = {
     "dnagpt-0.1b-h": dict(kind="dnagpt", name="dna_gpt0.1b_h", max_length=4096),
     # JanusDNA_72_w's and _wo's shapes (make_janus_fixtures.same_shape_config: d_model 72, 8
     # layers, 16 experts, with and without the mid attention layer), run in its published code
-    # ($JANUS_SRC); every input padded on the left to 1,024 tokens, as its extractor pads it.
+    # ($JANUS_SRC); every input padded on the right to 1,024 tokens, as its extractor pads it.
     "janusdna-72-w": dict(kind="janus", mid_attention=True, max_length=1024),
     "janusdna-72-wo": dict(kind="janus", mid_attention=False, max_length=1024),
 }
@@ -420,7 +421,8 @@ def torch_tokenizer(folder, spec):
         _, _, CaduceusTokenizer = caduceus_code()
         return CaduceusTokenizer(model_max_length=spec["max_length"])
     if spec["kind"] == "janus":
-        return oracle("make_janus_fixtures").import_published_code()[2](model_max_length=spec["max_length"])
+        tokenizer = oracle("make_janus_fixtures").import_published_code()[2]
+        return tokenizer(model_max_length=spec["max_length"], padding_side="right")
     if spec["kind"] == "deepgene":
         import tokenizers
 
@@ -462,9 +464,11 @@ def torch_child(job):
             input_ids = torch.tensor([i + [tokenizer.pad_id] * (width - len(i)) for i in ids])
             mask = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i in ids])
             return ref.masked_mean(forward(input_ids, mask), mask), int(mask.sum())
-        # JanusDNA's extractor pads every input to its length (CaduceusTokenizer pads on the left).
-        padding = "max_length" if spec["kind"] == "janus" else True
-        enc = tokenizer(batch, padding=padding, truncation=True, max_length=spec["max_length"], return_tensors="pt")
+        if spec["kind"] == "janus":
+            # janusdna.py's call: right padding to 1,024, no special tokens, the mask passed.
+            enc = oracle("make_janus_fixtures").encode(tokenizer, batch)
+        else:
+            enc = tokenizer(batch, padding=True, truncation=True, max_length=spec["max_length"], return_tensors="pt")
         if spec["kind"] in ("hyena", "caduceus"):
             # One token per base. Their reference extractors run each sequence alone: a padded
             # batch would change the states (left padding runs through the convolutions and
@@ -472,10 +476,6 @@ def torch_child(job):
             if len({len(t) for t in batch}) != 1:
                 sys.exit("model_bench: a HyenaDNA/Caduceus batch needs padding; give it sequences of one length")
             enc = {"input_ids": enc["input_ids"], "attention_mask": torch.ones_like(enc["input_ids"])}
-        if spec["kind"] == "janus":
-            # CaduceusTokenizer returns no attention mask; the real tokens are the non-[PAD] ones.
-            enc = {"input_ids": enc["input_ids"],
-                   "attention_mask": (enc["input_ids"] != tokenizer.pad_token_id).long()}
         enc = {k: v.to(device) for k, v in enc.items()}
         hidden = forward(enc["input_ids"], enc["attention_mask"])
         pooled = hidden[:, 0] if spec["kind"] == "genomics-fm" else ref.masked_mean(hidden, enc["attention_mask"])
