@@ -44,7 +44,7 @@ struct Request {
     /// The user's corrections to what each submission's `meta` says (www/meta.js).
     #[serde(default)]
     meta: crate::encoder::card::MetaOverrides,
-    /// Also fit the full-data probe of the run's one model on its one task, for download
+    /// Also keep the full-data probe of the run's one model on its one task, for download
     /// (what `geneb eval --save-probe` writes).
     #[serde(default, rename = "saveProbe")]
     save_probe: bool,
