@@ -25,8 +25,8 @@ use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::positions::{Alibi, PairRotary, Rotary};
 use crate::encoder::layers::{
-    Activation, AttentionProjections, GluProjection, LayerNorm, Linear, QkvWeights, attention,
-    checkpoint_prefix, config_error, head_dim, padding_bias, split_heads, upload,
+    Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, config_error,
+    head_dim, load_qkv, padding_bias, split_heads, upload,
 };
 use crate::encoder::recipe::{self, Recipe};
 use crate::tokenize::TokenizerChoice;
@@ -51,6 +51,13 @@ pub(super) enum Positions {
     PairRotary(PairRotary),
 }
 
+/// The query, key and value projections (a fused `Wqkv` is split into the three at load).
+struct SelfAttention {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+}
+
 #[allow(
     clippy::large_enum_variant,
     reason = "one value per layer, built once: its size costs nothing"
@@ -68,8 +75,8 @@ enum FeedForward {
 }
 
 pub(super) struct Layer {
-    /// Query, key, value and output (a fused `Wqkv` is split into the three at load).
-    attention: AttentionProjections,
+    attention: SelfAttention,
+    attention_out: Linear,
     /// Post-LN: after the attention's residual sum. Pre-LN (`pre_attention_ln`): on its input.
     attention_norm: LayerNorm,
     ffn: FeedForward,
@@ -162,8 +169,6 @@ pub(super) struct LayerShape {
     pub fused: bool,
     pub pre_norm: bool,
     pub bias: bool,
-    /// Rotary positions act on the keys (MutBERT, RoFormer): their bias then stays.
-    pub keys_rotate: bool,
 }
 
 impl LayerShape {
@@ -208,27 +213,27 @@ fn load_layer(
         fused,
         pre_norm,
         bias,
-        keys_rotate,
     } = *shape;
-    let qkv_name = l(if fused {
-        "attention.self.Wqkv"
+    let [query, key, value] = if fused {
+        Linear::load_parts(
+            ckpt,
+            &l("attention.self.Wqkv"),
+            hidden,
+            hidden,
+            true,
+            device,
+        )?
     } else {
-        "attention.self"
-    });
-    // DNABERT-2's fused `Wqkv` always has its bias.
-    let (qkv, qkv_bias) = if fused {
-        (QkvWeights::Stacked(&qkv_name), true)
-    } else {
-        (QkvWeights::Separate(&qkv_name), bias)
+        let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, bias, device)?;
+        [query, key, value]
     };
-    let attention = AttentionProjections::load(
+    let attention = SelfAttention { query, key, value };
+    let attention_out = Linear::load(
         ckpt,
-        qkv,
-        qkv_bias,
         &l("attention.output.dense"),
-        bias,
         hidden,
-        keys_rotate,
+        hidden,
+        bias,
         device,
     )?;
     let (attention_norm_name, ffn_norm_name) = if pre_norm {
@@ -270,6 +275,7 @@ fn load_layer(
     };
     Ok(Layer {
         attention,
+        attention_out,
         attention_norm,
         ffn,
         ffn_norm,
@@ -436,7 +442,6 @@ impl Bert {
             fused,
             pre_norm,
             bias: true,
-            keys_rotate: matches!(positions, Positions::Rotary(_)),
         };
         let layers = load_layers(
             ckpt,
@@ -522,12 +527,7 @@ impl Arch for Bert {
             } else {
                 x.clone()
             };
-            let AttentionProjections {
-                query,
-                key,
-                value,
-                output,
-            } = &layer.attention;
+            let SelfAttention { query, key, value } = &layer.attention;
             let q = query.forward(attention_in.clone());
             let k = key.forward(attention_in.clone());
             let v = value.forward(attention_in);
@@ -537,7 +537,7 @@ impl Arch for Bert {
                 None => (q, k),
             };
             let context = attention(q, k, split_heads(v, self.heads), scale, bias.clone());
-            let attended = output.forward(context) + x;
+            let attended = layer.attention_out.forward(context) + x;
             let attended = if self.pre_norm {
                 attended
             } else {

@@ -13,8 +13,8 @@ use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::positions::Rotary;
 use crate::encoder::layers::{
-    Activation, AttentionProjections, GluProjection, LayerNorm, Linear, QkvWeights, attention,
-    checkpoint_prefix, head_dim, padding_bias, split_heads, upload,
+    Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, head_dim, load_qkv,
+    padding_bias, split_heads, upload,
 };
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
@@ -26,7 +26,10 @@ const PREFIXES: [&str; 2] = ["esm.", ""];
 
 struct Layer {
     attention_norm: LayerNorm,
-    attention: AttentionProjections,
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    attention_out: Linear,
     ffn_norm: LayerNorm,
     /// `intermediate.dense` [hidden → 2·intermediate]: SiLU(first half) ⊙ second half.
     gated: GluProjection,
@@ -157,6 +160,7 @@ impl NucleotideTransformer {
         let mut inv_freq = None;
         for i in 0..n_layers {
             let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));
+            let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, true, device)?;
             // Every layer stores the same rotary frequencies (a buffer); the first copy is used.
             let freq = ckpt.take_buffer(
                 &l("attention.self.rotary_embeddings.inv_freq"),
@@ -171,13 +175,13 @@ impl NucleotideTransformer {
                     eps,
                     device,
                 )?,
-                // Rotary positions act on the keys: their bias stays.
-                attention: AttentionProjections::load(
+                query,
+                key,
+                value,
+                attention_out: Linear::load(
                     ckpt,
-                    QkvWeights::Separate(&l("attention.self")),
-                    true,
                     &l("attention.output.dense"),
-                    true,
+                    hidden,
                     hidden,
                     true,
                     device,
@@ -256,19 +260,13 @@ impl Arch for NucleotideTransformer {
             let h = layer.attention_norm.forward(x.clone());
             // ESM scales the queries before rotating them; rotation is linear, so the scale is
             // applied to the scores instead (attention's own, no launch of its own on a GPU).
-            let AttentionProjections {
-                query,
-                key,
-                value,
-                output,
-            } = &layer.attention;
-            let q = split_heads(query.forward(h.clone()), self.heads);
-            let k = split_heads(key.forward(h.clone()), self.heads);
-            let v = split_heads(value.forward(h), self.heads);
+            let q = split_heads(layer.query.forward(h.clone()), self.heads);
+            let k = split_heads(layer.key.forward(h.clone()), self.heads);
+            let v = split_heads(layer.value.forward(h), self.heads);
             let q = rotary.apply(q);
             let k = rotary.apply(k);
             let context = attention(q, k, v, (head_dim as f64).powf(-0.5), bias.clone());
-            let attended = output.forward(context) + x;
+            let attended = layer.attention_out.forward(context) + x;
             let gated = layer
                 .gated
                 .forward(layer.ffn_norm.forward(attended.clone()), Activation::Silu);

@@ -145,7 +145,6 @@ fn load(config: &serde_json::Value, ckpt: &mut Checkpoint, device: &Device) -> R
         fused: false,
         pre_norm: false,
         bias: c.use_bias,
-        keys_rotate: true,
     };
     let layers = load_layers(
         ckpt,

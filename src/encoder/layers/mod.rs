@@ -5,8 +5,6 @@
 
 #[cfg(feature = "wgpu")]
 mod attention_kernel;
-#[cfg(feature = "wgpu")]
-mod layer_norm_kernel;
 pub mod long_conv;
 pub mod mamba;
 #[cfg(any(target_arch = "wasm32", test))]
@@ -75,11 +73,29 @@ impl Linear {
         bias: bool,
         device: &Device,
     ) -> Result<[Linear; N]> {
-        let parts = take_parts::<N>(ckpt, name, in_features, out_features, bias)?;
-        Ok(
-            parts
-                .map(|(weight, bias)| Linear::new(weight, bias, in_features, out_features, device)),
-        )
+        let mut weight = ckpt.take(&format!("{name}.weight"), &[N * out_features, in_features])?;
+        let mut bias = if bias {
+            Some(ckpt.take(&format!("{name}.bias"), &[N * out_features])?)
+        } else {
+            None
+        };
+        // Parts after the first are split off the end; the first keeps the vectors read, so a
+        // single layer's weights are never copied.
+        let mut parts: Vec<(Vec<f32>, Option<Vec<f32>>)> = (1..N)
+            .rev()
+            .map(|part| {
+                let weight = weight.split_off(part * out_features * in_features);
+                let bias = bias.as_mut().map(|b| b.split_off(part * out_features));
+                (weight, bias)
+            })
+            .collect();
+        parts.push((weight, bias));
+        parts.reverse();
+        let mut parts = parts.into_iter();
+        Ok(std::array::from_fn(|_| {
+            let (weight, bias) = parts.next().expect("N parts were split off");
+            Linear::new(weight, bias, in_features, out_features, device)
+        }))
     }
 
     /// From a weight matrix [out, in] in row-major order and an optional bias [out].
@@ -118,125 +134,6 @@ impl Linear {
     }
 }
 
-/// A linear layer's host values: its weight [out, in], row-major, and its bias.
-type HostLinear = (Vec<f32>, Option<Vec<f32>>);
-
-/// The host values of `N` linear layers stacked in one checkpoint weight `{name}.weight`
-/// [N·out, in] (and `{name}.bias` [N·out] when `bias`): each part's weight [out, in] and bias.
-fn take_parts<const N: usize>(
-    ckpt: &mut Checkpoint,
-    name: &str,
-    in_features: usize,
-    out_features: usize,
-    bias: bool,
-) -> Result<[HostLinear; N]> {
-    let mut weight = ckpt.take(&format!("{name}.weight"), &[N * out_features, in_features])?;
-    let mut bias = if bias {
-        Some(ckpt.take(&format!("{name}.bias"), &[N * out_features])?)
-    } else {
-        None
-    };
-    // Parts after the first are split off the end; the first keeps the vectors read, so a
-    // single layer's weights are never copied.
-    let mut parts: Vec<HostLinear> = (1..N)
-        .rev()
-        .map(|part| {
-            let weight = weight.split_off(part * out_features * in_features);
-            let bias = bias.as_mut().map(|b| b.split_off(part * out_features));
-            (weight, bias)
-        })
-        .collect();
-    parts.push((weight, bias));
-    parts.reverse();
-    let mut parts = parts.into_iter();
-    Ok(std::array::from_fn(|_| {
-        parts.next().expect("N parts were split off")
-    }))
-}
-
-/// Where a self-attention block keeps its query, key and value projections.
-#[derive(Clone, Copy)]
-pub enum QkvWeights<'a> {
-    /// `{prefix}.query`, `.key`, `.value`, each [hidden, hidden] (HF BERT, ESM).
-    Separate(&'a str),
-    /// One `{name}` [3·hidden, hidden], the query's rows first (DNABERT-2's `Wqkv`).
-    Stacked(&'a str),
-}
-
-/// Self-attention's projections, two of their biases moved out of the pass where the result
-/// is the same (up to rounding): the value bias reaches the context unchanged (a query's
-/// softmax weights sum to 1), so the output projection's bias takes W_o·b_v in its place; and
-/// when nothing rotates the keys, the key bias adds the same q·b_k to every score of a query's
-/// row, which softmax cancels, so it is dropped. On a GPU that is an addition kernel fewer per
-/// layer where Burn's fusion had not folded the bias into its matmul.
-pub struct AttentionProjections {
-    pub query: Linear,
-    pub key: Linear,
-    pub value: Linear,
-    pub output: Linear,
-}
-
-impl AttentionProjections {
-    /// `qkv_bias` and `output_bias`: whether the checkpoint has those biases; `keys_rotate`:
-    /// whether rotary positions act on the keys (then their bias stays).
-    #[allow(clippy::too_many_arguments)]
-    pub fn load(
-        ckpt: &mut Checkpoint,
-        qkv: QkvWeights,
-        qkv_bias: bool,
-        output: &str,
-        output_bias: bool,
-        hidden: usize,
-        keys_rotate: bool,
-        device: &Device,
-    ) -> Result<AttentionProjections> {
-        let [query, mut key, mut value] = match qkv {
-            QkvWeights::Separate(prefix) => {
-                let mut take = |part: &str| {
-                    let name = format!("{prefix}.{part}");
-                    take_parts::<1>(ckpt, &name, hidden, hidden, qkv_bias).map(|[p]| p)
-                };
-                [take("query")?, take("key")?, take("value")?]
-            }
-            QkvWeights::Stacked(name) => take_parts::<3>(ckpt, name, hidden, hidden, qkv_bias)?,
-        };
-        let [(out_weight, out_bias)] = take_parts::<1>(ckpt, output, hidden, hidden, output_bias)?;
-        let out_bias = match value.1.take() {
-            Some(value_bias) => Some(bias_through(&out_weight, out_bias, &value_bias)),
-            None => out_bias,
-        };
-        if !keys_rotate {
-            key.1 = None;
-        }
-        let linear = |(weight, bias): HostLinear| Linear::new(weight, bias, hidden, hidden, device);
-        Ok(AttentionProjections {
-            query: linear(query),
-            key: linear(key),
-            value: linear(value),
-            output: linear((out_weight, out_bias)),
-        })
-    }
-}
-
-/// b + W·v for a linear layer's weight W [out, in] (row-major) and bias b (zero when absent):
-/// the bias that layer has once an input bias v is carried through it. Summed in f64.
-fn bias_through(weight: &[f32], bias: Option<Vec<f32>>, input_bias: &[f32]) -> Vec<f32> {
-    let inputs = input_bias.len();
-    weight
-        .chunks_exact(inputs)
-        .enumerate()
-        .map(|(row, w)| {
-            let carried: f64 = w
-                .iter()
-                .zip(input_bias)
-                .map(|(&w, &v)| f64::from(w) * f64::from(v))
-                .sum();
-            let own = bias.as_ref().map_or(0.0, |b| f64::from(b[row]));
-            (own + carried) as f32
-        })
-        .collect()
-}
-
 /// A gated linear unit's input projection, stored in the checkpoint as one `{name}.weight`
 /// [2·width, in] (the gate's rows first, then the value's), kept as two linear layers.
 pub struct GluProjection {
@@ -263,10 +160,31 @@ impl GluProjection {
     }
 }
 
+/// The separate query, key and value projections of an HF self-attention block
+/// (`{prefix}.query`, `.key`, `.value`, each [hidden, hidden], with biases when `bias`).
+pub fn load_qkv(
+    ckpt: &mut Checkpoint,
+    prefix: &str,
+    hidden: usize,
+    bias: bool,
+    device: &Device,
+) -> Result<(Linear, Linear, Linear)> {
+    let mut proj = |name: &str| {
+        Linear::load(
+            ckpt,
+            &format!("{prefix}.{name}"),
+            hidden,
+            hidden,
+            bias,
+            device,
+        )
+    };
+    Ok((proj("query")?, proj("key")?, proj("value")?))
+}
+
 pub struct LayerNorm {
     gamma: Tensor<1>,
-    /// Zeros where the checkpoint has no bias.
-    beta: Tensor<1>,
+    beta: Option<Tensor<1>>,
     eps: f64,
 }
 
@@ -292,28 +210,19 @@ impl LayerNorm {
     ) -> Result<LayerNorm> {
         let gamma = ckpt.take(&format!("{name}.weight"), &[features])?;
         let beta = if bias {
-            ckpt.take(&format!("{name}.bias"), &[features])?
+            Some(ckpt.take(&format!("{name}.bias"), &[features])?)
         } else {
-            vec![0.0; features]
+            None
         };
         Ok(LayerNorm {
             gamma: upload(gamma, [features], device),
-            beta: upload(beta, [features], device),
+            beta: beta.map(|b| upload(b, [features], device)),
             eps,
         })
     }
 
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        #[cfg(feature = "wgpu")]
-        if x.device() != Device::flex() {
-            return layer_norm_kernel::layer_norm(
-                x,
-                self.gamma.clone(),
-                self.beta.clone(),
-                self.eps,
-            );
-        }
-        layer_norm(x, self.gamma.clone(), Some(self.beta.clone()), self.eps)
+        layer_norm(x, self.gamma.clone(), self.beta.clone(), self.eps)
     }
 }
 
@@ -756,44 +665,6 @@ mod tests {
                 .try_to_vec()
                 .unwrap();
             assert_close(&strided, &ops, 1e-6);
-        }
-    }
-
-    /// The LayerNorm kernel (lavapipe here) gives Burn's `layer_norm` of the same values, for a
-    /// contiguous input and one seen through swapped axes, with a bias and without one.
-    #[cfg(feature = "wgpu")]
-    #[test]
-    fn gpu_layer_norm_kernel_equals_the_tensor_ops() {
-        let device = match pollster::block_on(crate::encoder::backend::wgpu()) {
-            Ok(compute) => compute.device,
-            Err(e) => panic!("wgpu (Mesa lavapipe) is needed for this test: {e}"),
-        };
-        let [batch, tokens, width] = [2, 5, 24];
-        let values: Vec<f32> = (0..batch * tokens * width)
-            .map(|i| (i as f32 * 0.61).sin() * 3.0 + (i % 7) as f32)
-            .collect();
-        let x = upload(values.clone(), [batch, tokens, width], &device);
-        // The same values stored as [batch, width, tokens], read through swapped axes.
-        let strided = x.clone().swap_dims(1, 2).into_data();
-        let strided = Tensor::<3>::from_data(strided, &device).swap_dims(1, 2);
-        for bias in [true, false] {
-            let gamma: Vec<f32> = (0..width).map(|i| 0.5 + i as f32 * 0.1).collect();
-            let beta: Vec<f32> = (0..width).map(|i| i as f32 * 0.01 - 0.1).collect();
-            let norm = LayerNorm {
-                gamma: upload(gamma, [width], &device),
-                // As `load_with_bias` stores a missing bias.
-                beta: upload(if bias { beta } else { vec![0.0; width] }, [width], &device),
-                eps: 1e-5,
-            };
-            let beta = bias.then(|| norm.beta.clone());
-            let ops: Vec<f32> = layer_norm(x.clone(), norm.gamma.clone(), beta, 1e-5)
-                .into_data()
-                .try_to_vec()
-                .unwrap();
-            for input in [x.clone(), strided.clone()] {
-                let fused: Vec<f32> = norm.forward(input).into_data().try_to_vec().unwrap();
-                assert_close(&fused, &ops, 1e-5);
-            }
         }
     }
 }
