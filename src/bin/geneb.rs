@@ -579,10 +579,12 @@ fn run_eval(args: EvalArgs) -> Result<()> {
     // Each model's progress on a line of its own.
     let mut shown: Option<String> = None;
     let mut progress = |p: Progress| {
-        if show && shown.as_deref().is_some_and(|m| m != p.model) {
-            eprintln!();
+        if shown.as_deref() != Some(p.model) {
+            if show && shown.is_some() {
+                eprintln!();
+            }
+            shown = Some(p.model.to_string());
         }
-        shown = Some(p.model.to_string());
         show_progress(show, p);
     };
     if let Some(dir) = &args.out_dir {
