@@ -215,6 +215,8 @@ fn model_folders_embed_like_the_reference_extractors() {
     ] {
         pipeline(name, BackendKind::Cpu);
     }
+    pipeline("bert", BackendKind::Wgpu);
+    pipeline("dnabert2", BackendKind::Wgpu);
     pipeline("nt_v2", BackendKind::Wgpu);
     pipeline("plantcaduceus", BackendKind::Wgpu);
     pipeline("gena/lastln", BackendKind::Wgpu);
@@ -224,6 +226,44 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("dnagpt", BackendKind::Wgpu);
     pipeline("janus/w", BackendKind::Wgpu);
     pipeline("splicebert", BackendKind::Wgpu);
+}
+
+/// On a GPU a batch runs at a shape from a small set (more masked columns, rows repeating the
+/// first sequence) so new lengths reuse compiled pipelines and buffers: a sequence embedded
+/// alone, at its own padded shape, gets what it gets in a batch of others at another shape.
+#[test]
+fn wgpu_embeddings_do_not_depend_on_the_shape_a_batch_runs_at() {
+    for name in ["dnabert2", "nt_v2", "bert"] {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/models")
+            .join(name);
+        let expected: Pipeline =
+            serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
+        let spec = format!("hf:{}", dir.display());
+        let encoder = pollster::block_on(Encoder::from_spec(
+            &spec.parse().unwrap(),
+            BackendKind::Wgpu,
+        ))
+        .unwrap();
+        let sequences: Vec<String> = expected
+            .sequences
+            .iter()
+            .map(|s| geneb::input::normalize_sequence(s).unwrap())
+            .collect();
+        let together = pollster::block_on(encoder.embed(&sequences)).unwrap();
+        for (i, sequence) in sequences.iter().enumerate() {
+            let alone = pollster::block_on(encoder.embed(std::slice::from_ref(sequence))).unwrap();
+            let worst = alone
+                .row(0)
+                .iter()
+                .zip(together.row(i))
+                .fold(0f32, |worst, (a, b)| worst.max((a - b).abs()));
+            assert!(
+                worst <= 1e-6,
+                "{name}, sequence {i}: alone vs batched, max |Δ| = {worst}"
+            );
+        }
+    }
 }
 
 /// SpliceBERT as `harness/extractors/splicebert.py` embeds it (tests/oracle/

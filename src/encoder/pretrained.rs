@@ -321,8 +321,10 @@ impl HfModel {
         while start < order.len() {
             let mut end = start + 1;
             while end < order.len() {
-                let width = self.architecture.positions(tokens[order[end]].len()).max(1);
-                let rows = end + 1 - start;
+                let (rows, width) = self.run_shape(
+                    end + 1 - start,
+                    self.architecture.positions(tokens[order[end]].len()),
+                );
                 // Every tensor of the pass must fit one GPU buffer: the widest activation, and
                 // one head's attention scores (attention() splits the heads).
                 if rows * width > batch_tokens
@@ -472,14 +474,41 @@ impl HfModel {
         self.architecture.after_pooling(pooled)
     }
 
-    /// One forward pass, pooled as the reference extractor pools: [rows, dim], not yet read back.
+    /// The shape a batch of `rows` sequences, the longest `width` tokens, runs at. On a GPU,
+    /// from a small set: each new shape can compile pipelines and allocate buffers mid-run
+    /// (milliseconds to tens of milliseconds each in a browser), and BPE tokenizers make nearly
+    /// every sequence a new length. Widths are 16 or 24 times a power of two (at most a third
+    /// wasted), capped at the model's maximum, rows a power of two; the extra columns are
+    /// masked padding and the extra rows repeat the first sequence, so no real token sees a
+    /// difference. Only for recipes whose mask keeps padding out (`Batching::Independent`,
+    /// padded on the right to the batch's longest): the others run at the reference's shapes.
+    fn run_shape(&self, rows: usize, width: usize) -> (usize, usize) {
+        let width = width.max(1);
+        let repeatable = self.compute.kind == BackendKind::Wgpu
+            && self.recipe.file_order_batch().is_none()
+            && !matches!(self.recipe.padding, Padding::RightTo { .. })
+            && self.pooling() != Pooling::UnmaskedMean;
+        if !repeatable {
+            return (rows, width);
+        }
+        let cap = self.architecture.max_tokens().max(width);
+        (rows.next_power_of_two(), repeating_width(width).min(cap))
+    }
+
+    /// One forward pass, pooled as the reference extractor pools: [rows, dim], not yet read
+    /// back. Run at `run_shape`'s shape, the extra rows dropped before they are read.
     fn forward_pooled(&self, batch: &[&[u32]]) -> Tensor<2> {
-        let rows = batch.len();
-        let width = batch.iter().map(|t| t.len()).max().unwrap_or(0).max(1);
+        let longest = batch.iter().map(|t| t.len()).max().unwrap_or(0);
+        let (rows, width) = self.run_shape(batch.len(), longest);
+        let padded: Vec<&[u32]> = batch
+            .iter()
+            .chain(std::iter::repeat_n(&batch[0], rows - batch.len()))
+            .copied()
+            .collect();
         let pad = self.tokenizer.pad_id() as i64;
         let mut ids = vec![pad; rows * width];
         let mut mask = vec![0f32; rows * width];
-        for (r, tokens) in batch.iter().enumerate() {
+        for (r, tokens) in padded.iter().enumerate() {
             for (t, &id) in tokens.iter().enumerate() {
                 ids[r * width + t] = id as i64;
                 mask[r * width + t] = 1.0;
@@ -489,8 +518,23 @@ impl HfModel {
         let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [rows, width]), device);
         let mask = Tensor::<2>::from_data(TensorData::new(mask, [rows, width]), device);
         let hidden = self.architecture.forward(ids, mask.clone());
-        self.pool(hidden, mask, batch)
+        let pooled = self.pool(hidden, mask, &padded);
+        if rows == batch.len() {
+            pooled
+        } else {
+            pooled.narrow(0, 0, batch.len())
+        }
     }
+}
+
+/// The smallest width of the form 16 · 2^k or 24 · 2^k that holds `width` tokens: two shapes
+/// per doubling, at most a third of a batch padding.
+fn repeating_width(width: usize) -> usize {
+    [16, 24]
+        .into_iter()
+        .map(|base| base * width.div_ceil(base).next_power_of_two())
+        .min()
+        .unwrap_or(width)
 }
 
 /// The windows of GENEB's SpliceBERT extractor (`_window_starts`): every `stride` from 0 while a
@@ -605,6 +649,24 @@ mod tests {
     use super::*;
 
     /// `_window_starts` of GENEB's SpliceBERT extractor, at 1,024 every 512.
+    #[test]
+    fn gpu_widths_come_from_two_shapes_per_doubling() {
+        let widths: std::collections::BTreeSet<usize> = (1..=4096).map(repeating_width).collect();
+        assert_eq!(
+            widths.into_iter().collect::<Vec<_>>(),
+            [
+                16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096
+            ]
+        );
+        for width in 1..=4096 {
+            let padded = repeating_width(width);
+            assert!(
+                padded >= width && (width < 16 || 2 * padded <= 3 * width),
+                "{width}"
+            );
+        }
+    }
+
     #[test]
     fn windows_end_at_the_sequence_end_as_the_splicebert_extractor_places_them() {
         let starts = |len| -> Vec<usize> {
