@@ -66,3 +66,38 @@ export async function coreOnDawn({ pkg = join(REPO, 'www', 'pkg') } = {}) {
 export function modelFiles(dir, names) {
   return names.map((name) => ({ name, bytes: new Uint8Array(readFileSync(join(dir, name))) }));
 }
+
+/**
+ * Counts the WebGPU calls a GPU engine pays for beyond the kernels themselves, by wrapping the
+ * methods on Dawn's prototypes (so every device the core creates is counted): pipelines and
+ * shader modules compiled, buffers created, queue submits, dispatches and buffer maps.
+ * `take()` returns the counts since the last take and starts again from zero.
+ */
+export function gpuCensus() {
+  const zero = () => ({ pipelines: 0, shaderModules: 0, buffers: 0, submits: 0, dispatches: 0, maps: 0 });
+  let counts = zero();
+  const wrap = (proto, method, key) => {
+    const original = proto[method];
+    if (original.counted) return;
+    proto[method] = Object.assign(function counted(...args) {
+      counts[key]++;
+      return original.apply(this, args);
+    }, { counted: true, original });
+  };
+  const { GPUDevice, GPUQueue, GPUComputePassEncoder, GPUBuffer } = globalThis;
+  wrap(GPUDevice.prototype, 'createComputePipeline', 'pipelines');
+  wrap(GPUDevice.prototype, 'createComputePipelineAsync', 'pipelines');
+  wrap(GPUDevice.prototype, 'createShaderModule', 'shaderModules');
+  wrap(GPUDevice.prototype, 'createBuffer', 'buffers');
+  wrap(GPUQueue.prototype, 'submit', 'submits');
+  wrap(GPUComputePassEncoder.prototype, 'dispatchWorkgroups', 'dispatches');
+  wrap(GPUComputePassEncoder.prototype, 'dispatchWorkgroupsIndirect', 'dispatches');
+  wrap(GPUBuffer.prototype, 'mapAsync', 'maps');
+  return {
+    take() {
+      const taken = counts;
+      counts = zero();
+      return taken;
+    },
+  };
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+// The page core's WebGPU calls on Dawn (tests/e2e/dawn.mjs's census) for a warm pass and for 20
+// single sequences of 20 new lengths, on the tiny DNABERT-2 and NT-v2 checkpoints the census test
+// uses: the before/after figures of bench/README.md ("Shapes that repeat").
+//   node bench/dawn_census.mjs [--pkg www/pkg]
+import { join, resolve } from 'node:path';
+import { coreOnDawn, gpuCensus, modelFiles } from '../tests/e2e/dawn.mjs';
+import { FIXTURES, NEW_LENGTHS, WARM_LENGTHS, dna, fixtureCopy } from '../tests/e2e/dawn-census.mjs';
+
+const at = process.argv.indexOf('--pkg');
+const pkg = at > 0 ? resolve(process.argv[at + 1]) : undefined;
+const dawn = await coreOnDawn(pkg ? { pkg } : {});
+if (!dawn.core) {
+  console.error(`dawn_census: ${dawn.reason}`);
+  process.exit(2);
+}
+const census = gpuCensus();
+for (const name of Object.keys(FIXTURES)) {
+  const model = fixtureCopy(name);
+  const embed = (sequences, withFiles = false) => dawn.core.embed({
+    model: `hf:${name}`, backend: 'webgpu', adapter: dawn.label, sequences, modelKey: `census:${name}`,
+    ...(withFiles ? { modelFiles: modelFiles(model.dir, model.files) } : {}),
+  });
+  census.take();
+  await embed(dna(WARM_LENGTHS), true);
+  const cold = census.take();
+  await embed(dna(WARM_LENGTHS));
+  const warm = census.take();
+  for (const sequence of dna(NEW_LENGTHS)) await embed([sequence]);
+  const fresh = census.take();
+  console.log(`${name}: first batch of 32 ${JSON.stringify(cold)}`);
+  console.log(`${name}: the same batch again ${JSON.stringify(warm)}`);
+  console.log(`${name}: 20 new lengths, one at a time ${JSON.stringify(fresh)}`);
+}
+process.exit(0);

@@ -1,0 +1,84 @@
+// What the page's GPU path asks of the engine, counted on Dawn (Chrome's WebGPU engine, over
+// Mesa's lavapipe here) by wrapping its WebGPU methods: a warm pass must cost what the native
+// launch count says and nothing more, and a sequence of a length the core has not embedded yet
+// must not compile pipelines or allocate buffers (each costs milliseconds or more on a real GPU;
+// BPE tokenizers make nearly every sequence a new length). The core pads batches to a small set
+// of shapes for that (src/encoder/pretrained.rs, `run_shape`).
+import { describe, it, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { NO_WASM, nativeGeneb, wasmBuilt } from './helpers.mjs';
+import { coreOnDawn, gpuCensus, modelFiles } from './dawn.mjs';
+import { FIXTURES, NEW_LENGTHS, WARM_LENGTHS, dna, fixtureCopy } from './dawn-census.mjs';
+
+/**
+ * What 20 new lengths cost at most, one sequence at a time after one warm batch (measured on
+ * lavapipe: 26 pipelines and 341 buffers for DNABERT-2, 14 and 132 for NT-v2, before batches
+ * ran at shapes from a small set).
+ */
+const NEW_LENGTHS_HELD = {
+  'dnabert-2': { pipelines: 15, buffers: 120 },
+  'nt-v2': { pipelines: 12, buffers: 122 },
+};
+
+/** Native geneb's kernel launches for `sequences` after a warm first call (`--count-kernels`). */
+function nativeLaunches(dir, sequences) {
+  const cli = nativeGeneb();
+  assert.ok(cli, 'no native geneb build (cargo build, or npm test, makes target/debug/geneb)');
+  const fasta = join(dir, 'census.fa');
+  writeFileSync(fasta, sequences.map((s, i) => `>s${i}\n${s}\n`).join(''));
+  const run = spawnSync(cli, ['embed', '--model', `hf:${dir}`, '--backend', 'wgpu', '--count-kernels',
+    '--input', fasta, '--out', join(dir, 'census.npy')], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  const launches = /(\d+) kernel launches/.exec(run.stderr);
+  assert.ok(launches, run.stderr);
+  return Number(launches[1]);
+}
+
+describe('the page core\'s GPU calls on Dawn', { timeout: 10 * 60_000 }, () => {
+  let dawn;
+  let census;
+  before(async () => {
+    assert.ok(wasmBuilt(), NO_WASM);
+    dawn = await coreOnDawn();
+    assert.ok(dawn.core, dawn.reason);
+    census = gpuCensus();
+  });
+
+  for (const name of Object.keys(FIXTURES)) {
+    it(`${name}: a warm pass costs its native launches; new lengths compile and allocate nothing`, async () => {
+      const model = fixtureCopy(name);
+      const embed = (sequences, withFiles = false) => dawn.core.embed({
+        model: `hf:${name}`, backend: 'webgpu', adapter: dawn.label, sequences, modelKey: `census:${name}`,
+        ...(withFiles ? { modelFiles: modelFiles(model.dir, model.files) } : {}),
+      });
+      const warm = dna(WARM_LENGTHS);
+      const first = await embed(warm, true);
+      assert.equal(first.backend.kind, 'wgpu');
+      census.take();
+
+      const again = await embed(warm);
+      const pass = census.take();
+      assert.deepEqual(again.values, first.values, 'the same batch twice gave other embeddings');
+      const launches = nativeLaunches(model.dir, warm);
+      console.log(`${name}: warm pass ${JSON.stringify(pass)}; native wgpu ${launches} launches`);
+      assert.equal(pass.pipelines, 0, 'a warm pass compiled pipelines');
+      assert.equal(pass.shaderModules, 0, 'a warm pass compiled shaders');
+      assert.equal(pass.buffers, 0, 'a warm pass created buffers');
+      assert.equal(pass.maps, 1, 'a warm pass reads back once');
+      assert.ok(pass.submits <= 16, `${pass.submits} submits`);
+      assert.equal(pass.dispatches, launches, 'dispatches on Dawn differ from native wgpu\'s launches');
+
+      for (const sequence of dna(NEW_LENGTHS)) await embed([sequence]);
+      const fresh = census.take();
+      console.log(`${name}: ${NEW_LENGTHS.length} new lengths, one at a time: ${JSON.stringify(fresh)}`);
+      // Held where shapes that repeat brought them (bench/README.md, "Shapes that repeat"), not
+      // yet at the goal of 2: CubeCL caches one uniform of launch metadata per shape and kernel.
+      const held = NEW_LENGTHS_HELD[name];
+      assert.ok(fresh.pipelines <= held.pipelines, `${fresh.pipelines} pipelines compiled for new lengths`);
+      assert.ok(fresh.buffers <= held.buffers, `${fresh.buffers} buffers created for new lengths`);
+    });
+  }
+});
