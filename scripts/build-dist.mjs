@@ -310,7 +310,9 @@ export async function buildDist({
     }
 
     // 4. The service worker, with the build's manifest: what to keep for offline use.
-    const demo = suites.filter((f) => f.startsWith('tasks/smoke/'));
+    // The demo suite, and the manifests and catalogues the page reads on every load; the offline
+    // suite's tables (6 MB) are kept when a visitor first runs it.
+    const demo = suites.filter((f) => f.startsWith('tasks/smoke/') || f.endsWith('.json'));
     const precache = ['./', 'index.html', ...[...reached].filter((f) => !ENTRY.has(f)).map((f) => finalName.get(f)),
       ...[...renamed.values()].filter((p) => CORE_DIRS.some((d) => p.startsWith(`${d}.`))), ...demo];
     const all = await walk(stage);

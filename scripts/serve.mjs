@@ -55,7 +55,7 @@ export const CSP = [
 /** Hex digits of sha256 in the content-hashed names scripts/build-dist.mjs gives. */
 export const HASH_LENGTH = 10;
 /** A content-hashed name (app.3f9c0a1b2d.js) or folder (pkg.3f9c0a1b2d/) in a URL path: never changes. */
-export const HASHED = new RegExp(`\\.[0-9a-f]{${HASH_LENGTH}}(\\.[A-Za-z0-9]+$|/)`);
+export const HASHED = new RegExp(`\\.[0-9a-f]{${HASH_LENGTH}}[./]`);
 
 /** Precompressed copies beside a file, best first: [Accept-Encoding token, file suffix]. */
 const ENCODINGS = [['br', '.br'], ['gzip', '.gz']];

@@ -27,7 +27,7 @@ const CACHE = BUILD ? `geneb-${BUILD.id}` : `geneb-v${CACHE_VERSION}`;
 const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
 
 /** A content-hashed name (scripts/serve.mjs HASHED): its bytes never change. */
-const HASHED = /\.[0-9a-f]{10}(\.[A-Za-z0-9]+$|\/)/;
+const HASHED = /\.[0-9a-f]{10}[./]/;
 
 /** Served from www/: the app shell and the core, relative to this file. A missing one fails the install. */
 const SHELL = [

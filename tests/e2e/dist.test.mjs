@@ -118,12 +118,14 @@ test('the service worker lists every file of the build, the cores and the demo s
   for (const f of m.precache) if (f !== './') assert.ok(existsSync(join(built.out, f)), `${f} exists`);
   const n = names(await files(built.out));
   for (const f of ['index.html', n['app.js'], n['worker.js'], n['style.css'], n['favicon.png'],
-    `${n.pkg}/geneb.js`, `${n.pkg}/geneb_bg.wasm`, `${n['pkg-threads']}/geneb_bg.wasm`, 'tasks/smoke/tasks.json']) {
+    `${n.pkg}/geneb.js`, `${n.pkg}/geneb_bg.wasm`, `${n['pkg-threads']}/geneb_bg.wasm`, 'tasks/smoke/tasks.json',
+    'tasks/offline/tasks.json', 'tasks/catalogue/geneb-catalogue.json', 'tasks/geneb-tasks.json']) {
     assert.ok(m.precache.includes(f), `${f} is precached (${m.precache.join(', ')})`);
   }
   const smoke = JSON.parse(await readFile(join(REPO, 'tasks', 'smoke', 'tasks.json'), 'utf8'));
   for (const t of smoke.tasks) assert.ok(m.precache.includes(`tasks/smoke/${t.file ?? `${t.id}.csv`}`), t.id);
   assert.ok(!m.precache.includes('sw.js'));
+  assert.ok(!m.precache.some((f) => /^tasks\/offline\/.*\.csv$/.test(f)), 'the offline suite\'s tables are kept when first run, not on install');
 });
 
 test('a name changes when its file or anything it loads changes, and no other', async () => {
