@@ -1,8 +1,9 @@
-// The page's first module: cross-origin isolation, then the app. The threaded core needs a
-// cross-origin isolated page (COOP + COEP headers; www/worker.js). Where the host sends neither
-// header (GitHub Pages, a bucket, `python3 -m http.server`), the service worker adds them
-// (www/sw.js): this registers it, waits until it controls the tab, and reloads once, before the
-// app starts, so nothing is loaded twice. The "Threads" line says how isolation came, or why not.
+// Cross-origin isolation, before the app starts (app.js imports this first). The threaded core
+// needs a cross-origin isolated page (COOP + COEP headers; www/worker.js). Where the host sends
+// neither header (GitHub Pages, a bucket, `python3 -m http.server`), the service worker adds
+// them (www/sw.js): this registers it, waits until it controls the tab and reloads once; until
+// then this module does not finish, so the app does not start only to be reloaded. The "Threads"
+// line says how the page got isolated, or why not.
 
 /** sessionStorage key: the one reload for isolation was made in this tab. */
 const RELOADED = 'geneb-isolation-reload';
@@ -23,6 +24,14 @@ async function hostHeaders() {
   }
 }
 
+/** Where an isolated page's headers came from. */
+async function howIsolated() {
+  if (!navigator.serviceWorker?.controller) return "from the host's COOP/COEP headers";
+  const host = await hostHeaders();
+  if (!host) return "from this page's service worker (offline copy)";
+  return host.coep ? "from the host's COOP/COEP headers" : "from this page's service worker, which adds COOP/COEP (the host sends none)";
+}
+
 /** Resolves once a service worker controls this tab; rejects when its install fails. */
 async function controlledBySw() {
   const registration = await navigator.serviceWorker.register(new URL('./sw.js', import.meta.url), { scope: './' });
@@ -37,17 +46,9 @@ async function controlledBySw() {
   });
 }
 
-/** How this page is isolated, or why not: the Threads line's text; null when it reloads instead. */
-async function isolate() {
+/** Why this page is not isolated, or null when it reloads to be. */
+async function whyNotIsolated() {
   const noHeaders = 'none: the host sends no COOP/COEP headers';
-  if (self.crossOriginIsolated) {
-    sessionStorage.removeItem(RELOADED);
-    if (!navigator.serviceWorker?.controller) return "from the host's COOP/COEP headers";
-    const host = await hostHeaders();
-    if (!host) return "from this page's service worker (offline copy)";
-    return host.coep ? "from the host's COOP/COEP headers"
-      : "from this page's service worker, which adds COOP/COEP (the host sends none)";
-  }
   if (!self.isSecureContext) return `${noHeaders}, and browsers allow service workers only on https or localhost`;
   if (!('serviceWorker' in navigator)) return `${noHeaders}, and this browser gives the page no service worker to add them (a private window?)`;
   const host = await hostHeaders();
@@ -66,8 +67,13 @@ async function isolate() {
   return null;
 }
 
-const how = await isolate();
-if (how !== null) {
-  show(how);
-  await import('./app.js');
+if (self.crossOriginIsolated) {
+  sessionStorage.removeItem(RELOADED);
+  // Not awaited: an isolated page starts at once.
+  howIsolated().then(show);
+} else {
+  const why = await whyNotIsolated();
+  // Reloading: never finish, so the app does not start.
+  if (why === null) await new Promise(() => {});
+  show(why);
 }
