@@ -13,7 +13,7 @@
 // A host that sends either header has chosen: its responses pass unchanged.
 // Versions: in dist/ the build fills in BUILD, its id names the cache and its list is every file
 // of that build; a new build's worker installs its files beside the old cache, then activation
-// deletes every other geneb cache, so a page never mixes two builds' cores. Served from www/
+// deletes the old build's cache, so a page never mixes two builds' cores. Served from www/
 // (development), BUILD stays null and CACHE_VERSION names the cache: bump it when this file's
 // layout of the cache changes.
 // Nothing here talks to any host but the page's own.
@@ -22,6 +22,11 @@
 const BUILD = null;
 const CACHE_VERSION = 6;
 const CACHE = BUILD ? `geneb-${BUILD.id}` : `geneb-v${CACHE_VERSION}`;
+/**
+ * This worker's caches, of any build: the page keeps the models and tasks a visitor downloaded in
+ * caches of its own (geneb-models-v1, geneb-tasks-v1), which an update must not delete.
+ */
+const OWN_CACHE = /^geneb-(v\d+|[0-9a-f]{10})$/;
 
 /** The headers that make a document cross-origin isolated (as scripts/serve.mjs sends them). */
 const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
@@ -87,7 +92,7 @@ self.addEventListener('install', (event) => {
 self.addEventListener('activate', (event) => {
   event.waitUntil((async () => {
     for (const name of await caches.keys()) {
-      if (name.startsWith('geneb-') && name !== CACHE) await caches.delete(name);
+      if (OWN_CACHE.test(name) && name !== CACHE) await caches.delete(name);
     }
     // Control the page that registered this worker at once, so it works offline without a reload.
     await self.clients.claim();
