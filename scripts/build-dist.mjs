@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run build`: the page as a folder of static files, dist/, that any web server can host.
 //
-//   node scripts/build-dist.mjs [--out DIR]          (GENEB_WASM_OPT=0 skips binaryen's wasm-opt)
+//   node scripts/build-dist.mjs [--out DIR]
 //
 // It takes www/ (with both wasm cores, built by scripts/build-wasm.sh) and the built-in suites the
 // page fetches (the mounts of scripts/serve.mjs), and writes:
@@ -9,16 +9,15 @@
 //   as pkg.<hash>/), every reference to it rewritten, so a host may cache them for a year: a new
 //   build has new names. index.html and sw.js keep their names (the entry points);
 // - sw.js with the build's manifest: its id (the cache's name) and the files to keep for offline use;
-// - beside every large text or wasm file, its .br and .gz, for servers that send precompressed files;
-// - each core's wasm shrunk by binaryen's wasm-opt (the pinned npm package) where that gains at
-//   least MIN_WASM_OPT_GAIN.
+// - beside every large text or wasm file, its .br and .gz, for servers that send precompressed files.
+// The cores are wasm-bindgen's output as it is: binaryen's wasm-opt -Os made them 25 % and 10 %
+// smaller raw but not in transfer (brotli 8 % smaller, gzip larger) and the demo slower
+// (bench/README.md, "The page as a static site").
 // Nothing here needs the network.
 
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { basename, dirname, extname, join, posix, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -26,7 +25,6 @@ import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
 import { HASH_LENGTH, defaultMounts } from './serve.mjs';
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
-
 
 /** The wasm-bindgen folders: each is hashed as one unit, so the paths inside it stay as generated. */
 const CORE_DIRS = ['pkg', 'pkg-threads'];
@@ -38,22 +36,11 @@ const DEV_ONLY = new Set(['pkg-threads/files.json']);
 const COMPRESSIBLE = new Set(['.html', '.js', '.mjs', '.css', '.json', '.wasm', '.csv', '.tsv', '.txt', '.md', '.svg', '.fa', '.fasta']);
 const MIN_COMPRESS_BYTES = 1024;
 /**
- * The slow steps (wasm-opt, brotli at its best quality) on files this large are kept in the
- * build's cache folder by the hash of their input, so a rebuild with unchanged cores and suites
- * takes seconds; the cache holds only what the last build used.
+ * Brotli at its best quality is slow (minutes for the one-thread core): its output for files this
+ * large is kept in the build's cache folder by the hash of their input, so a rebuild with
+ * unchanged cores and suites takes seconds; the cache holds only what the last build used.
  */
 const CACHE_MIN_BYTES = 64 * 1024;
-/** wasm-opt's output is kept only when it is at least this much smaller (then every test runs on it). */
-const MIN_WASM_OPT_GAIN = 0.01;
-/** Binaryen's passes: for size, as the page's first visit downloads the cores. */
-const WASM_OPT_PASSES = ['-Os'];
-/**
- * The features each core uses (scripts/build-wasm.sh, .cargo/config.toml and rustc's wasm32
- * defaults): wasm-opt must neither reject them nor use others.
- */
-const WASM_FEATURES = ['--enable-simd', '--enable-bulk-memory', '--enable-mutable-globals', '--enable-sign-ext',
-  '--enable-nontrapping-float-to-int', '--enable-multivalue', '--enable-reference-types'];
-const THREAD_FEATURES = ['--enable-threads', '--enable-relaxed-simd'];
 
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
 const toPosix = (p) => p.split(sep).join('/');
@@ -161,45 +148,15 @@ function buildCache(dir) {
   };
 }
 
-/** The pinned wasm-opt's output for the module `bytes`, with `features` enabled. */
-async function optimiseWasm(bytes, features, label, log) {
-  const bin = join(REPO, 'node_modules', 'binaryen', 'bin', 'wasm-opt');
-  if (!existsSync(bin)) throw new Error(`no ${relative(REPO, bin)}: run \`npm ci\` first (binaryen is a pinned devDependency)`);
-  const scratch = await mkdtemp(join(tmpdir(), 'geneb-wasm-opt-'));
-  try {
-    const started = Date.now();
-    await writeFile(join(scratch, 'in.wasm'), bytes);
-    const run = spawnSync(process.execPath, [bin, join(scratch, 'in.wasm'), ...WASM_OPT_PASSES, ...features, '-o', join(scratch, 'out.wasm')],
-      { encoding: 'utf8', maxBuffer: 1 << 26 });
-    if (run.status !== 0) throw new Error(`wasm-opt failed on ${label}: ${(run.stderr || run.error?.message || '').trim().split('\n').slice(-3).join(' ')}`);
-    log(`geneb: wasm-opt ${WASM_OPT_PASSES.join(' ')} on ${label} took ${Math.round((Date.now() - started) / 1000)} s`);
-    return await readFile(join(scratch, 'out.wasm'));
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
-}
-
-/** Copy a core's folder to `to`, its wasm through wasm-opt when that pays; returns its files. */
-async function stageCore(from, to, { wasmOpt, features, cache, log }) {
+/** Copy a core's folder to `to`; returns its files. */
+async function stageCore(from, to) {
   const files = (await walk(from)).filter((f) => !DEV_ONLY.has(`${basename(from)}/${f}`));
   for (const f of files) {
     await mkdir(dirname(join(to, f)), { recursive: true });
     await copyFile(join(from, f), join(to, f));
   }
-  const wasm = join(to, 'geneb_bg.wasm');
-  if (wasmOpt && existsSync(wasm)) {
-    const label = `${basename(from)}/geneb_bg.wasm`;
-    const original = await readFile(wasm);
-    const optimised = await cache.cached(`wasm-opt ${[...WASM_OPT_PASSES, ...features].join(' ')}`, original,
-      (bytes) => optimiseWasm(bytes, features, label, log));
-    const gain = 1 - optimised.length / original.length;
-    log(`geneb: ${label}: ${mib(original.length)} → ${mib(optimised.length)} by wasm-opt (${(gain * 100).toFixed(1)} %)${gain < MIN_WASM_OPT_GAIN ? ': too little, kept the original' : ''}`);
-    if (gain >= MIN_WASM_OPT_GAIN) await writeFile(wasm, optimised);
-  }
   return files;
 }
-
-const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MiB`;
 
 /** Write `file`.br and `file`.gz where each is smaller than `file`; their sizes. */
 async function precompress(file, cache) {
@@ -226,7 +183,7 @@ async function precompress(file, cache) {
  * `sizes` maps each file to {raw, br?, gz?}.
  */
 export async function buildDist({
-  repo = REPO, www = join(repo, 'www'), out = join(repo, 'dist'), wasmOpt = process.env.GENEB_WASM_OPT !== '0', log = console.error,
+  repo = REPO, www = join(repo, 'www'), out = join(repo, 'dist'), log = console.error,
   cacheDir = join(process.env.CARGO_TARGET_DIR || join(repo, 'target'), 'geneb-dist-cache'),
 } = {}) {
   const cache = buildCache(cacheDir);
@@ -243,9 +200,7 @@ export async function buildDist({
         continue;
       }
       const tmp = join(stage, `.${dir}`);
-      const files = await stageCore(join(www, dir), tmp, {
-        wasmOpt, features: dir === 'pkg-threads' ? [...WASM_FEATURES, ...THREAD_FEATURES] : WASM_FEATURES, cache, log,
-      });
+      const files = await stageCore(join(www, dir), tmp);
       const digest = createHash('sha256');
       for (const f of files) digest.update(`${f}\0`).update(await readFile(join(tmp, f))).update('\0');
       const named = hashedName(dir, digest.digest('hex'));

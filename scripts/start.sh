@@ -5,6 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build-wasm.sh
-[ -d node_modules/binaryen ] || npm ci --no-audit --no-fund
 node scripts/build-dist.mjs
 exec node scripts/serve.mjs --dist "$@"

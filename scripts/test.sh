@@ -19,6 +19,6 @@ stage bash scripts/fetch-real-models.sh
 export GENEB_REQUIRE_REAL_MODELS=1
 stage cargo test --all-targets
 stage bash scripts/build-wasm.sh
-[ -d node_modules/playwright-core ] && [ -d node_modules/binaryen ] || npm ci --no-audit --no-fund
+[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
 stage npm run --silent build
 stage npm run --silent test:e2e

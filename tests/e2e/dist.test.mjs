@@ -71,7 +71,7 @@ before(async () => {
   await writeFile(join(repo, 'www', 'cycle-a.js'), "import { b } from './cycle-b.js';\nexport const a = () => b;\n");
   await writeFile(join(repo, 'www', 'cycle-b.js'), "import { a } from './cycle-a.js';\nexport const b = () => a;\n");
   await appendFile(join(repo, 'www', 'app.js'), "import './cycle-a.js';\n");
-  built = await buildDist({ repo, out: join(scratch, 'dist-a'), wasmOpt: false, cacheDir: join(scratch, 'cache'), log: quiet });
+  built = await buildDist({ repo, out: join(scratch, 'dist-a'), cacheDir: join(scratch, 'cache'), log: quiet });
 });
 
 after(async () => {
@@ -133,14 +133,14 @@ test('a name changes when its file or anything it loads changes, and no other', 
   const repo = join(scratch, 'a');
   const before = names(await files(built.out));
   await appendFile(join(repo, 'www', 'relaxed-simd.js'), '// changed\n');
-  const again = await buildDist({ repo, out: join(scratch, 'dist-b'), wasmOpt: false, cacheDir: join(scratch, 'cache'), log: quiet });
+  const again = await buildDist({ repo, out: join(scratch, 'dist-b'), cacheDir: join(scratch, 'cache'), log: quiet });
   const after = names(await files(again.out));
   // relaxed-simd.js is loaded by worker.js alone, which core-client.js names, which app.js imports …
   for (const f of ['relaxed-simd.js', 'worker.js', 'core-client.js', 'app.js']) assert.notEqual(after[f], before[f], f);
   for (const f of ['dom.js', 'protocol.js', 'style.css', 'favicon.png', 'cycle-a.js', 'pkg', 'pkg-threads']) assert.equal(after[f], before[f], f);
   assert.notEqual(again.id, built.id, 'a new build id, so the service worker updates');
   // The same input builds the same site.
-  const same = await buildDist({ repo, out: join(scratch, 'dist-c'), wasmOpt: false, cacheDir: join(scratch, 'cache'), log: quiet });
+  const same = await buildDist({ repo, out: join(scratch, 'dist-c'), cacheDir: join(scratch, 'cache'), log: quiet });
   assert.equal(same.id, again.id);
 });
 
