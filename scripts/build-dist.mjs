@@ -11,8 +11,8 @@
 // - sw.js with the build's manifest: its id (the cache's name) and the files to keep for offline use;
 // - beside every large text or wasm file, its .br and .gz, for servers that send precompressed files.
 // The cores are wasm-bindgen's output as it is: binaryen's wasm-opt -Os made them 25 % and 10 %
-// smaller raw but not in transfer (brotli 8 % smaller, gzip larger) and the demo slower
-// (bench/README.md, "The page as a static site").
+// smaller raw but larger once compressed, and the demo slower (bench/README.md, "The page as a
+// static site").
 // Nothing here needs the network.
 
 import { createHash } from 'node:crypto';
