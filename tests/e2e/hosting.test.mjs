@@ -170,7 +170,9 @@ describe('dist/ on a host', { timeout: 30 * 60_000 }, () => {
       const proxy = await countingProxy(server.port);
       let stopped = false;
       const started = Date.now();
-      const app = await openApp(browser, { port: proxy.port });
+      // The browser's HTTP cache on, as a visitor's is (a route would turn it off); every request
+      // is still recorded, and the page's CSP is what stops one to another host.
+      const app = await openApp(browser, { port: proxy.port }, { abortOffsite: false });
       const { page, context } = app;
       try {
         await settle(page);
