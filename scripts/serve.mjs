@@ -1,16 +1,19 @@
 #!/usr/bin/env node
-// Local static server for the geneb page: serves www/ (the page, its worker and the generated
-// wasm in www/pkg/) plus the built-in suites tasks/smoke/ and tasks/offline/, the official task
-// catalogue tasks/catalogue/geneb-catalogue.json and tasks/geneb-tasks.json, on 127.0.0.1 only.
-// Nothing here talks to any other host; the page runs everything in the tab.
+// Local static server for the geneb page, on 127.0.0.1 only. By default it serves www/ as it is
+// (the page, its worker and the generated wasm in www/pkg/) plus the built-in suites tasks/smoke/
+// and tasks/offline/, the official task catalogue tasks/catalogue/geneb-catalogue.json and
+// tasks/geneb-tasks.json; with --dist, the static site scripts/build-dist.mjs made, as a host
+// would: each file's precompressed .br or .gz when the browser accepts it, and a year's caching
+// for content-hashed names. Nothing here talks to any other host; the page runs everything in the tab.
 //
-//   node scripts/serve.mjs [--port N]     (or PORT=N; default 8787; 0 picks a free port)
+//   node scripts/serve.mjs [--port N] [--dist]   (or PORT=N; default 8787; 0 picks a free port)
 //
 // `startServer({ port })` is exported for the browser end-to-end tests.
 
 import { createServer } from 'node:http';
+import { existsSync } from 'node:fs';
 import { stat, readFile } from 'node:fs/promises';
-import { extname, join, resolve, sep } from 'node:path';
+import { extname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -49,6 +52,14 @@ export const CSP = [
   "form-action 'none'",
 ].join('; ');
 
+/** Hex digits of sha256 in the content-hashed names scripts/build-dist.mjs gives. */
+export const HASH_LENGTH = 10;
+/** A content-hashed name (app.3f9c0a1b2d.js) or folder (pkg.3f9c0a1b2d/) in a URL path: never changes. */
+export const HASHED = new RegExp(`\\.[0-9a-f]{${HASH_LENGTH}}[./]`);
+
+/** Precompressed copies beside a file, best first: [Accept-Encoding token, file suffix]. */
+const ENCODINGS = [['br', '.br'], ['gzip', '.gz']];
+
 const MIME = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
@@ -73,7 +84,7 @@ const MIME = {
  * URL prefix → directory (or single file, when the prefix has no trailing slash).
  * The first matching prefix wins, so the more specific ones come first.
  */
-function defaultMounts(repo) {
+export function defaultMounts(repo) {
   return [
     ['/tasks/smoke/', join(repo, 'tasks', 'smoke')],
     ['/tasks/offline/', join(repo, 'tasks', 'offline')],
@@ -172,32 +183,63 @@ async function handle(mounts, req, res, options) {
     return sendText(res, 404, 'not found', {}, options);
   }
   if (!info.isFile()) return sendText(res, 404, 'not found', {}, options);
-  let body = await readFile(file);
   const type = MIME[extname(file).toLowerCase()] ?? 'application/octet-stream';
-  if (hubOrigin && type.startsWith('text/html')) {
-    // Tests only: the <meta> CSP must allow the local hub as well as the header.
-    body = Buffer.from(body.toString('utf8').replace("connect-src 'self'", `connect-src 'self' ${hubOrigin}`));
-  }
+  // Tests only: the <meta> CSP must allow the local hub as well as the header.
+  const rewriteCsp = Boolean(hubOrigin && type.startsWith('text/html'));
+  const variant = rewriteCsp ? null : await precompressed(file, req.headers['accept-encoding']);
+  if (variant) info = variant.info;
+  let body = await readFile(variant?.file ?? file);
+  if (rewriteCsp) body = Buffer.from(body.toString('utf8').replace("connect-src 'self'", `connect-src 'self' ${hubOrigin}`));
+  const headers = {
+    // A content-hashed name never changes, so it may be kept; any other file is revalidated.
+    ...(HASHED.test(pathname) ? { 'Cache-Control': 'public, max-age=31536000, immutable' } : {}),
+    ...(variant ? { 'Content-Encoding': variant.encoding } : {}),
+    ...(variant || await hasVariant(file) ? { Vary: 'Accept-Encoding' } : {}),
+  };
   // A validator, so a reload (and the service worker's network-first fetch) costs a 304, not
-  // the whole wasm again.
-  const etag = `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
+  // the whole wasm again. Each encoding is its own representation.
+  const etag = `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}${variant ? `-${variant.encoding}` : ''}"`;
   if (req.headers['if-none-match']?.split(/\s*,\s*/).includes(etag)) {
-    res.writeHead(304, baseHeaders({ ETag: etag }, options));
+    res.writeHead(304, baseHeaders({ ...headers, ETag: etag }, options));
     return res.end();
   }
-  res.writeHead(200, baseHeaders({ 'Content-Type': type, 'Content-Length': body.length, ETag: etag }, options));
+  res.writeHead(200, baseHeaders({ ...headers, 'Content-Type': type, 'Content-Length': body.length, ETag: etag }, options));
   res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+/** The encodings `header` (Accept-Encoding) accepts: its tokens without q=0. */
+function accepted(header = '') {
+  return new Set(header.split(',').map((part) => part.trim().split(/\s*;\s*/))
+    .filter(([token, ...params]) => token && !params.some((p) => /^q=0(\.0*)?$/.test(p)))
+    .map(([token]) => token.toLowerCase()));
+}
+
+/** The precompressed copy of `file` to send for `acceptEncoding`, {file, info, encoding}, or null. */
+async function precompressed(file, acceptEncoding) {
+  const ok = accepted(acceptEncoding);
+  for (const [encoding, suffix] of ENCODINGS) {
+    if (!ok.has(encoding)) continue;
+    const info = await stat(file + suffix).catch(() => null);
+    if (info?.isFile()) return { file: file + suffix, info, encoding };
+  }
+  return null;
+}
+
+async function hasVariant(file) {
+  for (const [, suffix] of ENCODINGS) if (await stat(file + suffix).then((i) => i.isFile(), () => false)) return true;
+  return false;
 }
 
 /**
  * Start the server. Resolves to { server, port, url, close() }.
- * @param {{port?: number, repo?: string, mounts?: Array<[string, string]>, hubOrigin?: string, isolated?: boolean}} [options]
- *   port 0 (the default here) picks a free port; `mounts` are extra [urlPrefix, path] pairs
- *   checked before the defaults; `hubOrigin` (browser tests only) lets the page fetch models
+ * @param {{port?: number, repo?: string, dist?: string, mounts?: Array<[string, string]>, hubOrigin?: string, isolated?: boolean}} [options]
+ *   port 0 (the default here) picks a free port; `dist`, a folder scripts/build-dist.mjs built,
+ *   is served instead of www/ and the suites; `mounts` are extra [urlPrefix, path] pairs
+ *   checked before the others; `hubOrigin` (browser tests only) lets the page fetch models
  *   from a local stand-in for the hub.
  */
-export function startServer({ port = 0, repo = REPO, mounts = [], hubOrigin = '', isolated = true } = {}) {
-  const all = [...mounts, ...defaultMounts(repo)];
+export function startServer({ port = 0, repo = REPO, dist = '', mounts = [], hubOrigin = '', isolated = true } = {}) {
+  const all = [...mounts, ...(dist ? [['/', resolve(dist)]] : defaultMounts(repo))];
   const server = createServer((req, res) => {
     handle(all, req, res, { hubOrigin, isolated }).catch((err) => {
       if (!res.headersSent) sendText(res, 500, 'internal error');
@@ -220,35 +262,42 @@ export function startServer({ port = 0, repo = REPO, mounts = [], hubOrigin = ''
   });
 }
 
-function parsePort(argv, env) {
+function parseArgs(argv, env) {
   let value = env.PORT;
+  let dist = '';
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--port' || a === '-p') value = argv[++i];
     else if (a.startsWith('--port=')) value = a.slice('--port='.length);
+    else if (a === '--dist') dist = join(REPO, 'dist');
     else if (a === '--help' || a === '-h') {
-      console.log('usage: node scripts/serve.mjs [--port N]   (or PORT=N; default 8787; 0 = a free port)');
+      console.log('usage: node scripts/serve.mjs [--port N] [--dist]   (or PORT=N; default 8787; 0 = a free port;\n'
+        + '  --dist serves dist/, which `npm run build` makes, instead of www/)');
       process.exit(0);
     } else {
       console.error(`geneb: unknown argument ${a} (try --help)`);
       process.exit(2);
     }
   }
-  if (value === undefined || value === '') return DEFAULT_PORT;
+  if (dist && !existsSync(join(dist, 'index.html'))) {
+    console.error(`geneb: ${dist} has no index.html: run \`npm run build\` first`);
+    process.exit(2);
+  }
+  if (value === undefined || value === '') return { port: DEFAULT_PORT, dist };
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) {
     console.error(`geneb: bad port ${JSON.stringify(value)}: give a number from 0 to 65535`);
     process.exit(2);
   }
-  return n;
+  return { port: n, dist };
 }
 
 const isMain = process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url);
 if (isMain) {
-  const port = parsePort(process.argv.slice(2), process.env);
-  startServer({ port }).then(
+  const { port, dist } = parseArgs(process.argv.slice(2), process.env);
+  startServer({ port, dist }).then(
     ({ url, close }) => {
-      console.log(`geneb: serving ${url}`);
+      console.log(`geneb: serving ${url}${dist ? ` (${relative(process.cwd(), dist) || '.'})` : ''}`);
       const stop = () => close().then(() => process.exit(0));
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Rust unit and integration tests (the sklearn/numpy oracle fixtures,
-# the CLI on the smoke suite, CPU-vs-wgpu parity on Mesa lavapipe), the wasm build, then the
-# browser end-to-end tests in headless Chromium.
+# the CLI on the smoke suite, CPU-vs-wgpu parity on Mesa lavapipe), the wasm build, the static
+# site dist/ (the browser tests serve it as hosts would), then the browser end-to-end tests in
+# headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Vulkan loaders warn on stderr without a runtime dir; give them one so logs stay readable.
@@ -19,4 +20,5 @@ export GENEB_REQUIRE_REAL_MODELS=1
 stage cargo test --all-targets
 stage bash scripts/build-wasm.sh
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund
+stage npm run --silent build
 stage npm run --silent test:e2e

@@ -7,6 +7,9 @@
 // (tasks.js), the split (split.js), the metadata (meta.js), the probe (predict.js), offline use
 // (offline.js). Nothing leaves the tab.
 
+// First: where the page must reload once to be cross-origin isolated, this import never
+// completes, so the app starts only on the page that stays.
+import './isolation.js';
 import { bytesText, downloadText, h, messageOf, plural } from './dom.js';
 import { callCore, startCore } from './core-client.js';
 import { coreFacts, setCoreFacts } from './core-facts.js';

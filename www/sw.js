@@ -1,21 +1,42 @@
 // The service worker that keeps geneb usable with the network off (an air-gapped machine, a
-// classroom with bad Wi-Fi) after one visit.
+// classroom with bad Wi-Fi) after one visit, and that makes the page cross-origin isolated (the
+// condition for the threaded core) on hosts that cannot send the COOP/COEP headers.
 //
-// Install: copy the app shell, the wasm core and the built-in demo suite into one cache.
-// Fetch (same-origin GETs only): network first, so a new build on the server replaces the cached
-// copy file by file as soon as the page loads online; when the network fails, the cached copy
-// answers. Every good same-origin response is kept, so what the user fetched (today the demo
-// suite; later the models and tasks they chose) works offline too.
-// The cache name carries CACHE_VERSION: bump it when this file's layout of the cache changes, and
-// activation deletes every older geneb cache.
+// Install: copy the app shell, the wasm cores and the built-in demo suite into one cache.
+// Fetch (same-origin GETs only): a content-hashed file (dist/, scripts/build-dist.mjs) never
+// changes, so the cache answers it first; any other file is network first, so a new build on the
+// server replaces the cached copy file by file as soon as the page loads online; when the network
+// fails, the cached copy answers. Every good same-origin response is kept, so what the user
+// fetched (the demo suite, the models and tasks they chose) works offline too.
+// Isolation: a response that carries neither COOP nor COEP gets both (the coi-serviceworker
+// technique); www/isolation.js reloads the page once so that its own document is served so.
+// A host that sends either header has chosen: its responses pass unchanged.
+// Versions: in dist/ the build fills in BUILD, its id names the cache and its list is every file
+// of that build; a new build's worker installs its files beside the old cache, then activation
+// deletes the old build's cache, so a page never mixes two builds' cores. Served from www/
+// (development), BUILD stays null and CACHE_VERSION names the cache: bump it when this file's
+// layout of the cache changes.
 // Nothing here talks to any host but the page's own.
 
-const CACHE_VERSION = 5;
-const CACHE = `geneb-v${CACHE_VERSION}`;
+/** {id, precache}: written by scripts/build-dist.mjs; null in www/. */
+const BUILD = null;
+const CACHE_VERSION = 6;
+const CACHE = BUILD ? `geneb-${BUILD.id}` : `geneb-v${CACHE_VERSION}`;
+/**
+ * This worker's caches, of any build: the page keeps the models and tasks a visitor downloaded in
+ * caches of its own (geneb-models-v1, geneb-tasks-v1), which an update must not delete.
+ */
+const OWN_CACHE = /^geneb-(v\d+|[0-9a-f]{10})$/;
 
-/** The app shell and the core, relative to this file. A missing one fails the install. */
+/** The headers that make a document cross-origin isolated (as scripts/serve.mjs sends them). */
+const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
+
+/** A content-hashed name (scripts/serve.mjs HASHED): its bytes never change. */
+const HASHED = /\.[0-9a-f]{10}[./]/;
+
+/** Served from www/: the app shell and the core, relative to this file. A missing one fails the install. */
 const SHELL = [
-  './', 'index.html', 'app.js', 'dom.js', 'store.js', 'library.js', 'profile-view.js', 'analysis-view.js',
+  './', 'index.html', 'isolation.js', 'app.js', 'dom.js', 'store.js', 'library.js', 'profile-view.js', 'analysis-view.js',
   'worker.js', 'style.css', 'favicon.png', 'pkg/geneb.js', 'pkg/geneb_bg.wasm',
   'hub.js', 'models.js', 'tasks.js', 'idb.js', 'embedding-cache.js', 'queue.js', 'split.js', 'meta.js', 'storage.js', 'predict.js', 'sha256.js',
   'out-of-memory.js', 'relaxed-simd.js', 'protocol.js', 'core-client.js', 'core-facts.js', 'task-files.js',
@@ -55,10 +76,15 @@ async function cacheDemoSuite(cache) {
 self.addEventListener('install', (event) => {
   event.waitUntil((async () => {
     const cache = await caches.open(CACHE);
-    await cache.addAll(SHELL.map(fresh));
-    // The demo suite and the threaded core are conveniences: the page works offline without them.
-    await cacheDemoSuite(cache).catch(() => {});
-    await cacheThreadedCore(cache).catch(() => {});
+    if (BUILD) {
+      // Hashed names may come from the HTTP cache: the same name is the same bytes.
+      await cache.addAll(BUILD.precache.map((f) => (HASHED.test(f) ? new Request(new URL(f, self.registration.scope)) : fresh(f))));
+    } else {
+      await cache.addAll(SHELL.map(fresh));
+      // The demo suite and the threaded core are conveniences: the page works offline without them.
+      await cacheDemoSuite(cache).catch(() => {});
+      await cacheThreadedCore(cache).catch(() => {});
+    }
     await self.skipWaiting();
   })());
 });
@@ -66,7 +92,7 @@ self.addEventListener('install', (event) => {
 self.addEventListener('activate', (event) => {
   event.waitUntil((async () => {
     for (const name of await caches.keys()) {
-      if (name.startsWith('geneb-') && name !== CACHE) await caches.delete(name);
+      if (OWN_CACHE.test(name) && name !== CACHE) await caches.delete(name);
     }
     // Control the page that registered this worker at once, so it works offline without a reload.
     await self.clients.claim();
@@ -98,8 +124,29 @@ async function networkFirst(event) {
   }
 }
 
+/** A content-hashed file: this build's cached copy, else the network's (then kept). */
+async function cacheFirst(event) {
+  const cached = await caches.match(event.request, { ignoreSearch: true, cacheName: CACHE });
+  return cached ?? networkFirst(event);
+}
+
+/**
+ * `response` with COOP + COEP when it has neither (see the top of this file). A redirected
+ * response passes as it is: rebuilt, the page would keep the URL it asked for, and its relative
+ * links would break; the page it lands on is isolated on its own load.
+ */
+function isolated(response) {
+  const { headers } = response;
+  if (response.type !== 'basic' || response.redirected || response.status === 0
+    || headers.has('Cross-Origin-Opener-Policy') || headers.has('Cross-Origin-Embedder-Policy')) return response;
+  const copy = new Headers(headers);
+  for (const [name, value] of Object.entries(ISOLATION)) copy.set(name, value);
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers: copy });
+}
+
 self.addEventListener('fetch', (event) => {
   const { request } = event;
-  if (request.method !== 'GET' || new URL(request.url).origin !== self.location.origin) return;
-  event.respondWith(networkFirst(event));
+  const url = new URL(request.url);
+  if (request.method !== 'GET' || url.origin !== self.location.origin) return;
+  event.respondWith((HASHED.test(url.pathname) ? cacheFirst(event) : networkFirst(event)).then(isolated));
 });

@@ -78,8 +78,12 @@ export async function launchBrowser({ webgpu = true, jsFlags = '' } = {}) {
 /**
  * `serviceWorkers: 'block'` is for tests that replace the page's files with `context.route`: a
  * service worker's own fetches would bypass those routes once it controls the page.
+ * `abortOffsite: false` records offsite requests without routing every request: Chromium turns
+ * its HTTP cache off while a route is set, so a test that measures transfer needs it on.
  */
-export async function openApp(browser, server, { viewport = { width: 1280, height: 900 }, beforeGoto, serviceWorkers = 'allow', query = '' } = {}) {
+export async function openApp(browser, server, {
+  viewport = { width: 1280, height: 900 }, beforeGoto, serviceWorkers = 'allow', query = '', abortOffsite = true,
+} = {}) {
   const context = await browser.newContext({ viewport, acceptDownloads: true, serviceWorkers });
   const origin = `http://127.0.0.1:${server.port}/`;
   const requests = [];
@@ -90,12 +94,14 @@ export async function openApp(browser, server, { viewport = { width: 1280, heigh
     if (!allowed(url)) offsite.push(url);
   };
   context.on('request', (req) => record(req.url()));
-  await context.route('**/*', (route) => {
-    const url = route.request().url();
-    if (allowed(url)) return route.continue();
-    record(url);
-    return route.abort('blockedbyclient');
-  });
+  if (abortOffsite) {
+    await context.route('**/*', (route) => {
+      const url = route.request().url();
+      if (allowed(url)) return route.continue();
+      record(url);
+      return route.abort('blockedbyclient');
+    });
+  }
   const page = await context.newPage();
   page.on('request', (req) => record(req.url()));
   page.on('worker', (worker) => {
