@@ -221,6 +221,11 @@ impl Collector {
             let data = checked(labels, train, test, None, train_source, test_source)?;
             return Ok(vec![data]);
         }
+        let groups = if split.by_similarity {
+            crate::input::audit::similarity_clusters(&unsplit.sequences, train_source)?
+        } else {
+            groups
+        };
         let groups = (groups.len() == unsplit.len()).then_some(groups.as_slice());
         crate::input::split::make(&unsplit.y, &labels, groups, split, train_source)?
             .into_iter()
