@@ -100,16 +100,9 @@ pub async fn evaluate(
     };
     // The leak audit is the input's (`crate::input::audit`); the evaluation records it and
     // scores the rows that did not leak beside all of them.
-    for task in tasks {
-        let audit = crate::input::audit::audit_task(task)?;
-        out.audit.insert(task.task.id.clone(), audit);
-    }
-    let leaked = |t: &TaskData| {
-        out.audit
-            .get(&t.task.id)
-            .map(|a| a.leaked_test_rows.clone())
-    };
-    let leaked: Vec<Option<Vec<usize>>> = tasks.iter().map(leaked).collect();
+    let audits = crate::input::audit::audit_tasks(tasks)?;
+    let leaked: Vec<Vec<usize>> = audits.iter().map(|a| a.leaked_test_rows.clone()).collect();
+    out.audit = audits.into_iter().map(|a| (a.task.clone(), a)).collect();
     // Task id → the splits whose embeddings an earlier run had stored.
     let mut from_cache: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     // Task id → how many of its sequences lost tokens to the encoder's maximum length.
@@ -183,7 +176,7 @@ pub async fn evaluate(
         embed_seconds += started.elapsed().as_secs_f64();
         held += (x_train.len() + x_test.len()) * size_of::<f32>();
         batch.push(Embedded {
-            task: Labelled::of(task, leaked[i].as_deref()),
+            task: Labelled::of(task, Some(&leaked[i])),
             x_train,
             x_test,
         });
