@@ -8,7 +8,9 @@ use crate::metrics::{self, Scores};
 use crate::probe::LogisticRegression;
 use crate::progress::Meter;
 use crate::protocol::{self, Regime};
-use crate::submission::{ClassIndices, Meta, SeedScores, Submission, TaskInfo, TaskPredictions};
+use crate::submission::{
+    ClassIndices, LeakFree, Meta, SeedScores, Submission, TaskInfo, TaskPredictions,
+};
 use crate::task::{MadeSplit, Task, TaskData, fewshot};
 use crate::{Result, probe};
 use ndarray::{Array2, Axis};
@@ -96,6 +98,11 @@ pub async fn evaluate(
         keep_full_probes,
         ..Collected::default()
     };
+    // The leak audit is the input's (`crate::input::audit`); the evaluation records it and
+    // scores the rows that did not leak beside all of them.
+    let audits = crate::input::audit::audit_tasks(tasks)?;
+    let leaked: Vec<Vec<usize>> = audits.iter().map(|a| a.leaked_test_rows.clone()).collect();
+    out.audit = audits.into_iter().map(|a| (a.task.clone(), a)).collect();
     // Task id → the splits whose embeddings an earlier run had stored.
     let mut from_cache: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     // Task id → how many of its sequences lost tokens to the encoder's maximum length.
@@ -113,7 +120,7 @@ pub async fn evaluate(
         probe: Meter::new(
             tasks
                 .iter()
-                .map(|t| probe_rows(&Labelled::of(t), regimes))
+                .map(|t| probe_rows(&Labelled::of(t, None), regimes))
                 .sum(),
         ),
     };
@@ -169,7 +176,7 @@ pub async fn evaluate(
         embed_seconds += started.elapsed().as_secs_f64();
         held += (x_train.len() + x_test.len()) * size_of::<f32>();
         batch.push(Embedded {
-            task: Labelled::of(task),
+            task: Labelled::of(task, Some(&leaked[i])),
             x_train,
             x_test,
         });
@@ -259,6 +266,7 @@ pub fn probe_embeddings(
                 y_train: &t.y_train,
                 y_test: &t.y_test,
                 made_split: t.made_split.as_ref(),
+                leaked: None,
             },
             x_train,
             x_test,
@@ -356,6 +364,8 @@ fn assemble(
         tasks,
         predictions,
         not_converged,
+        audit,
+        leak_free,
         ..
     } = out;
     Submission {
@@ -368,6 +378,8 @@ fn assemble(
         fewshot,
         predictions,
         folds: BTreeMap::new(),
+        audit,
+        leak_free,
         protocol: Some(protocol_block(
             encoder,
             regimes,
@@ -449,16 +461,19 @@ struct Labelled<'t> {
     pub y_train: &'t [usize],
     pub y_test: &'t [usize],
     pub made_split: Option<&'t MadeSplit>,
+    /// The test rows the audit found leaked (`None`: not audited, the user's embeddings).
+    pub leaked: Option<&'t [usize]>,
 }
 
 impl<'t> Labelled<'t> {
-    fn of(t: &'t TaskData) -> Self {
+    fn of(t: &'t TaskData, leaked: Option<&'t [usize]>) -> Self {
         Labelled {
             task: &t.task,
             labels: t.data.labels.len(),
             y_train: &t.data.train.y,
             y_test: &t.data.test.y,
             made_split: t.data.made_split.as_ref(),
+            leaked,
         }
     }
 }
@@ -478,6 +493,8 @@ struct Collected {
     tasks: BTreeMap<String, TaskInfo>,
     predictions: BTreeMap<String, TaskPredictions>,
     not_converged: Vec<String>,
+    audit: BTreeMap<String, crate::input::audit::TaskAudit>,
+    leak_free: BTreeMap<String, BTreeMap<String, LeakFree>>,
     /// Whether to keep the full regime's fits in `full_probes`.
     keep_full_probes: bool,
     full_probes: BTreeMap<String, LogisticRegression>,
@@ -579,6 +596,8 @@ fn probe_batch(
                 .regimes
                 .entry(regime.key().to_string())
                 .or_default();
+            // This regime's fits' predictions, for the leak-free score.
+            let mut fit_predictions: Vec<Vec<usize>> = Vec::new();
             let scores = match regime.shots() {
                 None => {
                     let mut fit = next()?;
@@ -589,7 +608,9 @@ fn probe_batch(
                         out.full_probes.insert(id.to_string(), kept);
                     }
                     regime_predictions.push(ClassIndices::encode(&fit.predicted)?);
-                    metrics::score(data.y_test, &fit.predicted)
+                    let scores = metrics::score(data.y_test, &fit.predicted);
+                    fit_predictions.push(fit.predicted);
+                    scores
                 }
                 Some(_) => {
                     let mut per_seed = Vec::with_capacity(protocol::FEWSHOT_SEEDS.len());
@@ -605,6 +626,7 @@ fn probe_batch(
                             scores: metrics::score(data.y_test, &fit.predicted),
                             converged: fit.converged,
                         });
+                        fit_predictions.push(fit.predicted);
                     }
                     let mean = mean_scores(per_seed.iter().map(|s| s.scores));
                     out.fewshot
@@ -618,6 +640,13 @@ fn probe_batch(
                 .entry(regime.key().to_string())
                 .or_default()
                 .insert(id.to_string(), scores);
+            if let Some(leaked) = data.leaked {
+                let fits: Vec<&[usize]> = fit_predictions.iter().map(Vec::as_slice).collect();
+                out.leak_free
+                    .entry(regime.key().to_string())
+                    .or_default()
+                    .insert(id.to_string(), LeakFree::of(data.y_test, &fits, leaked));
+            }
         }
         out.predictions.insert(id.to_string(), evidence);
         out.tasks.insert(

@@ -175,6 +175,10 @@ fn join(plan: &Plan, pairs: Vec<Pair>) -> Result<Submission> {
         }
         out.tasks.extend(result.tasks);
         out.predictions.extend(result.predictions);
+        out.audit.extend(result.audit);
+        for (regime, tasks) in result.leak_free {
+            out.leak_free.entry(regime).or_default().extend(tasks);
+        }
         let theirs = result.protocol.unwrap_or(Value::Null);
         append(&mut not_converged, &theirs["probe"]["not_converged"]);
         extend(&mut from_cache, &theirs["embeddings_from_cache"]);
@@ -218,7 +222,14 @@ fn shared_part(result: &Submission) -> Result<Value> {
     let object = value
         .as_object_mut()
         .ok_or_else(|| Error::new("not a result"))?;
-    for key in ["results", "tasks", "fewshot", "predictions"] {
+    for key in [
+        "results",
+        "tasks",
+        "fewshot",
+        "predictions",
+        "audit",
+        "leak_free",
+    ] {
         object.remove(key);
     }
     if let Some(protocol) = object.get_mut("protocol").and_then(Value::as_object_mut) {

@@ -214,6 +214,40 @@ fn a_gzip_table_expanding_to_10_gb_of_rows_is_refused() {
     );
 }
 
+/// One FASTA record of `lines` 60-column lines, gzip'd.
+fn fasta_record(lines: usize) -> Vec<u8> {
+    let line = format!("{}\n", "ACGT".repeat(15));
+    let chunk: Vec<u8> = line.bytes().cycle().take(line.len() * 1_000).collect();
+    gzip_repeated(b">chr1\n", &chunk, lines / 1_000)
+}
+
+#[test]
+fn a_gzip_fasta_record_is_refused_before_it_grows_past_the_budget() {
+    // 20 Mb in 60-column lines: the text read (125 bytes a line with its bookkeeping) stays
+    // under 100 MB, the record's doublings and its normalised copy do not. Uncharged, a
+    // gigabase record's last doubling (1 GB) aborted under the 3 GiB address space.
+    let dir = scratch("gzip-fasta");
+    let npy = dir.join("e.npy");
+    let embed = |input: &str| {
+        let mut args = vec!["--max-memory", "100MB", "embed", "--model", "kmer:3"];
+        args.extend(["--input", input, "--out", npy.to_str().unwrap()]);
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>()
+    };
+    let big = write(&dir, "big.fa.gz", &fasta_record(333_000));
+    let args = embed(&big);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    refused(
+        &args,
+        &["big.fa.gz", "needs more than geneb's memory budget"],
+    );
+    // A record a tenth as long fits.
+    let small = write(&dir, "small.fa.gz", &fasta_record(33_000));
+    let args = embed(&small);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = limited(&args);
+    assert!(out.status.success(), "{out:?}");
+}
+
 #[test]
 fn a_gzip_text_expanding_to_10_gb_without_a_line_break_is_refused() {
     let dir = scratch("gzip-line");
@@ -472,7 +506,7 @@ fn a_hundred_billion_folds_are_refused_before_anything_is_sized_by_them() {
 }
 
 #[test]
-fn a_million_classes_are_refused_by_the_probe_before_it_sizes_its_buffers() {
+fn a_million_classes_are_refused_by_the_reader_naming_the_file() {
     let dir = scratch("classes");
     let mut csv = String::from("text,label,split\n");
     for i in 0..1_000_000 {
@@ -481,7 +515,9 @@ fn a_million_classes_are_refused_by_the_probe_before_it_sizes_its_buffers() {
     let table = write(&dir, "t.csv", csv.as_bytes());
     refused(
         &eval_kmer3(&table, &["--regimes", "full"]),
-        &["the probe for 1000000 classes", BUDGET],
+        &[&format!(
+            "{table}: 1000000 distinct labels: geneb probes at most 65536 classes"
+        )],
     );
 }
 

@@ -80,17 +80,7 @@ fn suite_loads_with_its_categories_and_within_its_limits() {
         // Leakage: no test sequence (either strand) appears in train.
         let train: BTreeSet<&str> = data.train.sequences.iter().map(String::as_str).collect();
         for s in &data.test.sequences {
-            let rc: String = s
-                .bytes()
-                .rev()
-                .map(|b| match b {
-                    b'A' => 'T',
-                    b'C' => 'G',
-                    b'G' => 'C',
-                    b'T' => 'A',
-                    _ => 'N',
-                })
-                .collect();
+            let rc = geneb::input::audit::reverse_complement(s);
             assert!(
                 !train.contains(s.as_str()) && !train.contains(rc.as_str()),
                 "{id}: leak"

@@ -181,6 +181,8 @@ fn fixture_submissions(fixture: &Value) -> Vec<Submission> {
                 fewshot: BTreeMap::new(),
                 predictions,
                 folds: BTreeMap::new(),
+                audit: BTreeMap::new(),
+                leak_free: BTreeMap::new(),
                 protocol: None,
             }
         })

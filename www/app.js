@@ -25,6 +25,7 @@ import { initPredict, savingProbe, showProbe } from './predict.js';
 import { renderProfile } from './profile-view.js';
 import { coreFailed, coreReady, coreStarting } from './queue.js';
 import { deviationList, encoderNotes, initSplit, splitSettings, truncationList } from './split.js';
+import { initAudit } from './audit.js';
 import { initStorage } from './storage.js';
 import { DEMO_MANIFEST, fetchSuiteFiles } from './suite-files.js';
 import {
@@ -581,6 +582,7 @@ function init() {
   initEncoders({ onChange: updateControls });
   // Before the task files: their list tells the split panel which tables lack a split column.
   initSplit($('#split-panel'));
+  initAudit($('#audit-panel'));
   initMeta($('#meta-fields'));
   initStorage($('#storage-line'));
   initPredict($('#predict-panel'));

@@ -97,7 +97,7 @@ function regimeTable(reg, cats, metric, { prefix, modelName, analysis }) {
     h('thead', {}, h('tr', {},
       h('th', { scope: 'col' }, 'Encoder'),
       cols.map((c) => h('th', { scope: 'col', class: c.agg ? 'agg' : null }, c.label)))),
-    h('tbody', {}, rows.map((r, i) => h('tr', {},
+    h('tbody', {}, rows.flatMap((r, i) => [h('tr', {},
       h('th', { scope: 'row' }, h('code', {}, r.model),
         modelName(r.model) ? h('span', { class: 'model-sub' }, modelName(r.model)) : null),
       cols.map((c, j) => {
@@ -105,13 +105,31 @@ function regimeTable(reg, cats, metric, { prefix, modelName, analysis }) {
         const td = scoreCell(c.get(r), bestIdx[j] === i, evidence);
         if (c.agg) td.classList.add('agg');
         return td;
-      })))),
+      })), leakFreeRow(r, cols)])),
   );
   const section = h('section', { class: 'regime', 'aria-labelledby': `${id}-h` },
     h('h3', { id: `${id}-h` }, regimeLabel(reg.regime),
       regimeNote(reg.regime) ? h('small', {}, ` ${regimeNote(reg.regime)}`) : null),
     h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': `${id}-h` }, table));
   return { section, bold: bestIdx.some((i) => i >= 0) };
+}
+
+/**
+ * Under a model's row, the same MCCs over the test rows the leak audit did not find leaked
+ * (src/input/audit.rs); null when the result has no audit (older files, the user's embeddings).
+ */
+function leakFreeRow(r, cols) {
+  const clean = r.leak_free;
+  if (!clean) return null;
+  const value = (c) => (c.agg ? clean[c.agg] : clean.categories?.[c.key]);
+  return h('tr', { class: 'leak-free', 'data-testid': 'leak-free-row' },
+    h('th', { scope: 'row', title: 'MCC over the test rows that are not copies or near copies of training rows' },
+      'leak-free'),
+    cols.map((c) => {
+      const td = scoreCell(value(c) ?? null, false);
+      if (c.agg) td.classList.add('agg');
+      return td;
+    }));
 }
 
 function tasksDetails(tasks, submissions, regimes, prefix) {

@@ -36,6 +36,11 @@ export const CALLS = Object.freeze({
     args: '{files: [{name, bytes}]}',
     value: '{tables: [{file, task, columns}], defaults}',
   },
+  audit: {
+    about: 'the leak audit of the dropped tasks, before anything is embedded (www/audit.js)',
+    args: '{files: [{name, bytes}], split?}',
+    value: '{k, max_training_holders, near_copy_containment, thresholds, tasks: [TaskAudit]}',
+  },
 });
 
 /** Page → worker, besides the calls: no answer. */

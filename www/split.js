@@ -22,6 +22,7 @@ export function initSplit(root) {
   });
   ui.seed = h('input', { id: 'split-seed', 'data-testid': 'split-seed', type: 'number', min: '0', step: '1' });
   ui.group = h('select', { id: 'split-group', 'data-testid': 'split-group' });
+  ui.similar = h('input', { id: 'split-similar', 'data-testid': 'split-similar', type: 'checkbox' });
   ui.folds = h('input', {
     id: 'split-folds', 'data-testid': 'split-folds', type: 'number', min: '2', step: '1', placeholder: 'one split',
   });
@@ -30,6 +31,9 @@ export function initSplit(root) {
     ui.summary,
     h('div', { class: 'split-fields' },
       h('label', { class: 'field', for: 'split-group' }, 'Keep together the rows of each', ui.group),
+      h('label', { class: 'field', for: 'split-similar' }, ui.similar,
+        ' Keep relatives together: exact, reverse-complement and near copies on one side (',
+        h('code', {}, '--split-by similarity'), ')'),
       h('label', { class: 'field', for: 'split-fraction' }, 'Test fraction', ui.fraction),
       h('label', { class: 'field', for: 'split-seed' }, 'Seed', ui.seed),
       h('label', { class: 'field', for: 'split-folds' }, 'Folds (k-fold instead of one split)', ui.folds)),
@@ -37,6 +41,8 @@ export function initSplit(root) {
       h('code', {}, 'geneb eval --test-fraction --split-seed --group-column --folds'),
       ' makes (scikit-learn’s train_test_split / StratifiedKFold without a group column). GENEB’s own tasks have fixed splits, so the result records this as a deviation.'));
   ui.folds.addEventListener('input', () => { ui.fraction.disabled = ui.folds.value.trim() !== ''; });
+  // Clusters of relatives are the groups: a group column too would be two answers to one question.
+  ui.similar.addEventListener('change', () => { ui.group.disabled = ui.similar.checked; });
   root.append(ui.panel);
   // Files chosen (or restored) before the core was up are looked at once it is.
   onCoreFacts(() => updateSplitTables(chosen));
@@ -79,7 +85,8 @@ function show(found, defaults, problem = '') {
 /** The request's `split` (src/input/split.rs SplitSettings), or undefined to use the core's defaults. */
 export function splitSettings() {
   if (!tables.length) return undefined;
-  const settings = { groupColumn: ui.group.value || null, folds: null };
+  const bySimilarity = ui.similar.checked;
+  const settings = { groupColumn: bySimilarity ? null : ui.group.value || null, folds: null, bySimilarity };
   // Blank fields are left out, so the core's defaults apply.
   if (ui.fraction.value.trim() !== '') settings.testFraction = Number(ui.fraction.value);
   if (ui.seed.value.trim() !== '') settings.seed = Number(ui.seed.value);

@@ -38,7 +38,7 @@ const HASHED = /\.[0-9a-f]{10}[./]/;
 const SHELL = [
   './', 'index.html', 'isolation.js', 'app.js', 'dom.js', 'store.js', 'library.js', 'profile-view.js', 'analysis-view.js',
   'worker.js', 'style.css', 'favicon.png', 'pkg/geneb.js', 'pkg/geneb_bg.wasm',
-  'hub.js', 'models.js', 'tasks.js', 'idb.js', 'embedding-cache.js', 'queue.js', 'split.js', 'meta.js', 'storage.js', 'predict.js', 'sha256.js',
+  'hub.js', 'models.js', 'tasks.js', 'idb.js', 'embedding-cache.js', 'queue.js', 'split.js', 'audit.js', 'meta.js', 'storage.js', 'predict.js', 'sha256.js',
   'out-of-memory.js', 'relaxed-simd.js', 'protocol.js', 'core-client.js', 'core-facts.js', 'task-files.js',
   'encoders.js', 'suite-files.js', 'offline.js',
 ];

@@ -9,6 +9,7 @@ import { whenCoreReady } from './queue.js';
 import { keepTaskFiles, keptTaskFiles } from './store.js';
 import { askToKeep } from './storage.js';
 import { updateSplitTables } from './split.js';
+import { updateAudit } from './audit.js';
 
 const $ = (sel) => document.querySelector(sel);
 const el = {};
@@ -70,6 +71,7 @@ function renderFiles() {
   el.clearFiles.hidden = n === 0;
   if (el.keepFiles.checked) syncKeptFiles();
   updateSplitTables(files);
+  updateAudit(files);
   hooks.onChange();
 }
 

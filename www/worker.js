@@ -348,8 +348,13 @@ async function columns(id, { files }) {
   };
 }
 
+/** The leak audit of the dropped tasks (www/audit.js, src/web/audit.rs). */
+async function audit(id, { files, split }) {
+  return plain(parseIfString(wasm.audit({ files, ...(split ? { split } : {}) }))) ?? {};
+}
+
 /** The calls of www/protocol.js CALLS, each `(id, args) → value`. */
-const HANDLERS = { run, embed, predict, report, columns };
+const HANDLERS = { run, embed, predict, report, columns, audit };
 
 /** Answer one call: exactly one `done` or `failed`. */
 async function answer({ id, call, args }) {

@@ -8,7 +8,7 @@ use geneb::encoder::spec::ModelSpec;
 use geneb::encoder::{BackendKind, Encoder, Precision};
 use geneb::eval::{self, Progress};
 use geneb::hub::{Hub, Located, official};
-use geneb::input::{self, InputFile};
+use geneb::input::{self, InputFile, audit};
 use geneb::protocol::Regime;
 use geneb::run::{EncoderFuture, Encoders, OwnEmbeddings, Run};
 use geneb::shard::Shard;
@@ -95,6 +95,32 @@ enum Command {
     Embed(EmbedArgs),
     /// List the official GENEB tasks (or one suite's) and whether they are cached.
     Tasks(TasksArgs),
+    /// Audit tasks for leaks between train and test: exact, reverse-complement and near copies
+    /// (sharing at least half of their informative canonical 21-mers with a training row), and
+    /// the MCC of a nearest-neighbour baseline that only remembers training rows.
+    Audit(AuditArgs),
+}
+
+#[derive(Args)]
+struct AuditArgs {
+    /// The user's tasks: a table, a folder of tasks, FASTA, … (as `geneb eval --task`), or an
+    /// official task as geneb:<id>. Repeat for more.
+    #[arg(long)]
+    task: Vec<String>,
+    /// Official tasks by suite (geneb, geneb-lite, geneb:<category>). Repeat for more.
+    #[arg(long)]
+    suite: Vec<String>,
+    /// Use only cached official tasks; never touch the network.
+    #[arg(long)]
+    offline: bool,
+    /// Print JSON (one object per task under `tasks`) instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Write each task without its leaked test rows as OUT/<task>.csv (sequence, label, split).
+    #[arg(long, value_name = "OUT")]
+    clean: Option<PathBuf>,
+    #[command(flatten)]
+    split: SplitArgs,
 }
 
 #[derive(Args)]
@@ -284,6 +310,10 @@ struct SplitArgs {
     /// over the K folds (std in the result's `folds`).
     #[arg(long)]
     folds: Option<usize>,
+    /// `similarity`: keep relatives together, splitting clusters of exact, reverse-complement
+    /// and near copies as --group-column splits groups.
+    #[arg(long, value_name = "HOW", value_parser = ["similarity"], conflicts_with = "group_column")]
+    split_by: Option<String>,
 }
 
 impl SplitArgs {
@@ -294,17 +324,19 @@ impl SplitArgs {
             seed: self.split_seed.unwrap_or(defaults.seed),
             group_column: self.group_column.clone(),
             folds: self.folds,
+            by_similarity: self.split_by.is_some(),
         }
     }
 
-    const UNUSED: &str = "--test-fraction, --split-seed, --group-column and --folds split tables \
-         that have no split column, and every task given has its own split";
+    const UNUSED: &str = "--test-fraction, --split-seed, --group-column, --folds and --split-by \
+         split tables that have no split column, and every task given has its own split";
 
     fn given(&self) -> bool {
         self.test_fraction.is_some()
             || self.split_seed.is_some()
             || self.group_column.is_some()
             || self.folds.is_some()
+            || self.split_by.is_some()
     }
 
     /// Split options for data that came split would do nothing: say so rather than ignore them.
@@ -392,7 +424,10 @@ struct ProfileArgs {
 
 fn main() -> ExitCode {
     keep_freed_memory();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return argument_error(e),
+    };
     let outcome = set_memory_budget(cli.max_memory.as_deref()).and_then(|()| match cli.command {
         Command::Eval(args) => run_eval(args),
         Command::Predict(args) => run_predict(args),
@@ -403,6 +438,7 @@ fn main() -> ExitCode {
         Command::Models(args) => run_models(&args),
         Command::Embed(args) => run_embed(args),
         Command::Tasks(args) => run_tasks(args),
+        Command::Audit(args) => run_audit(args),
     });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -411,6 +447,27 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Help and the version as clap prints them; an argument error as every other error: one line
+/// on stderr (clap's first, without its usage block), exit code 2.
+fn argument_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    {
+        let _ = e.print();
+        return if e.use_stderr() {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    let text = e.render().to_string();
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let message = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("geneb: {message} (see geneb --help)");
+    ExitCode::from(2)
 }
 
 /// `--max-memory` wins over `GENEB_MAX_MEMORY`, which wins over the default.
@@ -476,9 +533,31 @@ fn own_embeddings(args: &EvalArgs) -> Result<OwnEmbeddings> {
     })
 }
 
+/// Where the tasks of `eval` and `audit` come from.
+struct TaskSources<'a> {
+    task: &'a [String],
+    suite: &'a [String],
+    category: Option<&'a str>,
+    split: &'a SplitArgs,
+    offline: bool,
+}
+
+fn eval_tasks(args: &EvalArgs, show: bool) -> Result<Vec<TaskData>> {
+    gather_tasks(
+        TaskSources {
+            task: &args.task,
+            suite: &args.suite,
+            category: args.category.as_deref(),
+            split: &args.split,
+            offline: args.offline,
+        },
+        show,
+    )
+}
+
 /// The tasks `--task` and `--suite` name: the user's files, and official tasks fetched from
 /// the hub (after saying what is downloaded).
-fn eval_tasks(args: &EvalArgs, show: bool) -> Result<Vec<TaskData>> {
+fn gather_tasks(args: TaskSources, show: bool) -> Result<Vec<TaskData>> {
     let mut tasks = Vec::new();
     let mut given_by = std::collections::BTreeMap::new();
     let mut add = |task: TaskData, given: &str| {
@@ -493,7 +572,7 @@ fn eval_tasks(args: &EvalArgs, show: bool) -> Result<Vec<TaskData>> {
         Ok(())
     };
     let mut official_tasks = Vec::new();
-    for name in &args.suite {
+    for name in args.suite {
         official_tasks.extend(
             catalogue::suite(name)?
                 .into_iter()
@@ -501,11 +580,11 @@ fn eval_tasks(args: &EvalArgs, show: bool) -> Result<Vec<TaskData>> {
         );
     }
     let split = args.split.settings();
-    for given in &args.task {
+    for given in args.task {
         if given.starts_with(catalogue::PREFIX) {
             official_tasks.push((catalogue::task_by_reference(given)?, given.clone()));
         } else {
-            let category = args.category.as_deref();
+            let category = args.category;
             for task in input::tasks_from_path_split(Path::new(given), category, &split)? {
                 add(task, given)?;
             }
@@ -990,6 +1069,107 @@ fn fetch_official(hub: &Hub, tasks: &[&catalogue::CatalogueTask], show: bool) ->
         eprintln!();
     }
     Ok(())
+}
+
+fn run_audit(args: AuditArgs) -> Result<()> {
+    if args.task.is_empty() && args.suite.is_empty() {
+        return Err(Error::new("geneb audit needs --task or --suite"));
+    }
+    if args.clean.is_some() && args.split.folds.is_some() {
+        return Err(Error::new(
+            "--clean writes one train/test split per task; --folds makes several: drop one",
+        ));
+    }
+    let tasks = gather_tasks(
+        TaskSources {
+            task: &args.task,
+            suite: &args.suite,
+            category: None,
+            split: &args.split,
+            offline: args.offline,
+        },
+        !args.json && std::io::stderr().is_terminal(),
+    )?;
+    let mut audits = Vec::with_capacity(tasks.len());
+    for task in &tasks {
+        let findings = audit::audit_rows(&task.task.id, &task.data)?;
+        if let Some(dir) = &args.clean {
+            write_clean(dir, task, &findings)?;
+        }
+        audits.push(audit::summarise(&task.task.id, &task.data, &findings));
+    }
+    if args.json {
+        return print_json(&audit::Report::of(audits));
+    }
+    let mut out = std::io::stdout().lock();
+    let write_error = |e: std::io::Error| Error::new(format!("cannot write: {e}"));
+    writeln!(
+        out,
+        "{:<48} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7}  verdict",
+        "task", "train", "test", "exact", "rc", "near", "leaked", "NN MCC"
+    )
+    .map_err(write_error)?;
+    for a in &audits {
+        writeln!(
+            out,
+            "{:<48} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6.1}% {:>7.3}  {}",
+            a.task,
+            a.train,
+            a.test,
+            a.exact_copies,
+            a.reverse_complement_copies,
+            a.near_copies,
+            a.leak_share() * 100.0,
+            a.nearest_neighbour_mcc,
+            a.verdict.name()
+        )
+        .map_err(write_error)?;
+        for flag in &a.flags {
+            writeln!(out, "    {flag}").map_err(write_error)?;
+        }
+    }
+    Ok(())
+}
+
+/// OUT/<task>.csv: the task's rows with their split, the leaked test rows left out.
+fn write_clean(dir: &Path, task: &TaskData, findings: &[audit::RowFinding]) -> Result<()> {
+    let data = &task.data;
+    if findings.iter().all(|f| f.leak.is_some()) {
+        eprintln!(
+            "geneb: every test row of {} leaked: no clean table written for it",
+            task.task.id
+        );
+        return Ok(());
+    }
+    let mut text = String::from("sequence,label,split\n");
+    let rows = [
+        ("train", &data.train, None),
+        ("test", &data.test, Some(findings)),
+    ];
+    for (split, part, findings) in rows {
+        for (row, (sequence, &y)) in part.sequences.iter().zip(&part.y).enumerate() {
+            if findings.is_some_and(|f| f[row].leak.is_some()) {
+                continue;
+            }
+            text.push_str(&format!(
+                "{sequence},{},{split}\n",
+                csv_cell(&data.labels[y])
+            ));
+        }
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::in_file(dir.display().to_string(), format!("cannot create: {e}")))?;
+    let name = task.task.id.replace(['/', '\\', '#'], "_");
+    write_whole(&dir.join(format!("{name}.csv")), text)
+}
+
+/// A CSV cell, quoted (RFC 4180) when it holds a comma, a quote or a line break.
+fn csv_cell(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
 }
 
 #[derive(serde::Serialize)]

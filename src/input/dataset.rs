@@ -221,6 +221,11 @@ impl Collector {
             let data = checked(labels, train, test, None, train_source, test_source)?;
             return Ok(vec![data]);
         }
+        let groups = if split.by_similarity {
+            crate::input::audit::similarity_clusters(&unsplit.sequences, train_source)?
+        } else {
+            groups
+        };
         let groups = (groups.len() == unsplit.len()).then_some(groups.as_slice());
         crate::input::split::make(&unsplit.y, &labels, groups, split, train_source)?
             .into_iter()
@@ -243,7 +248,11 @@ impl Collector {
     }
 }
 
-/// The checks a probe needs: train and test rows, two classes in train.
+/// The most classes a task may have: the result's evidence stores class indices in 16 bits.
+pub(crate) const MAX_CLASSES: usize = 1 << 16;
+
+/// The checks a probe needs: train and test rows, two classes in train, at most
+/// [`MAX_CLASSES`] classes.
 fn checked(
     labels: Vec<String>,
     train: Split,
@@ -262,6 +271,18 @@ fn checked(
         return Err(Error::in_file(
             test_source,
             "no test rows: GENEB needs a train and a test split",
+        ));
+    }
+    // Said here, naming the file, rather than by the probe's memory estimate or the result's
+    // evidence encoding (16-bit class indices) later, which know no file.
+    if labels.len() > MAX_CLASSES {
+        return Err(Error::in_file(
+            train_source,
+            format!(
+                "{} distinct labels: geneb probes at most {MAX_CLASSES} classes (is the label \
+                 column an id?)",
+                labels.len()
+            ),
         ));
     }
     let mut seen = vec![false; labels.len()];
@@ -384,6 +405,28 @@ mod tests {
                 .contains("a digit ('1') at position 3")
         );
         assert!(normalize_sequence("  ").is_err());
+    }
+
+    #[test]
+    fn more_classes_than_the_evidence_holds_are_refused_naming_the_file() {
+        let split = |n: usize| Split {
+            sequences: vec!["ACGT".to_string(); n],
+            y: (0..n).collect(),
+        };
+        let labels: Vec<String> = (0..MAX_CLASSES + 1).map(|i| i.to_string()).collect();
+        let e = checked(
+            labels,
+            split(MAX_CLASSES + 1),
+            split(1),
+            None,
+            "t.csv",
+            "t.csv",
+        )
+        .unwrap_err();
+        assert_eq!(e.file.as_deref(), Some("t.csv"));
+        assert!(e.message.starts_with("65537 distinct labels"), "{e}");
+        let labels: Vec<String> = (0..MAX_CLASSES).map(|i| i.to_string()).collect();
+        assert!(checked(labels, split(MAX_CLASSES), split(1), None, "t.csv", "t.csv").is_ok());
     }
 
     #[test]

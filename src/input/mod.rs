@@ -39,6 +39,7 @@
 //! when every label is an integer (then `1` and `01` are one class, as in a numeric column),
 //! else by code point. Every error names the file and, where there is one, the 1-based line.
 
+pub mod audit;
 mod dataset;
 pub mod embeddings;
 mod fasta;

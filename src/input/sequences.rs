@@ -19,8 +19,13 @@ pub fn read_sequences(file: &InputFile) -> Result<Vec<NamedSequence>> {
     let mut fasta: Option<(String, String, usize)> = None;
     let mut table_column: Option<(usize, char)> = None;
     let mut first = true;
-    let finish = |record: (String, String, usize), out: &mut Vec<NamedSequence>| -> Result<()> {
+    // Each sequence is kept twice while it is normalised: that copy is charged too.
+    let finish = |record: (String, String, usize),
+                  lines: &mut Lines,
+                  out: &mut Vec<NamedSequence>|
+     -> Result<()> {
         let (id, raw, line) = record;
+        lines.charge(raw.len() as u64)?;
         if raw.is_empty() {
             return Err(Error::at_line(
                 &file.name,
@@ -47,28 +52,43 @@ pub fn read_sequences(file: &InputFile) -> Result<Vec<NamedSequence>> {
                 }
             }
         }
+        let number = line.number;
         if let Some(header) = text.strip_prefix('>') {
+            let id = header
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string();
             if let Some(record) = fasta.take() {
-                finish(record, &mut out)?;
+                finish(record, &mut lines, &mut out)?;
             }
-            let id = header.split_whitespace().next().unwrap_or_default();
             if id.is_empty() {
                 return Err(Error::at_line(
                     &file.name,
-                    line.number,
+                    number,
                     "FASTA header without an id",
                 ));
             }
-            fasta = Some((id.to_string(), String::new(), line.number));
+            fasta = Some((id, String::new(), number));
         } else if let Some((_, raw, _)) = fasta.as_mut() {
-            raw.push_str(text);
+            // The line's text is the reader's buffer: copied before the record grows, as the
+            // record's growth is charged to the same reader (a 60-column FASTA of gigabases
+            // would otherwise double its record past the budget unnoticed).
+            let piece = text.to_string();
+            let needed = raw.len() + piece.len();
+            if needed > raw.capacity() {
+                let grown = needed.max(raw.capacity() * 2);
+                lines.charge(grown as u64)?;
+                raw.reserve_exact(grown - raw.len());
+            }
+            raw.push_str(&piece);
         } else if !text.is_empty() {
             let raw = match table_column {
                 Some((column, separator)) => {
                     text.split(separator).nth(column).ok_or_else(|| {
                         Error::at_line(
                             &file.name,
-                            line.number,
+                            number,
                             "this row has fewer columns than the header",
                         )
                     })?
@@ -77,16 +97,17 @@ pub fn read_sequences(file: &InputFile) -> Result<Vec<NamedSequence>> {
             };
             finish(
                 (
-                    line.number.to_string(),
+                    number.to_string(),
                     raw.trim().trim_matches('"').to_string(),
-                    line.number,
+                    number,
                 ),
+                &mut lines,
                 &mut out,
             )?;
         }
     }
     if let Some(record) = fasta.take() {
-        finish(record, &mut out)?;
+        finish(record, &mut lines, &mut out)?;
     }
     if out.is_empty() {
         return Err(Error::in_file(

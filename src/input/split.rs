@@ -14,6 +14,9 @@
 //!   needs its classes: the largest `Σ_c g_c · (1 − have_c / target_c)`, plus a class's whole
 //!   count where that side has none of it yet. So the classes are stratified as far as the groups
 //!   allow, and every class reaches every side when its groups can.
+//! - **By similarity** (`by_similarity`): the groups are the clusters of rows linked by exact,
+//!   reverse-complement and near-copy relations (`crate::input::audit::similarity_clusters`),
+//!   then split as groups are, so no test row has a relative in train.
 
 use crate::rng::{RandomState, permutation};
 use crate::task::{MadeSplit, TaskData};
@@ -39,6 +42,9 @@ pub struct SplitSettings {
     pub group_column: Option<String>,
     /// k-fold cross-validation instead of one train/test split.
     pub folds: Option<usize>,
+    /// Keep relatives together: rows linked by exact, reverse-complement or near-copy
+    /// relations (`crate::input::audit::similarity_clusters`) are split as groups are.
+    pub by_similarity: bool,
 }
 
 impl Default for SplitSettings {
@@ -48,6 +54,7 @@ impl Default for SplitSettings {
             seed: DEFAULT_SEED,
             group_column: None,
             folds: None,
+            by_similarity: false,
         }
     }
 }
@@ -73,6 +80,11 @@ impl SplitSettings {
             .is_some_and(|c| c.trim().is_empty())
         {
             return Err(Error::new("the group column name is empty"));
+        }
+        if self.by_similarity && self.group_column.is_some() {
+            return Err(Error::new(
+                "split by similarity or by a group column, not both: each makes the groups",
+            ));
         }
         Ok(())
     }
@@ -152,7 +164,10 @@ pub fn make(
             )
         }
         (Some(groups), folds) => {
-            let column = settings.group_column.as_deref().unwrap_or("group");
+            let column = settings
+                .group_column
+                .as_deref()
+                .unwrap_or(SIMILARITY_CLUSTERS);
             let shares = match folds {
                 None => vec![1.0 - settings.test_fraction, settings.test_fraction],
                 Some(k) => vec![1.0 / k as f64; k],
@@ -168,11 +183,13 @@ pub fn make(
                 }
                 Some(_) => folds_to_sides(&bins, y.len()),
             };
-            (
-                sides,
-                "by group (stratified as far as the groups allow)",
-                Some(n_groups),
-            )
+            let method = if settings.by_similarity {
+                "by similarity cluster (exact, reverse-complement and near copies kept on one \
+                 side; stratified as far as the clusters allow)"
+            } else {
+                "by group (stratified as far as the groups allow)"
+            };
+            (sides, method, Some(n_groups))
         }
     };
     let n_folds = sides.len();
@@ -187,6 +204,9 @@ pub fn make(
         })
         .collect())
 }
+
+/// What errors call the groups of a split by similarity.
+const SIMILARITY_CLUSTERS: &str = "similarity clusters";
 
 fn show(label: &str) -> String {
     format!("'{label}'")
@@ -500,6 +520,12 @@ pub fn deviations(tasks: &[SplitOf]) -> Vec<String> {
             (Some(column), Some(n)) => {
                 format!(", every one of the {n} groups of column '{column}' on one side")
             }
+            (None, Some(n)) => format!(
+                ", every one of the {n} clusters of related sequences (exact, \
+                 reverse-complement and near copies, containment of informative 21-mers >= {}) \
+                 on one side",
+                crate::input::audit::NEAR_COPY
+            ),
             _ => String::new(),
         };
         out.push(format!(

@@ -133,6 +133,12 @@ impl<'a> Lines<'a> {
         }
     }
 
+    /// Charges `bytes` more that the caller keeps of this file (its own copies of the text)
+    /// to the same meter as the text read, before the caller allocates them.
+    pub(crate) fn charge(&mut self, bytes: u64) -> Result<()> {
+        self.meter.add(bytes)
+    }
+
     /// The next line without its line ending, or `None` at the end of the file.
     pub(crate) fn next_line(&mut self) -> Result<Option<Line<'_>>> {
         self.buffer.clear();

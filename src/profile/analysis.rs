@@ -901,6 +901,8 @@ mod tests {
             fewshot: BTreeMap::new(),
             predictions: BTreeMap::new(),
             folds: BTreeMap::new(),
+            audit: BTreeMap::new(),
+            leak_free: BTreeMap::new(),
             protocol: None,
         }
     }

@@ -12,6 +12,7 @@ pub mod bootstrap;
 pub mod published;
 pub mod stats;
 
+use crate::input::audit::{TaskAudit, Verdict};
 use crate::metrics::Scores;
 use crate::protocol::{self, CATEGORIES, Regime};
 use crate::submission::Submission;
@@ -27,6 +28,9 @@ pub struct Profile {
     pub regimes: Vec<RegimeProfile>,
     pub tasks: Vec<TaskRow>,
     pub metric: &'static str,
+    /// Each task's leak audit (the first result that records it), in task order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub audit: Vec<TaskAudit>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -50,6 +54,22 @@ pub struct ModelRow {
     /// The task scores the row aggregates (few-shot: means over seeds).
     #[serde(rename = "tasks")]
     pub task_scores: BTreeMap<String, Scores>,
+    /// The same MCCs over the test rows that did not leak, where the result records them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leak_free: Option<LeakFreeRow>,
+}
+
+/// A model row's MCCs over the test rows that did not leak: a task's from the result
+/// (`None` when all its test rows leaked), a category's the mean of its tasks that have one,
+/// macro the mean of those categories, micro of those tasks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeakFreeRow {
+    pub categories: BTreeMap<String, f64>,
+    #[serde(rename = "macro")]
+    pub macro_mean: Option<f64>,
+    #[serde(rename = "micro")]
+    pub micro_mean: Option<f64>,
+    pub tasks: BTreeMap<String, Option<f64>>,
 }
 
 impl ModelRow {
@@ -159,11 +179,18 @@ pub fn build(submissions: &[Submission]) -> Result<Profile> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    let mut audit: BTreeMap<&str, &TaskAudit> = BTreeMap::new();
+    for sub in submissions {
+        for (task, a) in &sub.audit {
+            audit.entry(task).or_insert(a);
+        }
+    }
     Ok(Profile {
         categories,
         regimes,
         tasks: tasks.into_values().collect(),
         metric: "MCC",
+        audit: audit.into_values().cloned().collect(),
     })
 }
 
@@ -214,7 +241,28 @@ fn model_row(sub: &Submission, regime: &str) -> Option<Result<ModelRow>> {
         n_tasks: task_values.len(),
         n_categories: category_values.len(),
         task_scores: scores.clone(),
+        leak_free: leak_free_row(sub, regime, &category),
     }))
+}
+
+fn leak_free_row(
+    sub: &Submission,
+    regime: &str,
+    category: &dyn Fn(&str) -> String,
+) -> Option<LeakFreeRow> {
+    let per_task = sub.leak_free.get(regime).filter(|t| !t.is_empty())?;
+    let scored: BTreeMap<&str, f64> = per_task
+        .iter()
+        .filter_map(|(t, l)| Some((t.as_str(), l.mcc?)))
+        .collect();
+    let categories = category_means(&scored, category);
+    let values = |v: Vec<f64>| (!v.is_empty()).then(|| mean(&v));
+    Some(LeakFreeRow {
+        macro_mean: values(categories.values().copied().collect()),
+        micro_mean: values(scored.values().copied().collect()),
+        categories,
+        tasks: per_task.iter().map(|(t, l)| (t.clone(), l.mcc)).collect(),
+    })
 }
 
 fn count(n: usize, one: &str, many: &str) -> String {
@@ -243,6 +291,16 @@ pub fn to_text(profile: &Profile) -> String {
             cells.push(format!("{:.3}", row.macro_mean));
             cells.push(format!("{:.3}", row.micro_mean));
             rows.push(cells);
+            if let Some(clean) = &row.leak_free {
+                let shown = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.3}"));
+                let mut cells = vec![format!("  leak-free")];
+                for c in &profile.categories {
+                    cells.push(shown(clean.categories.get(c).copied()));
+                }
+                cells.push(shown(clean.macro_mean));
+                cells.push(shown(clean.micro_mean));
+                rows.push(cells);
+            }
         }
         let widths: Vec<usize> = (0..rows[0].len())
             .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
@@ -261,6 +319,42 @@ pub fn to_text(profile: &Profile) -> String {
     if let Some(note) = scope_note(profile) {
         out.push_str(&note);
         out.push('\n');
+    }
+    out.push_str(&audit_text(&profile.audit));
+    out
+}
+
+/// The leak audit's lines: how many tasks were audited, and each flagged task's findings.
+pub fn audit_text(audit: &[TaskAudit]) -> String {
+    if audit.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "leak audit ({}): `leak-free` rows score only the test rows that are not exact, \
+         reverse-complement or near copies (>= {} of their informative canonical 21-mers in one \
+         training row) of a training row; a task warns from {} % near / {} % exact copies or a \
+         nearest-neighbour MCC of {}, and fails from {} % / {} % (seqleak's thresholds).\n",
+        count(audit.len(), "task", "tasks"),
+        crate::input::audit::NEAR_COPY,
+        crate::input::audit::NEAR_WARN * 100.0,
+        crate::input::audit::EXACT_WARN * 100.0,
+        crate::input::audit::NEAREST_NEIGHBOUR_WARN,
+        crate::input::audit::NEAR_FAIL * 100.0,
+        crate::input::audit::EXACT_FAIL * 100.0,
+    );
+    for a in audit.iter().filter(|a| a.verdict != Verdict::Ok) {
+        out.push_str(&format!(
+            "  {} {}: {} of {} test rows leaked ({} exact, {} reverse-complement, {} near); \
+             nearest-neighbour MCC {:.3}\n",
+            a.verdict.name(),
+            a.task,
+            a.leaked_test_rows.len(),
+            a.test,
+            a.exact_copies,
+            a.reverse_complement_copies,
+            a.near_copies,
+            a.nearest_neighbour_mcc
+        ));
     }
     out
 }
@@ -350,6 +444,8 @@ mod tests {
             fewshot: BTreeMap::from([("10shot".into(), per_seed)]),
             predictions: BTreeMap::new(),
             folds: BTreeMap::new(),
+            audit: BTreeMap::new(),
+            leak_free: BTreeMap::new(),
             protocol: None,
         }
     }

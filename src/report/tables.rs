@@ -2,6 +2,7 @@
 //! intervals in their own columns) and as HTML in the report.
 
 use super::svg::{format_rank, regime_label};
+use crate::input::audit;
 use crate::profile::analysis::Analysis;
 use crate::profile::bootstrap::Estimate;
 use std::collections::BTreeMap;
@@ -184,6 +185,102 @@ fn params_text(p: u64) -> Value {
     }
 }
 
+/// Beside each regime's profile, the same MCCs over the test rows that did not leak; and every
+/// task's leak audit.
+fn leak_tables(analysis: &Analysis) -> Vec<Table> {
+    let profile = &analysis.profile;
+    let mut tables = Vec::new();
+    for regime in &profile.regimes {
+        let rows: Vec<Vec<Value>> = regime
+            .rows
+            .iter()
+            .filter_map(|row| {
+                let clean = row.leak_free.as_ref()?;
+                let mut cells = vec![Value::text(&row.model)];
+                for c in &profile.categories {
+                    cells.push(Value::Number(row.categories.get(c)?.mean));
+                    cells.push(Value::optional(clean.categories.get(c).copied()));
+                }
+                cells.push(Value::Number(row.macro_mean));
+                cells.push(Value::optional(clean.macro_mean));
+                Some(cells)
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let mut header = vec!["model".to_string()];
+        for c in profile.categories.iter().chain([&"macro".to_string()]) {
+            header.push(c.clone());
+            header.push(format!("{c} leak-free"));
+        }
+        tables.push(Table {
+            name: format!("leak_free_{}", regime.regime),
+            title: format!(
+                "All test rows and leak-free, {} (MCC)",
+                regime_label(&regime.regime)
+            ),
+            caption: "Each column's MCC over all test rows, then over the test rows that are \
+                      not exact, reverse-complement or near copies of a training row (the \
+                      leak audit); a category's leak-free MCC is the mean of its tasks that \
+                      have such rows."
+                .into(),
+            header,
+            rows,
+        });
+    }
+    if !profile.audit.is_empty() {
+        tables.push(Table {
+            name: "audit".into(),
+            title: "Leak audit".into(),
+            caption: format!(
+                "Exact, reverse-complement and near copies (sharing >= {} of their informative \
+                 canonical 21-mers with one training row) of training rows among the test \
+                 rows, and the MCC of a nearest-neighbour baseline that only remembers training \
+                 rows. warn: >= {} % near or >= {} % exact copies, or a nearest-neighbour MCC \
+                 >= {}; fail: >= {} % / >= {} % (seqleak's thresholds).",
+                audit::NEAR_COPY,
+                audit::NEAR_WARN * 100.0,
+                audit::EXACT_WARN * 100.0,
+                audit::NEAREST_NEIGHBOUR_WARN,
+                audit::NEAR_FAIL * 100.0,
+                audit::EXACT_FAIL * 100.0
+            ),
+            header: [
+                "task",
+                "train",
+                "test",
+                "exact",
+                "reverse_complement",
+                "near",
+                "leaked_share",
+                "nearest_neighbour_MCC",
+                "verdict",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: profile
+                .audit
+                .iter()
+                .map(|a| {
+                    vec![
+                        Value::text(&a.task),
+                        Value::Text(a.train.to_string()),
+                        Value::Text(a.test.to_string()),
+                        Value::Text(a.exact_copies.to_string()),
+                        Value::Text(a.reverse_complement_copies.to_string()),
+                        Value::Text(a.near_copies.to_string()),
+                        Value::Number(a.leak_share()),
+                        Value::Number(a.nearest_neighbour_mcc),
+                        Value::text(a.verdict.name()),
+                    ]
+                })
+                .collect(),
+        });
+    }
+    tables
+}
+
 pub fn all(analysis: &Analysis) -> Vec<Table> {
     let profile = &analysis.profile;
     let mut tables = Vec::new();
@@ -290,6 +387,11 @@ pub fn all(analysis: &Analysis) -> Vec<Table> {
                     Value::Number(scores.f1),
                     task.n_test
                         .map_or(Value::Missing, |n| Value::Text(n.to_string())),
+                    Value::optional(
+                        row.leak_free
+                            .as_ref()
+                            .and_then(|l| l.tasks.get(&task.id).copied().flatten()),
+                    ),
                 ]);
             }
         }
@@ -298,10 +400,20 @@ pub fn all(analysis: &Analysis) -> Vec<Table> {
         name: "tasks".into(),
         title: "Per task".into(),
         caption: "Few-shot scores are means over the five seeds; [lo, hi] = 95 % bootstrap \
-                  interval over the task's test examples."
+                  interval over the task's test examples. MCC_leak_free: the MCC over the test \
+                  rows the leak audit did not find leaked (– where none is left or the result \
+                  has no audit)."
             .into(),
         header: [
-            "regime", "model", "task", "category", "MCC", "Acc", "F1", "n_test",
+            "regime",
+            "model",
+            "task",
+            "category",
+            "MCC",
+            "Acc",
+            "F1",
+            "n_test",
+            "MCC_leak_free",
         ]
         .map(String::from)
         .to_vec(),
@@ -533,5 +645,6 @@ pub fn all(analysis: &Analysis) -> Vec<Table> {
             })
             .collect(),
     });
+    tables.extend(leak_tables(analysis));
     tables
 }

@@ -1,8 +1,11 @@
 //! A k-fold task's folds back as one task of the result: geneb evaluates each fold as a task of
 //! its own (`input::split::fold_id`), and the submission reports the task once.
 
-use super::{ClassIndices, FoldScores, SeedScores, Submission, TaskInfo, TaskPredictions};
+use super::{
+    ClassIndices, FoldScores, LeakFree, SeedScores, Submission, TaskInfo, TaskPredictions,
+};
 use crate::Result;
+use crate::input::audit::TaskAudit;
 use crate::input::split::{SplitOf, reported_id};
 use crate::metrics::Scores;
 use crate::task::MadeSplit;
@@ -55,6 +58,21 @@ pub fn merge(submission: &mut Submission, tasks: &[SplitOf]) -> Result<()> {
                 .collect();
             per_task.insert(id.clone(), seeds);
         }
+        for per_task in submission.leak_free.values_mut() {
+            let per_fold: Vec<LeakFree> = ids.iter().filter_map(|f| per_task.remove(*f)).collect();
+            if per_fold.len() == ids.len() {
+                per_task.insert(id.clone(), mean_leak_free(&per_fold));
+            }
+        }
+        let audits: Vec<TaskAudit> = ids
+            .iter()
+            .filter_map(|f| submission.audit.remove(*f))
+            .collect();
+        if audits.len() == ids.len() {
+            submission
+                .audit
+                .insert(id.clone(), TaskAudit::of_folds(&id, &audits));
+        }
         let infos: Vec<TaskInfo> = ids
             .iter()
             .filter_map(|f| submission.tasks.remove(*f))
@@ -89,6 +107,16 @@ pub fn merge(submission: &mut Submission, tasks: &[SplitOf]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The folds' leak-free MCC as the results hold the MCC: the mean over folds, of the folds
+/// that have clean rows (none: `None`).
+fn mean_leak_free(folds: &[LeakFree]) -> LeakFree {
+    let scored: Vec<f64> = folds.iter().filter_map(|f| f.mcc).collect();
+    LeakFree {
+        mcc: (!scored.is_empty()).then(|| scored.iter().sum::<f64>() / scored.len() as f64),
+        test_rows: folds.iter().map(|f| f.test_rows).sum(),
+    }
 }
 
 fn summarise(scores: &[Scores]) -> FoldScores {

@@ -38,6 +38,47 @@ pub struct Submission {
     /// How the numbers were made: probe settings, encoder, backend, versions, timings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<serde_json::Value>,
+    /// Each task's leak audit (`crate::input::audit`), where geneb read its sequences.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub audit: BTreeMap<String, crate::input::audit::TaskAudit>,
+    /// Regime → task → the MCC over the test rows that did not leak.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub leak_free: BTreeMap<String, BTreeMap<String, LeakFree>>,
+}
+
+/// A task's MCC over its test rows that did not leak (`audit.leaked_test_rows` left out).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LeakFree {
+    /// As `results` holds the MCC: few-shot, the mean over seeds (k-fold, over folds). `None`
+    /// when every test row leaked: there is nothing left to score.
+    #[serde(rename = "MCC")]
+    pub mcc: Option<f64>,
+    /// The test rows it is computed on.
+    pub test_rows: usize,
+}
+
+impl LeakFree {
+    /// The mean over `fits` (one prediction vector each) of the MCC on the rows of `y_true`
+    /// not in `leaked` (ascending 0-based rows).
+    pub fn of(y_true: &[usize], fits: &[&[usize]], leaked: &[usize]) -> LeakFree {
+        let keep: Vec<usize> = (0..y_true.len())
+            .filter(|r| leaked.binary_search(r).is_err())
+            .collect();
+        let mcc = (!keep.is_empty() && !fits.is_empty()).then(|| {
+            let truth: Vec<usize> = keep.iter().map(|&r| y_true[r]).collect();
+            fits.iter()
+                .map(|predicted| {
+                    let kept: Vec<usize> = keep.iter().map(|&r| predicted[r]).collect();
+                    crate::metrics::score(&truth, &kept).mcc
+                })
+                .sum::<f64>()
+                / fits.len() as f64
+        });
+        LeakFree {
+            mcc,
+            test_rows: keep.len(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

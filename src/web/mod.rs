@@ -9,11 +9,13 @@
 //! - `blob_file`: model files read by range from the page's Blobs;
 //! - `page_store`: the page's IndexedDB embedding cache as the eval's store;
 //! - `held_model`: models built from the page's files, the last one kept between calls;
-//! - `run`, `embed`, `predict`, `report`, `split`: the calls the page makes (www/protocol.js);
+//! - `run`, `embed`, `predict`, `report`, `split`, `audit`: the calls the page makes
+//!   (www/protocol.js);
 //! - here: what the page reads once (version, threads, encoders, the core's facts) and the
 //!   conversions every call shares.
 
 mod allocator;
+mod audit;
 mod blob_file;
 mod embed;
 mod held_model;

@@ -156,7 +156,8 @@ export async function runAndWait(page, testId, timeout = RUN_TIMEOUT) {
 
 /** The numbers shown in a profile table: [{model, cells: [text...]}]. */
 export async function profileRows(page, regime) {
-  return page.locator(`[data-testid="profile-table-${regime}"] tbody tr`).evaluateAll((trs) =>
+  // The leak-free rows under each model (www/profile-view.js) are not models.
+  return page.locator(`[data-testid="profile-table-${regime}"] tbody tr:not(.leak-free)`).evaluateAll((trs) =>
     trs.map((tr) => ({
       model: tr.querySelector('th code')?.textContent ?? '',
       cells: [...tr.querySelectorAll('td')].map((td) => td.textContent.trim()),

@@ -1,0 +1,94 @@
+"""The leak audit's speed and memory: `geneb audit --json` on generated tables, timed with
+/usr/bin/time (wall seconds, peak RSS).
+
+Tables (written once to target/bench-data/audit/): `families` — N sequences of 200 nt, a third
+of them near copies (shifted or mutated) of others, split 80/20 in file order; `near_identical`
+— N copies of one 200-nt sequence, each with one base changed (the informative rule keeps the
+index small). N = 100,000 by default (`--rows`).
+
+Run: python3 bench/audit_bench.py --geneb target/release/geneb [--rows 100000] [--threads 1,2]
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+
+
+def random_seq(rng, n):
+    return "".join(rng.choice("ACGT") for _ in range(n))
+
+
+def families(path, rows):
+    rng = random.Random(1)
+    with open(path, "w") as f:
+        f.write("sequence,label,split\n")
+        bases = []
+        for i in range(rows):
+            if bases and i % 3 == 0:
+                s = rng.choice(bases)
+                if rng.random() < 0.5:
+                    cut = rng.randrange(20, 120)
+                    s = s[cut:] + random_seq(rng, cut)
+                else:
+                    s = "".join(b if rng.random() > 0.02 else rng.choice("ACGT") for b in s)
+            else:
+                s = random_seq(rng, 200)
+                bases.append(s)
+                if len(bases) > 5000:
+                    bases.pop(0)
+            split = "train" if i < rows * 0.8 else "test"
+            f.write(f"{s},{i % 2},{split}\n")
+
+
+def near_identical(path, rows):
+    rng = random.Random(2)
+    base = random_seq(rng, 200)
+    with open(path, "w") as f:
+        f.write("sequence,label,split\n")
+        for i in range(rows):
+            p = rng.randrange(200)
+            s = base[:p] + rng.choice([b for b in "ACGT" if b != base[p]]) + base[p + 1 :]
+            split = "train" if i < rows * 0.8 else "test"
+            f.write(f"{s},{i % 2},{split}\n")
+
+
+def timed(cmd, env):
+    out = subprocess.run(
+        ["/usr/bin/time", "-v", *cmd], capture_output=True, text=True, env=env, check=True
+    )
+    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", out.stderr).group(1)
+    parts = [float(p) for p in wall.split(":")]
+    seconds = sum(p * 60 ** (len(parts) - 1 - i) for i, p in enumerate(parts))
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr).group(1))
+    return seconds, rss / 1024, out.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--geneb", required=True)
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--threads", default="1,2")
+    args = ap.parse_args()
+    root = os.path.join("target", "bench-data", "audit")
+    os.makedirs(root, exist_ok=True)
+    for name, make in [("families", families), ("near_identical", near_identical)]:
+        path = os.path.join(root, f"{name}_{args.rows}.csv")
+        if not os.path.exists(path):
+            make(path, args.rows)
+        for threads in args.threads.split(","):
+            env = dict(os.environ, RAYON_NUM_THREADS=threads)
+            seconds, rss, out = timed([args.geneb, "audit", "--task", path, "--json"], env)
+
+            task = json.loads(out)["tasks"][0]
+            print(
+                f"{name} {args.rows} rows, {threads} thread(s): {seconds:.2f} s, peak RSS "
+                f"{rss:.0f} MiB; {len(task['leaked_test_rows'])} of {task['test']} test rows "
+                f"leaked, nearest-neighbour MCC {task['nearest_neighbour_mcc']:.3f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
