@@ -33,6 +33,13 @@ pub const JANUSDNA: Family = Family::new(
     "JanusDNA (bidirectional Mamba, attention, mixture of experts)",
 );
 
+pub const LLAMA: Family = Family::new(
+    "llama",
+    "Llama (RMSNorm, rotary, grouped-query attention, SwiGLU; causal)",
+);
+pub const MISTRAL: Family =
+    Family::new("mistral", "Mistral (Llama with a sliding attention window)");
+
 /// The BERT stack (`arch/bert.rs`) and its variants, and RoFormer, which builds the same stack
 /// (`arch/roformer.rs`): each file reads its names here, neither from the other.
 pub const BERT: Family = Family::new("bert", "BERT");
