@@ -127,6 +127,19 @@ fn llama_and_mistral_match_transformers_on_cpu_and_wgpu() {
     }
 }
 
+/// transformers' own ESM as Nucleotide Transformer v1 configures it: learned absolute
+/// positions, token dropout's rescaling, a GELU feed-forward with biases.
+#[test]
+fn nt_v1_matches_transformers_esm_with_absolute_positions_on_cpu_and_wgpu() {
+    for kind in [BackendKind::Cpu, BackendKind::Wgpu] {
+        check("nt_v1", kind, |config, ckpt, device, ids, mask| {
+            NucleotideTransformer::load(config, ckpt, device)
+                .unwrap()
+                .forward(ids, mask)
+        });
+    }
+}
+
 #[test]
 fn bert_matches_transformers_on_cpu_and_wgpu() {
     bert(BackendKind::Cpu, "bert");
@@ -239,12 +252,14 @@ fn model_folders_embed_like_the_reference_extractors() {
         "metagene",
         // genomeocean.py: left padding, its own max_length.
         "mistral",
+        "nt_v1",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
     pipeline("llama", BackendKind::Wgpu);
     pipeline("llama_sharded_bf16", BackendKind::Wgpu);
     pipeline("mistral", BackendKind::Wgpu);
+    pipeline("nt_v1", BackendKind::Wgpu);
     pipeline("nt_v2", BackendKind::Wgpu);
     pipeline("plantcaduceus", BackendKind::Wgpu);
     pipeline("gena/lastln", BackendKind::Wgpu);

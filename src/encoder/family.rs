@@ -24,6 +24,8 @@ pub const NT_V2: Family = Family::new(
     "nucleotide-transformer-v2",
     "Nucleotide Transformer v2 (ESM, rotary, SwiGLU)",
 );
+/// Nucleotide Transformer v1 on the same ESM file (`arch/nt.rs`): learned positions, GELU.
+pub const NT_V1: &str = "Nucleotide Transformer v1 (ESM, learned positions, GELU)";
 pub const DNAGPT: Family = Family::new(
     "dnagpt",
     "DNAGPT (GPT-2 decoder, pooled over its masked-LM head's logits)",
