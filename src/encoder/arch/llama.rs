@@ -27,7 +27,7 @@ use serde_json::Value;
 pub const SPEC: ArchSpec = ArchSpec {
     name: family::LLAMA.architecture,
     family: family::LLAMA.name,
-    serves: "GenerTeam/GENERator-eukaryote-*, metagene-ai/METAGENE-1, XLS/OmniNA-*",
+    serves: "metagene-ai/METAGENE-1, XLS/OmniNA-*",
     matches: |config| model_type(config) == Some("llama"),
     tokenizer: TokenizerChoice::Files,
     poolings: &[Pooling::MaskedMean, Pooling::UnmaskedMean],

@@ -16,7 +16,7 @@ use serde_json::Value;
 pub const SPEC: ArchSpec = ArchSpec {
     name: family::MISTRAL.architecture,
     family: family::MISTRAL.name,
-    serves: "DOEJGI/GenomeOcean-*, m42-health/BioFM-265M",
+    serves: "DOEJGI/GenomeOcean-*",
     matches: |config| model_type(config) == Some("mistral"),
     tokenizer: TokenizerChoice::Files,
     poolings: &[Pooling::MaskedMean],

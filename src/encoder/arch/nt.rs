@@ -42,6 +42,7 @@ struct Layer {
     output: Linear,
 }
 
+#[allow(clippy::large_enum_variant, reason = "one per layer, built once")]
 enum FeedForward {
     /// NT-v2's `intermediate.dense` [hidden → 2·intermediate]: SiLU(first half) ⊙ second half.
     SwiGlu(GluProjection),
@@ -50,6 +51,7 @@ enum FeedForward {
 }
 
 /// Where a token's position enters.
+#[allow(clippy::large_enum_variant, reason = "one per model, built once")]
 enum Positions {
     /// Rotary, on queries and keys (NT-v2).
     Rotary(Rotary),
