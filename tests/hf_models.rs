@@ -69,7 +69,10 @@ fn check(
     let width = hidden.dims()[2];
     let values: Vec<f32> = hidden.into_data().try_to_vec().unwrap();
     let mut worst = 0f32;
-    for (t, row) in expected.last_hidden_state_first.iter().enumerate() {
+    // The first sequence's own tokens: no extractor pools the states of padding, which
+    // transformers computes differently (an ESM padded query, a decoder's left padding).
+    let first_sequence = expected.last_hidden_state_first.iter().enumerate();
+    for (t, row) in first_sequence.filter(|(t, _)| mask[*t] == 1.0) {
         for (d, want) in row.iter().enumerate() {
             worst = worst.max((values[t * width + d] - want).abs());
         }
@@ -105,6 +108,36 @@ fn nt(kind: BackendKind) {
             .unwrap()
             .forward(ids, mask)
     });
+}
+
+/// transformers' LlamaForCausalLM (grouped-query attention, Llama 3 rope scaling) and
+/// MistralForCausalLM (a sliding window inside the inputs, left padding) on tiny checkpoints.
+#[test]
+fn llama_and_mistral_match_transformers_on_cpu_and_wgpu() {
+    for kind in [BackendKind::Cpu, BackendKind::Wgpu] {
+        check("llama", kind, |config, ckpt, device, ids, mask| {
+            let family = &geneb::encoder::family::LLAMA;
+            let decoder = arch::llama::Llama::load(config, ckpt, device, family, None).unwrap();
+            decoder.forward(ids, mask)
+        });
+        check("mistral", kind, |config, ckpt, device, ids, mask| {
+            let decoder = arch::mistral::load(config, ckpt, device).unwrap();
+            decoder.forward(ids, mask)
+        });
+    }
+}
+
+/// transformers' own ESM as Nucleotide Transformer v1 configures it: learned absolute
+/// positions, token dropout's rescaling, a GELU feed-forward with biases.
+#[test]
+fn nt_v1_matches_transformers_esm_with_absolute_positions_on_cpu_and_wgpu() {
+    for kind in [BackendKind::Cpu, BackendKind::Wgpu] {
+        check("nt_v1", kind, |config, ckpt, device, ids, mask| {
+            NucleotideTransformer::load(config, ckpt, device)
+                .unwrap()
+                .forward(ids, mask)
+        });
+    }
 }
 
 #[test]
@@ -212,11 +245,23 @@ fn model_folders_embed_like_the_reference_extractors() {
         "janus/wo",
         // GENEB's own SpliceBERT extractor: windows of 1,024 nt plus an end-anchored one.
         "splicebert",
+        "llama",
+        // bf16 weights over two shards and their index, as the large checkpoints are stored.
+        "llama_sharded_bf16",
+        // metagene.py: the mean over every position of its batches of 4.
+        "metagene",
+        // genomeocean.py: left padding, its own max_length.
+        "mistral",
+        "nt_v1",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
     pipeline("bert", BackendKind::Wgpu);
     pipeline("dnabert2", BackendKind::Wgpu);
+    pipeline("llama", BackendKind::Wgpu);
+    pipeline("llama_sharded_bf16", BackendKind::Wgpu);
+    pipeline("mistral", BackendKind::Wgpu);
+    pipeline("nt_v1", BackendKind::Wgpu);
     pipeline("nt_v2", BackendKind::Wgpu);
     pipeline("plantcaduceus", BackendKind::Wgpu);
     pipeline("gena/lastln", BackendKind::Wgpu);
@@ -610,4 +655,24 @@ fn the_registry_chooses_each_models_tokenizer() {
         checked.push(name);
     }
     assert_eq!(checked.len(), 13, "{checked:?}");
+}
+
+/// A decoder's tokenizer.json without a pad token (OmniNA's): geneb pads with its eos token, as
+/// omnina.py sets `pad_token = eos_token`; with a pad token, that one.
+#[test]
+fn a_decoder_tokenizer_without_a_pad_token_pads_with_its_eos_token() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/llama");
+    let read = |file: &str| std::fs::read(dir.join(file)).unwrap();
+    let mut settings: serde_json::Value =
+        serde_json::from_slice(&read("tokenizer_config.json")).unwrap();
+    let tokenizer = |settings: &serde_json::Value| {
+        let mut files = geneb::checkpoint::ModelFiles::new("llama");
+        files.insert("tokenizer.json", read("tokenizer.json"));
+        files.insert("tokenizer_config.json", settings.to_string().into_bytes());
+        geneb::tokenize::Tokenizer::from_files(&files, arch::llama::SPEC.tokenizer).unwrap()
+    };
+    // <unk> 0, <s> 1, </s> 2, <pad> 3, as make_llama_fixtures.py trains them.
+    assert_eq!(tokenizer(&settings).pad_id(), 3);
+    settings.as_object_mut().unwrap().remove("pad_token");
+    assert_eq!(tokenizer(&settings).pad_id(), 2);
 }

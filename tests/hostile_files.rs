@@ -681,6 +681,172 @@ fn the_budget_is_set_by_flag_or_environment_and_bad_sizes_are_refused() {
     );
 }
 
+// --- sharded checkpoints ----------------------------------------------------------------------
+
+/// A safetensors file of `tensors` (name, dtype, shape), each filled with zero bytes.
+fn safetensors_file(tensors: &[(&str, &str, &[usize])]) -> Vec<u8> {
+    let mut header = serde_json::Map::new();
+    let mut offset = 0usize;
+    for (name, dtype, shape) in tensors {
+        let width = if *dtype == "F32" { 4 } else { 2 };
+        let bytes = shape.iter().product::<usize>() * width;
+        header.insert(
+            name.to_string(),
+            serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + bytes]}),
+        );
+        offset += bytes;
+    }
+    let header = serde_json::Value::Object(header).to_string();
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    file.resize(file.len() + offset, 0);
+    file
+}
+
+/// The tiny Llama fixture's config and tokenizer beside `shards` and an index of `weight_map`
+/// (tensor → file) and `total_size`, embedded through the CLI.
+fn sharded_model(
+    name: &str,
+    shards: &[(&str, Vec<u8>)],
+    weight_map: &[(&str, &str)],
+    total_size: usize,
+) -> Vec<String> {
+    let dir = scratch(name);
+    let fixture = repo("tests/fixtures/models/llama_sharded_bf16");
+    for file in ["config.json", "tokenizer.json", "tokenizer_config.json"] {
+        std::fs::copy(fixture.join(file), dir.join(file)).unwrap();
+    }
+    for (file, bytes) in shards {
+        write(&dir, file, bytes);
+    }
+    let map: serde_json::Map<String, serde_json::Value> = weight_map
+        .iter()
+        .map(|(tensor, file)| (tensor.to_string(), serde_json::json!(file)))
+        .collect();
+    let index = serde_json::json!({"metadata": {"total_size": total_size}, "weight_map": map});
+    write(
+        &dir,
+        "model.safetensors.index.json",
+        index.to_string().as_bytes(),
+    );
+    let input = write(&dir, "sequences.txt", b"ACGTACGTAC\n");
+    let out = dir.join("x.npy").to_str().unwrap().to_string();
+    let spec = format!("hf:{}", dir.display());
+    vec![
+        "embed".into(),
+        "--model".into(),
+        spec,
+        "--input".into(),
+        input,
+        "--out".into(),
+        out,
+    ]
+}
+
+fn args(owned: &[String]) -> Vec<&str> {
+    owned.iter().map(String::as_str).collect()
+}
+
+const EMBED: &str = "model.embed_tokens.weight";
+const NORM: &str = "model.norm.weight";
+const SHARD_1: &str = "model-00001-of-00002.safetensors";
+const SHARD_2: &str = "model-00002-of-00002.safetensors";
+
+#[test]
+fn an_index_naming_a_file_outside_the_folder_is_refused_before_opening_it() {
+    let shard = safetensors_file(&[(EMBED, "BF16", &[96, 32])]);
+    for outside in [
+        "../model-00001-of-00002.safetensors",
+        "/etc/passwd",
+        "sub/x.safetensors",
+    ] {
+        let cli = sharded_model(
+            "shard-outside",
+            &[(SHARD_1, shard.clone())],
+            &[(EMBED, outside)],
+            6144,
+        );
+        refused(
+            &args(&cli),
+            &[
+                "model.safetensors.index.json",
+                outside,
+                "outside the model folder",
+            ],
+        );
+    }
+}
+
+#[test]
+fn shards_of_different_float_dtypes_are_refused() {
+    let bf16 = safetensors_file(&[(EMBED, "BF16", &[96, 32])]);
+    let f32 = safetensors_file(&[(NORM, "F32", &[32])]);
+    let cli = sharded_model(
+        "shard-dtypes",
+        &[(SHARD_1, bf16), (SHARD_2, f32)],
+        &[(EMBED, SHARD_1), (NORM, SHARD_2)],
+        6144 + 128,
+    );
+    refused(
+        &args(&cli),
+        &["model.safetensors.index.json", "BF16", "F32", SHARD_2],
+    );
+}
+
+#[test]
+fn a_tensor_in_a_shard_the_index_does_not_place_it_in_is_refused() {
+    // The same tensor in both shards, of different shapes: the index places it in the first.
+    let first = safetensors_file(&[(EMBED, "BF16", &[96, 32])]);
+    let second = safetensors_file(&[(EMBED, "BF16", &[32, 32])]);
+    let cli = sharded_model(
+        "shard-shapes",
+        &[(SHARD_1, first), (SHARD_2, second.clone())],
+        &[(EMBED, SHARD_1), (NORM, SHARD_2)],
+        6144 + 2048,
+    );
+    refused(
+        &args(&cli),
+        &["model.safetensors.index.json", EMBED, SHARD_2],
+    );
+    // A tensor the index places in a shard that lacks it.
+    let cli = sharded_model(
+        "shard-missing-tensor",
+        &[(SHARD_2, second)],
+        &[(EMBED, SHARD_2), (NORM, SHARD_2)],
+        2048,
+    );
+    refused(
+        &args(&cli),
+        &["model.safetensors.index.json", NORM, "does not hold it"],
+    );
+}
+
+#[test]
+fn an_index_lying_about_sizes_or_naming_a_missing_shard_is_refused() {
+    let shard = safetensors_file(&[(EMBED, "BF16", &[96, 32])]);
+    let cli = sharded_model(
+        "shard-size",
+        &[(SHARD_1, shard.clone())],
+        &[(EMBED, SHARD_1)],
+        1 << 40,
+    );
+    refused(
+        &args(&cli),
+        &[
+            "model.safetensors.index.json",
+            "1099511627776 bytes",
+            "6144",
+        ],
+    );
+    let cli = sharded_model(
+        "shard-absent",
+        &[(SHARD_1, shard)],
+        &[(EMBED, SHARD_1), (NORM, SHARD_2)],
+        6208,
+    );
+    refused(&args(&cli), &[SHARD_2, "cannot read"]);
+}
+
 // --- the page's copies -------------------------------------------------------------------------
 
 /// The page's hostile-file test (`tests/e2e/hardening.test.mjs`) drops these same files; they

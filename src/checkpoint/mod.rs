@@ -52,9 +52,12 @@ pub const MODEL_FILE_NAMES: ModelFileNames = ModelFileNames {
 
 impl ModelFileNames {
     /// Whether `file` (a base name) holds weights, which are read tensor by tensor where they
-    /// lie rather than whole.
+    /// lie rather than whole: the weights files, those published under a name of their own,
+    /// and the shards a `model.safetensors.index.json` names.
     pub fn is_weights(&self, file: &str) -> bool {
-        self.weights.contains(&file) || self.is_published_weights(file)
+        self.weights.contains(&file)
+            || self.is_published_weights(file)
+            || file.ends_with(".safetensors")
     }
 
     /// Whether `file` (a base name) is a weights file published under a name of its own.

@@ -36,6 +36,138 @@ const MAX_HEADER_BYTES: usize = 100 << 20;
 
 /// Reads a `.safetensors` file's header; each tensor is read from `file` when it is taken.
 pub fn read(source: &str, file: Box<dyn ByteSource>) -> Result<Checkpoint> {
+    let entries = read_header(source, file.as_ref(), 0)?;
+    Checkpoint::new(source, vec![file], entries)
+}
+
+/// The index of a checkpoint split over several files (`model-00001-of-00002.safetensors`, …),
+/// as transformers writes it.
+pub const INDEX: &str = "model.safetensors.index.json";
+
+#[derive(Deserialize)]
+struct Index {
+    #[serde(default)]
+    metadata: IndexMetadata,
+    /// Tensor name → the shard file holding it.
+    weight_map: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, Default)]
+struct IndexMetadata {
+    /// The bytes of every tensor together.
+    total_size: Option<u64>,
+}
+
+fn parse_index(source: &str, index: &[u8]) -> Result<Index> {
+    let bad = |message: String| Error::in_file(source, message);
+    let parsed: Index = serde_json::from_slice(index).map_err(|e| {
+        bad(format!(
+            "not a safetensors index ({e}): expected {{\"weight_map\": {{tensor: file}}}}"
+        ))
+    })?;
+    for file in parsed.weight_map.values() {
+        let plain = !file.is_empty()
+            && !file.contains(['/', '\\', ':'])
+            && file != ".."
+            && file != "."
+            && file.ends_with(".safetensors");
+        if !plain {
+            return Err(bad(format!(
+                "names the shard '{file}', which is not a .safetensors file in the index's own \
+                 folder: geneb reads no file outside the model folder"
+            )));
+        }
+    }
+    Ok(parsed)
+}
+
+/// The shard files `index` names, each once, in name order: base names of `.safetensors`
+/// files in the index's folder (an index naming anything else is refused here, before any
+/// shard is opened).
+pub fn shard_names(source: &str, index: &[u8]) -> Result<Vec<String>> {
+    let parsed = parse_index(source, index)?;
+    let names: std::collections::BTreeSet<String> = parsed.weight_map.into_values().collect();
+    Ok(names.into_iter().collect())
+}
+
+/// A checkpoint split over `shards` (name, file) by `index`: every shard's header read (and
+/// charged) as one file's, each tensor read from its shard when it is taken. Refused before
+/// any tensor is read: a shard holding a tensor the index places elsewhere or not at all, a
+/// tensor the index places in a shard that lacks it, shards stored in different float dtypes,
+/// and an index whose `total_size` is not the shards' tensor bytes.
+pub fn read_sharded(
+    source: &str,
+    index: &[u8],
+    shards: Vec<(String, Box<dyn ByteSource>)>,
+) -> Result<Checkpoint> {
+    let bad = |message: String| Error::in_file(source, message);
+    let parsed = parse_index(source, index)?;
+    let folder = source.rsplit_once('/').map_or("", |(folder, _)| folder);
+    let mut entries = BTreeMap::new();
+    let mut float_dtype: Option<(DType, &str)> = None;
+    let mut files = Vec::with_capacity(shards.len());
+    let mut total = 0u64;
+    for (i, (name, file)) in shards.iter().enumerate() {
+        let shard_source = format!("{folder}/{name}");
+        for (tensor, entry) in read_header(&shard_source, file.as_ref(), i)? {
+            match parsed.weight_map.get(&tensor) {
+                Some(placed) if placed == name => {}
+                Some(placed) => {
+                    return Err(bad(format!(
+                        "places tensor '{tensor}' in {placed}, but {name} holds it"
+                    )));
+                }
+                None => {
+                    return Err(bad(format!(
+                        "does not name tensor '{tensor}', which {name} holds: is the index \
+                         this checkpoint's own?"
+                    )));
+                }
+            }
+            if entry.dtype.is_float() {
+                match float_dtype {
+                    None => float_dtype = Some((entry.dtype, name)),
+                    Some((dtype, first)) if dtype != entry.dtype => {
+                        return Err(bad(format!(
+                            "{first} stores {dtype:?} weights, {name} {:?} (tensor '{tensor}'): \
+                             the shards are not of one checkpoint",
+                            entry.dtype
+                        )));
+                    }
+                    Some(_) => {}
+                }
+            }
+            total += (entry.numel() * entry.dtype.size()) as u64;
+            entries.insert(tensor, entry);
+        }
+    }
+    if let Some((tensor, placed)) = parsed
+        .weight_map
+        .iter()
+        .find(|(tensor, _)| !entries.contains_key(*tensor))
+    {
+        return Err(bad(format!(
+            "places tensor '{tensor}' in {placed}, which does not hold it"
+        )));
+    }
+    if let Some(claimed) = parsed.metadata.total_size
+        && claimed != total
+    {
+        return Err(bad(format!(
+            "claims {claimed} bytes of tensors, but its shards hold {total}: the index or a \
+             shard is not this checkpoint's"
+        )));
+    }
+    files.extend(shards.into_iter().map(|(_, file)| file));
+    Checkpoint::new(source, files, entries)
+}
+
+/// The tensors a `.safetensors` file's header lists, placed in buffer `buffer`.
+fn read_header(
+    source: &str,
+    file: &dyn ByteSource,
+    buffer: usize,
+) -> Result<BTreeMap<String, TensorEntry>> {
     let bad = |message: String| Error::in_file(source, message);
     let read_at =
         |offset: u64, len: usize| file.read_at(offset, len).map_err(|e| e.or_in_file(source));
@@ -106,7 +238,7 @@ pub fn read(source: &str, file: Box<dyn ByteSource>) -> Result<Checkpoint> {
         ranges.push((begin, end, name.clone()));
         entries.insert(
             name,
-            TensorEntry::contiguous(dt, entry.shape, 0, data_start + begin),
+            TensorEntry::contiguous(dt, entry.shape, buffer, data_start + begin),
         );
     }
     // Tensors sharing bytes would make one weight's corruption another's: the format forbids it.
@@ -120,7 +252,7 @@ pub fn read(source: &str, file: Box<dyn ByteSource>) -> Result<Checkpoint> {
             )));
         }
     }
-    Checkpoint::new(source, vec![file], entries)
+    Ok(entries)
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@ pub const NT_V2: Family = Family::new(
     "nucleotide-transformer-v2",
     "Nucleotide Transformer v2 (ESM, rotary, SwiGLU)",
 );
+/// Nucleotide Transformer v1 on the same ESM file (`arch/nt.rs`): learned positions, GELU.
+pub const NT_V1: &str = "Nucleotide Transformer v1 (ESM, learned positions, GELU)";
 pub const DNAGPT: Family = Family::new(
     "dnagpt",
     "DNAGPT (GPT-2 decoder, pooled over its masked-LM head's logits)",
@@ -32,6 +34,13 @@ pub const JANUSDNA: Family = Family::new(
     "janusdna",
     "JanusDNA (bidirectional Mamba, attention, mixture of experts)",
 );
+
+pub const LLAMA: Family = Family::new(
+    "llama",
+    "Llama (RMSNorm, rotary, grouped-query attention, SwiGLU; causal)",
+);
+pub const MISTRAL: Family =
+    Family::new("mistral", "Mistral (Llama with a sliding attention window)");
 
 /// The BERT stack (`arch/bert.rs`) and its variants, and RoFormer, which builds the same stack
 /// (`arch/roformer.rs`): each file reads its names here, neither from the other.

@@ -151,7 +151,31 @@ const JANUS_WEIGHTS: &str = "https://github.com/Qihao-Duan/JanusDNA (Harvard Dat
 const JANUS_TOKENIZER: &str =
     "characters (CaduceusTokenizer), no special tokens, padded on the right to 1,024";
 
-static KNOWN: [KnownModel; 24] = [
+/// GENERator runs on the Llama decoder, but geneb does not yet read its 6-mer tokenizer (the
+/// checkpoint's own tokenizer code), nor write generator.py's input: each sequence trimmed to a
+/// multiple of 6 nt and the tokenizer's BOS token written before it as text.
+const fn generator(
+    hub_id: &'static str,
+    display: &'static str,
+    leaderboard: &'static str,
+    parameters: u64,
+) -> KnownModel {
+    KnownModel {
+        hub_id: Some(hub_id),
+        weights: None,
+        display,
+        leaderboard: Some(leaderboard),
+        parameters: Some(parameters),
+        context: 16_384,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "non-overlapping 6-mers (GENERator's own tokenizer code)",
+        runs_on: RunsOn::NotYet("GENERator (Llama; its 6-mer tokenizer not read yet)"),
+        checked: Check::NotChecked,
+        recipe: &recipe::GENERIC,
+    }
+}
+
+static KNOWN: [KnownModel; 31] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -473,6 +497,19 @@ static KNOWN: [KnownModel; 24] = [
         recipe: &recipe::JANUSDNA,
     },
     KnownModel {
+        hub_id: Some("InstaDeepAI/nucleotide-transformer-2.5b-multi-species"),
+        weights: None,
+        display: "NT 2.5B multi-species",
+        leaderboard: Some("nucleotide-transformer-2.5b-multi-species"),
+        parameters: Some(2_500_000_000),
+        context: 1000,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: NT_V2_TOKENIZER,
+        runs_on: RunsOn::Variant(&family::NT_V2, family::NT_V1),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::NT,
+    },
+    KnownModel {
         hub_id: Some("InstaDeepAI/agro-nucleotide-transformer-1b"),
         weights: None,
         display: "AgroNT 1B",
@@ -481,9 +518,76 @@ static KNOWN: [KnownModel; 24] = [
         context: 1024,
         context_unit: ContextUnit::Tokens,
         tokenizer: "6-mer, single-nucleotide fallback",
-        runs_on: RunsOn::NotYet("Nucleotide Transformer v1 (ESM, learned positions)"),
+        // NT-v1's ESM (arch/nt.rs), but through a modeling file of its own, not read yet.
+        runs_on: RunsOn::NotYet("AgroNT (ESM, learned positions; its own modeling code)"),
         checked: Check::NotChecked,
         recipe: &recipe::NT,
+    },
+    KnownModel {
+        hub_id: Some("metagene-ai/METAGENE-1"),
+        weights: None,
+        display: "METAGENE-1",
+        leaderboard: Some("METAGENE-1"),
+        parameters: Some(7_000_000_000),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json)",
+        runs_on: RunsOn::Family(&family::LLAMA),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::METAGENE,
+    },
+    KnownModel {
+        hub_id: Some("XLS/OmniNA-220m"),
+        weights: None,
+        display: "OmniNA 220M",
+        leaderboard: Some("OmniNA-220m"),
+        parameters: Some(220_000_000),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json), padded with its eos token",
+        runs_on: RunsOn::Family(&family::LLAMA),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::OMNINA,
+    },
+    generator(
+        "GenerTeam/GENERator-eukaryote-1.2b-base",
+        "GENERator eukaryote 1.2B",
+        "GENERator-eukaryote-1.2b-base",
+        1_200_000_000,
+    ),
+    generator(
+        "GenerTeam/GENERator-eukaryote-3b-base",
+        "GENERator eukaryote 3B",
+        "GENERator-eukaryote-3b-base",
+        3_000_000_000,
+    ),
+    KnownModel {
+        hub_id: Some("DOEJGI/GenomeOcean-500M"),
+        weights: None,
+        display: "GenomeOcean 500M",
+        leaderboard: Some("GenomeOcean-500M"),
+        parameters: Some(500_000_000),
+        // genomeocean.py's max_length for this model (DICT_CONFIG_MODELS).
+        context: 1024,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json), padded on the left",
+        runs_on: RunsOn::Family(&family::MISTRAL),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::GENOMEOCEAN_500M,
+    },
+    KnownModel {
+        hub_id: Some("DOEJGI/GenomeOcean-4B"),
+        weights: None,
+        display: "GenomeOcean 4B",
+        leaderboard: Some("GenomeOcean-4B"),
+        parameters: Some(4_000_000_000),
+        // genomeocean.py's max_length for this model (DICT_CONFIG_MODELS).
+        context: 10_240,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json), padded on the left",
+        runs_on: RunsOn::Family(&family::MISTRAL),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::GENOMEOCEAN_4B,
     },
 ];
 

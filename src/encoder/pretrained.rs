@@ -53,6 +53,20 @@ pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     if let Some(bytes) = files.take(pytorch_file) {
         return pytorch::read(&source(pytorch_file), bytes);
     }
+    if let Some(index) = files.get(safetensors::INDEX).map(<[u8]>::to_vec) {
+        let index_source = source(safetensors::INDEX);
+        let mut shards = Vec::new();
+        for name in safetensors::shard_names(&index_source, &index)? {
+            let file = files.take(&name).ok_or_else(|| {
+                Error::in_file(
+                    &index_source,
+                    format!("names the shard {name}, which the model folder lacks"),
+                )
+            })?;
+            shards.push((name, file));
+        }
+        return safetensors::read_sharded(&index_source, &index, shards);
+    }
     // Weights published under a name of their own (DNAGPT's `dna_gpt0.1b_h.pth`, JanusDNA's
     // Lightning `last.ckpt`).
     let pth = files
@@ -64,8 +78,8 @@ pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     }
     Err(Error::in_file(
         &files.name,
-        "no weights: expected model.safetensors, pytorch_model.bin, or a .pth or .ckpt file \
-         (sharded checkpoints are not supported yet)",
+        "no weights: expected model.safetensors, pytorch_model.bin, a sharded checkpoint's \
+         model.safetensors.index.json, or a .pth or .ckpt file",
     ))
 }
 
@@ -137,10 +151,12 @@ impl HfModel {
         let parameters = ckpt.encoder_parameters()?;
         let model_parameters = ckpt.model_parameters()?;
         ckpt.finish()?;
-        let max_length = tokenizer
-            .model_max_length()
-            .unwrap_or(usize::MAX)
-            .min(architecture.max_tokens());
+        // An extractor's own max_length overrides the tokenizer's model_max_length.
+        let max_length = match recipe.truncation {
+            recipe::Truncation::Tokens { length } => length,
+            _ => tokenizer.model_max_length().unwrap_or(usize::MAX),
+        }
+        .min(architecture.max_tokens());
         if max_length == usize::MAX {
             return Err(Error::in_file(
                 &files.name,
@@ -605,7 +621,8 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
     ]
     .into_iter()
     .chain(names.tokenizer)
-    .chain(names.weights);
+    .chain(names.weights)
+    .chain([safetensors::INDEX]);
     for file in wanted {
         let path = folder.join(file);
         if file == pytorch && files.contains(safetensors) {
@@ -617,7 +634,17 @@ pub fn read_folder(folder: &std::path::Path) -> Result<ModelFiles> {
             Err(e) => return Err(cannot_read(&path, e)),
         }
     }
-    if !names.weights.iter().any(|weights| files.contains(weights)) {
+    let unsharded = names.weights.iter().any(|weights| files.contains(weights));
+    if let Some(index) = files.get(safetensors::INDEX).filter(|_| !unsharded) {
+        // Names checked to be .safetensors files of this folder before any is opened.
+        let shards = safetensors::shard_names(&format!("{name}/{}", safetensors::INDEX), index)?;
+        for shard in shards {
+            let path = folder.join(&shard);
+            let local = crate::checkpoint::source::LocalFile::open(&path)
+                .map_err(|e| cannot_read(&path, e))?;
+            files.insert_source(&shard, Box::new(local))?;
+        }
+    } else if !unsharded {
         let listing = std::fs::read_dir(folder).map_err(|e| cannot_read(folder, e))?;
         let mut pth: Vec<std::path::PathBuf> = listing
             .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -843,6 +870,18 @@ mod tests {
                 "",
                 "masked mean",
                 Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean),
+            ),
+            (
+                "metagene",
+                "",
+                "masked mean",
+                Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean),
+            ),
+            (
+                "metagene",
+                "",
+                "batches independent",
+                Box::new(|r: &mut Recipe| r.batching = Batching::Independent),
             ),
         ];
         for (name, query, what, flip) in &flips {

@@ -104,6 +104,9 @@ pub enum Padding {
 pub enum Truncation {
     /// Tokens cut at the model's maximum length, special tokens kept.
     ModelMaximum,
+    /// Tokens cut at the extractor's own `max_length` (capped at the model's positions),
+    /// special tokens kept.
+    Tokens { length: usize },
     /// Windows of `size` nucleotides every `stride`, plus one ending at the sequence's end
     /// where the last regular one does not; each embedded alone, the sequence's embedding the
     /// plain mean of its windows'.
@@ -130,7 +133,7 @@ impl Recipe {
     pub fn windows(&self) -> Option<(usize, usize)> {
         match self.truncation {
             Truncation::Windows { size, stride } => Some((size, stride)),
-            Truncation::ModelMaximum => None,
+            Truncation::ModelMaximum | Truncation::Tokens { .. } => None,
         }
     }
 
@@ -272,6 +275,43 @@ pub const DNAGPT: Recipe = Recipe {
     ..masked_mean("dnagpt", "embedding_pipeline/extractors/dnagpt.py")
 };
 
+/// `omnina.py` (OmniNA): the common recipe; it sets the pad token to the eos token, which the
+/// mask keeps out of every result.
+pub const OMNINA: Recipe = masked_mean("omnina", "embedding_pipeline/extractors/omnina.py");
+
+/// `metagene.py` (METAGENE-1): `last_hidden.mean(dim=1)`, the mean over every position of the
+/// padded batch, padding included, though the mask reaches the model; padded on the tokenizer's
+/// side. Its first version (9fcbcbd) and the newest (e3d5f45) pool alike.
+pub const METAGENE: Recipe = Recipe {
+    padding: Padding::TokenizerSide,
+    pooling: Pooling::UnmaskedMean,
+    batching: Batching::FileOrder {
+        size: REFERENCE_BATCH,
+    },
+    reference_dtype: "the checkpoint's (no torch_dtype; device_map=\"auto\")",
+    deviations: &[
+        "a padded query of a left-padded batch sees no key; where the mean takes such rows in, \
+         geneb's softmax over its all-masked row differs from transformers'",
+    ],
+    ..masked_mean("metagene", "embedding_pipeline/extractors/metagene.py")
+};
+
+/// `genomeocean.py` (GenomeOcean): the tokenizer loaded with `padding_side="left"`, cut at
+/// `DICT_CONFIG_MODELS`' `max_length` (1,024 tokens for GenomeOcean-500M, 10,240 for -4B), the
+/// mask passed and pooled, the model in bf16 on CUDA. Its versions agree on these lines.
+const fn genomeocean(name: &'static str, length: usize) -> Recipe {
+    Recipe {
+        padding: Padding::Left,
+        truncation: Truncation::Tokens { length },
+        reference_dtype: "bf16",
+        deviations: &["runs in f32 where the reference loads the model in bf16 on CUDA"],
+        ..masked_mean(name, "embedding_pipeline/extractors/genomeocean.py")
+    }
+}
+
+pub const GENOMEOCEAN_500M: Recipe = genomeocean("genomeocean-500m", 1024);
+pub const GENOMEOCEAN_4B: Recipe = genomeocean("genomeocean-4b", 10240);
+
 /// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
 pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
 
@@ -291,6 +331,10 @@ pub const RECIPES: &[&Recipe] = &[
     &DNAGPT,
     &GENALM,
     &JANUSDNA,
+    &OMNINA,
+    &METAGENE,
+    &GENOMEOCEAN_500M,
+    &GENOMEOCEAN_4B,
     &GENERIC,
 ];
 
@@ -343,6 +387,7 @@ impl Recipe {
         };
         let truncation = match self.truncation {
             Truncation::ModelMaximum => "model maximum".to_string(),
+            Truncation::Tokens { length } => format!("{length} tokens (or the model maximum)"),
             Truncation::Windows { size, stride } => format!(
                 "windows of {size} nt every {stride}, plus one ending at the end; mean of windows"
             ),

@@ -493,10 +493,16 @@ pub(super) fn from_tokenizer_json(files: &ModelFiles, settings: &Settings) -> Re
     let (prefix, suffix) = parse_post_processor(&json["post_processor"], &bad)?;
     let pad_name = match settings.token("pad_token") {
         TokenSetting::Named(name) => name,
-        _ => json["padding"]["pad_token"]
-            .as_str()
-            .unwrap_or("[PAD]")
-            .to_string(),
+        _ => match json["padding"]["pad_token"].as_str() {
+            Some(name) => name.to_string(),
+            // A decoder's tokenizer often has no pad token: its extractors pad with the eos
+            // token (omnina.py sets `pad_token = eos_token`), which the mask keeps out.
+            None if !token_ids.contains_key("[PAD]") => match settings.token("eos_token") {
+                TokenSetting::Named(eos) => eos,
+                _ => "[PAD]".to_string(),
+            },
+            None => "[PAD]".to_string(),
+        },
     };
     let pad_id = lookup(&token_ids, settings, FILE, "pad_token", &pad_name)?;
     let vocab_size = token_ids.values().max().map_or(0, |&id| id as usize + 1);

@@ -14,6 +14,8 @@ pub mod caduceus;
 pub mod dnagpt;
 pub mod hyena;
 pub mod janus;
+pub mod llama;
+pub mod mistral;
 pub mod nt;
 pub mod roformer;
 
@@ -104,6 +106,8 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &roformer::SPEC,
     &dnagpt::SPEC,
     &janus::SPEC,
+    &llama::SPEC,
+    &mistral::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.

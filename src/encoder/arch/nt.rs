@@ -3,6 +3,12 @@
 //! final LayerNorm — as in the checkpoints' own `modeling_esm.py` (InstaDeepAI/nucleotide-
 //! transformer-v2-*). The 6-mer and 3-mer variants differ only in their tokenizer.
 //!
+//! The same file runs transformers' own ESM as Nucleotide Transformer v1 uses it
+//! (nucleotide-transformer-2.5b-multi-species, …): learned absolute positions counted from
+//! `pad_token_id + 1`, `token_dropout`'s rescaling of the embeddings, an optional LayerNorm
+//! before the blocks, and a GELU feed-forward with biases. Which feed-forward a checkpoint has
+//! is read from its first layer's `intermediate.dense` (2 × `intermediate_size` rows: SwiGLU).
+//!
 //! GENEB's reference extractor pools `hidden_states[-1]` (after the final LayerNorm) with a
 //! mean over the attention mask, `<cls>` included.
 
@@ -11,6 +17,7 @@ use super::{
 };
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
+use crate::encoder::layers::config_error;
 use crate::encoder::layers::positions::Rotary;
 use crate::encoder::layers::{
     Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, head_dim, load_qkv,
@@ -31,16 +38,41 @@ struct Layer {
     value: Linear,
     attention_out: Linear,
     ffn_norm: LayerNorm,
-    /// `intermediate.dense` [hidden → 2·intermediate]: SiLU(first half) ⊙ second half.
-    gated: GluProjection,
+    feed_forward: FeedForward,
     output: Linear,
+}
+
+#[allow(clippy::large_enum_variant, reason = "one per layer, built once")]
+enum FeedForward {
+    /// NT-v2's `intermediate.dense` [hidden → 2·intermediate]: SiLU(first half) ⊙ second half.
+    SwiGlu(GluProjection),
+    /// ESM's own: `intermediate.dense` [hidden → intermediate], exact GELU.
+    Gelu(Linear),
+}
+
+/// Where a token's position enters.
+#[allow(clippy::large_enum_variant, reason = "one per model, built once")]
+enum Positions {
+    /// Rotary, on queries and keys (NT-v2).
+    Rotary(Rotary),
+    /// A learned table added to the embeddings, row `pad_token_id + 1 + t` for the t-th
+    /// token (transformers' `create_position_ids_from_input_ids` on right-padded input).
+    Absolute { table: Tensor<2>, first_row: usize },
+}
+
+/// `token_dropout`: the embeddings of `<mask>` tokens zeroed and the rest scaled by
+/// (1 − 0.15 · 0.8) / (1 − the sequence's share of `<mask>` tokens), as ESM trained.
+struct TokenDropout {
+    mask_token_id: i64,
 }
 
 pub struct NucleotideTransformer {
     word_embeddings: Tensor<2>,
+    positions: Positions,
+    token_dropout: Option<TokenDropout>,
+    norm_before: Option<LayerNorm>,
     layers: Vec<Layer>,
     final_norm: LayerNorm,
-    rotary: Rotary,
     heads: usize,
     hidden: usize,
     intermediate: usize,
@@ -87,6 +119,10 @@ struct Config {
     token_dropout: Option<bool>,
     emb_layer_norm_before: Option<bool>,
     add_bias_fnn: Option<bool>,
+    #[serde(default, deserialize_with = "super::optional_size")]
+    pad_token_id: Option<usize>,
+    #[serde(default, deserialize_with = "super::optional_size")]
+    mask_token_id: Option<usize>,
 }
 
 /// NT-v2 repos declare no `model_type` (their config maps to remote code through `auto_map`),
@@ -120,26 +156,16 @@ impl NucleotideTransformer {
         ckpt: &mut Checkpoint,
         device: &Device,
     ) -> Result<NucleotideTransformer> {
-        let unsupported = |what: String| {
-            Err(Error::in_file(
-                "config.json",
-                format!(
-                    "{what}: geneb runs Nucleotide Transformer v2 (rotary, SwiGLU, no token dropout)"
-                ),
-            ))
-        };
         let c: Config = parse_config(config)?;
         let position_type = c.position_embedding_type.as_deref().unwrap_or("absolute");
-        if position_type != "rotary" {
-            return unsupported(format!(
-                "position_embedding_type '{position_type}' (NT v1?)"
+        if !matches!(position_type, "rotary" | "absolute") {
+            return Err(Error::in_file(
+                "config.json",
+                format!(
+                    "position_embedding_type '{position_type}' is not supported (geneb runs ESM \
+                     with rotary or absolute positions)"
+                ),
             ));
-        }
-        if c.token_dropout == Some(true) {
-            return unsupported("token_dropout: true".into());
-        }
-        if c.emb_layer_norm_before == Some(true) {
-            return unsupported("emb_layer_norm_before: true".into());
         }
         let (hidden, heads, n_layers) = (c.hidden_size, c.num_attention_heads, c.num_hidden_layers);
         let (intermediate, vocab, max_tokens) =
@@ -152,6 +178,41 @@ impl NucleotideTransformer {
         let p = |name: &str| format!("{prefix}{name}");
         let word = ckpt.take(&p(probe), &[vocab, hidden])?;
         ckpt.skip(&p("embeddings.position_ids"));
+        let token_dropout = match (c.token_dropout == Some(true), c.mask_token_id) {
+            (false, _) => None,
+            (true, Some(id)) => Some(TokenDropout {
+                mask_token_id: id as i64,
+            }),
+            (true, None) => {
+                return Err(config_error("token_dropout is true without mask_token_id"));
+            }
+        };
+        let norm_before = match c.emb_layer_norm_before {
+            Some(true) => Some(p("embeddings.layer_norm")),
+            _ => None,
+        };
+        let norm_before = norm_before
+            .map(|name| LayerNorm::load(ckpt, &name, hidden, eps, device))
+            .transpose()?;
+        let absolute = if position_type == "absolute" {
+            let first_row = c.pad_token_id.unwrap_or(0) + 1;
+            if max_tokens <= first_row {
+                return Err(config_error(&format!(
+                    "max_position_embeddings {max_tokens} leaves no position after pad_token_id"
+                )));
+            }
+            let table = ckpt.take(
+                &p("embeddings.position_embeddings.weight"),
+                &[max_tokens, hidden],
+            )?;
+            Some((upload(table, [max_tokens, hidden], device), first_row))
+        } else {
+            None
+        };
+        // SwiGLU's projection has twice the rows of the feed-forward's width.
+        let swiglu = ckpt
+            .shape(&p("encoder.layer.0.intermediate.dense.weight"))
+            .is_some_and(|shape| shape.first() == Some(&(2 * intermediate)));
 
         let n_layers = check_layers("num_hidden_layers", n_layers, ckpt, |i| {
             p(&format!("encoder.layer.{i}.attention.output.dense.weight"))
@@ -161,12 +222,21 @@ impl NucleotideTransformer {
         for i in 0..n_layers {
             let l = |name: &str| p(&format!("encoder.layer.{i}.{name}"));
             let (query, key, value) = load_qkv(ckpt, &l("attention.self"), hidden, true, device)?;
-            // Every layer stores the same rotary frequencies (a buffer); the first copy is used.
-            let freq = ckpt.take_buffer(
-                &l("attention.self.rotary_embeddings.inv_freq"),
-                &[head_dim / 2],
-            )?;
-            inv_freq.get_or_insert(freq);
+            if absolute.is_none() {
+                // Every layer stores the same rotary frequencies (a buffer); the first copy is used.
+                let freq = ckpt.take_buffer(
+                    &l("attention.self.rotary_embeddings.inv_freq"),
+                    &[head_dim / 2],
+                )?;
+                inv_freq.get_or_insert(freq);
+            }
+            let (dense, width) = (l("intermediate.dense"), intermediate);
+            let feed_forward = if swiglu {
+                let gated = GluProjection::load(ckpt, &dense, hidden, width, ffn_bias, device)?;
+                FeedForward::SwiGlu(gated)
+            } else {
+                FeedForward::Gelu(Linear::load(ckpt, &dense, hidden, width, ffn_bias, device)?)
+            };
             layers.push(Layer {
                 attention_norm: LayerNorm::load(
                     ckpt,
@@ -187,14 +257,7 @@ impl NucleotideTransformer {
                     device,
                 )?,
                 ffn_norm: LayerNorm::load(ckpt, &l("LayerNorm"), hidden, eps, device)?,
-                gated: GluProjection::load(
-                    ckpt,
-                    &l("intermediate.dense"),
-                    hidden,
-                    intermediate,
-                    ffn_bias,
-                    device,
-                )?,
+                feed_forward,
                 output: Linear::load(
                     ckpt,
                     &l("output.dense"),
@@ -215,11 +278,23 @@ impl NucleotideTransformer {
         // The masked-LM and contact heads are not part of the encoder GENEB probes.
         ckpt.skip_prefix("lm_head.");
         ckpt.skip_prefix(&p("contact_head."));
+        let (positions, max_tokens) = match absolute {
+            Some((table, first_row)) => (
+                Positions::Absolute { table, first_row },
+                max_tokens - first_row,
+            ),
+            None => (
+                Positions::Rotary(Rotary::new(inv_freq.unwrap_or_default())),
+                max_tokens,
+            ),
+        };
         Ok(NucleotideTransformer {
             word_embeddings: upload(word, [vocab, hidden], device),
+            positions,
+            token_dropout,
+            norm_before,
             layers,
             final_norm,
-            rotary: Rotary::new(inv_freq.unwrap_or_default()),
             heads,
             hidden,
             intermediate,
@@ -230,7 +305,7 @@ impl NucleotideTransformer {
 }
 
 impl Arch for NucleotideTransformer {
-    /// Floats per token of the widest activation: the SwiGLU projection.
+    /// Floats per token of the widest activation: the feed-forward's (SwiGLU's two halves).
     fn widest_activation(&self) -> usize {
         2 * self.intermediate
     }
@@ -250,11 +325,24 @@ impl Arch for NucleotideTransformer {
     /// last_hidden_state [batch, tokens, hidden] (after the final LayerNorm).
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
         let [batch, tokens] = input_ids.dims();
+        let mut x = embedding(self.word_embeddings.clone(), input_ids.clone());
+        if let Some(dropout) = &self.token_dropout {
+            x = dropout.apply(x, input_ids, attention_mask.clone());
+        }
+        let rotary = match &self.positions {
+            Positions::Rotary(rotary) => Some(rotary.tables(tokens, &self.device)),
+            Positions::Absolute { table, first_row } => {
+                x = x + table.clone().narrow(0, *first_row, tokens).unsqueeze::<3>();
+                None
+            }
+        };
+        if let Some(norm) = &self.norm_before {
+            x = norm.forward(x);
+        }
         // ESM zeroes the embeddings of padding before the first block.
         let keep = attention_mask.clone().reshape([batch, tokens, 1]);
-        let mut x = embedding(self.word_embeddings.clone(), input_ids) * keep;
+        x = x * keep;
         let bias = padding_bias(attention_mask);
-        let rotary = self.rotary.tables(tokens, &self.device);
         let head_dim = self.hidden / self.heads;
         for layer in &self.layers {
             let h = layer.attention_norm.forward(x.clone());
@@ -263,19 +351,43 @@ impl Arch for NucleotideTransformer {
             let q = split_heads(layer.query.forward(h.clone()), self.heads);
             let k = split_heads(layer.key.forward(h.clone()), self.heads);
             let v = split_heads(layer.value.forward(h), self.heads);
-            let q = rotary.apply(q);
-            let k = rotary.apply(k);
+            let (q, k) = match &rotary {
+                Some(rotary) => (rotary.apply(q), rotary.apply(k)),
+                None => (q, k),
+            };
             let context = attention(q, k, v, (head_dim as f64).powf(-0.5), bias.clone());
             let attended = layer.attention_out.forward(context) + x;
-            let gated = layer
-                .gated
-                .forward(layer.ffn_norm.forward(attended.clone()), Activation::Silu);
-            x = layer.output.forward(gated) + attended;
+            let normed = layer.ffn_norm.forward(attended.clone());
+            let inner = match &layer.feed_forward {
+                FeedForward::SwiGlu(gated) => gated.forward(normed, Activation::Silu),
+                FeedForward::Gelu(dense) => Activation::Gelu.apply(dense.forward(normed)),
+            };
+            x = layer.output.forward(inner) + attended;
         }
         self.final_norm.forward(x)
     }
 
     fn family(&self) -> &'static str {
-        SPEC.family
+        match self.positions {
+            Positions::Rotary(_) => SPEC.family,
+            Positions::Absolute { .. } => family::NT_V1,
+        }
+    }
+}
+
+impl TokenDropout {
+    /// x [batch, tokens, hidden] for `input_ids` and the attention mask [batch, tokens].
+    fn apply(
+        &self,
+        x: Tensor<3>,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+    ) -> Tensor<3> {
+        let [batch, tokens] = attention_mask.dims();
+        let masked = input_ids.equal_elem(self.mask_token_id).float();
+        let observed = masked.clone().sum_dim(1) / attention_mask.sum_dim(1);
+        let scale = (observed.neg() + 1.0).recip() * (1.0 - 0.15 * 0.8);
+        let keep = masked.neg() + 1.0;
+        x * keep.reshape([batch, tokens, 1]) * scale.reshape([batch, 1, 1])
     }
 }

@@ -406,10 +406,38 @@ pub fn padding_bias(attention_mask: Tensor<2>) -> Tensor<4> {
 /// Additive bias that keeps each query from the keys after it (a causal decoder), with
 /// `padding_bias`'s value: [1, 1, tokens, tokens].
 pub fn causal_bias(tokens: usize, device: &Device) -> Tensor<4> {
+    sliding_causal_bias(tokens, None, device)
+}
+
+/// `causal_bias` that also keeps each query from the keys `window` or more positions before it
+/// (Mistral's sliding window: key j is seen by query i when i − window < j ≤ i).
+pub fn sliding_causal_bias(tokens: usize, window: Option<usize>, device: &Device) -> Tensor<4> {
+    let window = window.unwrap_or(usize::MAX);
     let bias = (0..tokens)
-        .flat_map(|i| (0..tokens).map(move |j| if j > i { -3.0e4 } else { 0.0 }))
+        .flat_map(|i| {
+            (0..tokens).map(move |j| {
+                if j > i || i - j >= window {
+                    -3.0e4
+                } else {
+                    0.0
+                }
+            })
+        })
         .collect();
     upload(bias, [1, 1, tokens, tokens], device)
+}
+
+/// Grouped-query attention's keys or values, [batch, kv_heads, tokens, head_dim], repeated to
+/// [batch, kv_heads · groups, tokens, head_dim]: query head h reads key head h / groups, as
+/// transformers' `repeat_kv` lays them out.
+pub fn repeat_kv(x: Tensor<4>, groups: usize) -> Tensor<4> {
+    if groups == 1 {
+        return x;
+    }
+    let [batch, kv_heads, tokens, head_dim] = x.dims();
+    x.unsqueeze_dim::<5>(2)
+        .expand([batch, kv_heads, groups, tokens, head_dim])
+        .reshape([batch, kv_heads * groups, tokens, head_dim])
 }
 
 /// [batch, tokens, heads·head_dim] → [batch, heads, tokens, head_dim]

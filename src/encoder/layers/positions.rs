@@ -47,8 +47,55 @@ pub struct Rotary {
     inv_freq: Vec<f32>,
 }
 
+/// How a config's `rope_scaling` changes the inverse frequencies (transformers'
+/// `ROPE_INIT_FUNCTIONS`); the kinds that change them with the input's length are refused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RopeScaling {
+    /// Every frequency divided by `factor` (positions stretched).
+    Linear { factor: f32 },
+    /// Llama 3's: long wavelengths divided by `factor`, short ones kept, those between
+    /// interpolated.
+    Llama3 {
+        factor: f32,
+        low_freq_factor: f32,
+        high_freq_factor: f32,
+        original_max_position_embeddings: f32,
+    },
+}
+
 impl Rotary {
     pub fn new(inv_freq: Vec<f32>) -> Rotary {
+        Rotary { inv_freq }
+    }
+
+    /// The frequencies transformers computes for a head of `head_dim` (even) at base `theta`,
+    /// in f32 as it does: 1 / θ^(2i / head_dim), then `scaling`.
+    pub fn from_theta(head_dim: usize, theta: f64, scaling: Option<RopeScaling>) -> Rotary {
+        let base = theta as f32;
+        let inv_freq = (0..head_dim / 2)
+            .map(|i| 1.0 / base.powf((2 * i) as f32 / head_dim as f32))
+            .map(|f| match scaling {
+                None => f,
+                Some(RopeScaling::Linear { factor }) => f / factor,
+                Some(RopeScaling::Llama3 {
+                    factor,
+                    low_freq_factor,
+                    high_freq_factor,
+                    original_max_position_embeddings: context,
+                }) => {
+                    let wavelength = 2.0 * std::f32::consts::PI / f;
+                    if wavelength < context / high_freq_factor {
+                        f
+                    } else if wavelength > context / low_freq_factor {
+                        f / factor
+                    } else {
+                        let smooth = (context / wavelength - low_freq_factor)
+                            / (high_freq_factor - low_freq_factor);
+                        (1.0 - smooth) * f / factor + smooth * f
+                    }
+                }
+            })
+            .collect();
         Rotary { inv_freq }
     }
 
