@@ -19,7 +19,8 @@ export function initAudit(root) {
   ui.panel = h('div', { class: 'audit-panel', 'data-testid': 'audit-panel', hidden: true },
     h('h3', {}, 'Leak audit'),
     ui.summary,
-    ui.table,
+    // Nine columns: scrolled within, as the profile's tables are, so a phone's page stays its width.
+    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Leak audit' }, ui.table),
     h('p', { class: 'hint' }, 'A test row leaks when it equals a training row, its reverse complement, or '
       + 'shares at least half of its informative canonical 21-mers (held by at most 64 training rows) with '
       + 'one training row. Runs score every task on all test rows and on the rows that did not leak. '
