@@ -151,7 +151,7 @@ const JANUS_WEIGHTS: &str = "https://github.com/Qihao-Duan/JanusDNA (Harvard Dat
 const JANUS_TOKENIZER: &str =
     "characters (CaduceusTokenizer), no special tokens, padded on the right to 1,024";
 
-static KNOWN: [KnownModel; 24] = [
+static KNOWN: [KnownModel; 25] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -484,6 +484,20 @@ static KNOWN: [KnownModel; 24] = [
         runs_on: RunsOn::NotYet("Nucleotide Transformer v1 (ESM, learned positions)"),
         checked: Check::NotChecked,
         recipe: &recipe::NT,
+    },
+    KnownModel {
+        hub_id: Some("EleutherAI/enformer-official-rough"),
+        weights: None,
+        display: "Enformer (official, rough)",
+        leaderboard: Some("enformer-official-rough"),
+        parameters: Some(252_000_000),
+        // Every sequence is centred to this length, cropped or padded with N (recipe.rs).
+        context: recipe::ENFORMER_SEQUENCE_LENGTH as u64,
+        context_unit: ContextUnit::Nucleotides,
+        tokenizer: "one-hot A C G T (N and other characters as zeros), centred to 196,608 bp",
+        runs_on: RunsOn::Family(&family::ENFORMER),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::ENFORMER,
     },
 ];
 

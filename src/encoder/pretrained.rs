@@ -237,6 +237,10 @@ impl HfModel {
                     .collect::<Result<Vec<String>>>()?;
                 &normalized
             }
+            Input::Centred { length } => {
+                normalized = sequences.iter().map(|s| centred(s, length)).collect();
+                &normalized
+            }
         };
         if self.window.is_none() && self.recipe.windows().is_none() {
             return self.embed_truncated(sequences).await;
@@ -452,7 +456,7 @@ impl HfModel {
         let width = self.architecture.hidden_size();
         let pooled = match self.pooling() {
             Pooling::ClsToken => hidden.narrow(1, 0, 1).reshape([rows, width]),
-            Pooling::UnmaskedMean => hidden.mean_dim(1).reshape([rows, width]),
+            Pooling::UnmaskedMean | Pooling::BinMean => hidden.mean_dim(1).reshape([rows, width]),
             Pooling::MaskedMean | Pooling::HeadLogitsMean => {
                 let mask = mask.cast(FloatDType::F32);
                 let inverse_count = batch
@@ -491,6 +495,24 @@ impl HfModel {
         let hidden = self.architecture.forward(ids, mask.clone());
         self.pool(hidden, mask, batch)
     }
+}
+
+/// Enformer's extractor's `one_hot_seq` text: upper-cased, U → T, the middle `length`
+/// characters of a longer sequence (`start = (L − length) // 2`), else the sequence between
+/// `pad // 2` N on the left and the rest on the right.
+pub fn centred(sequence: &str, length: usize) -> String {
+    let upper = sequence.to_ascii_uppercase().replace('U', "T");
+    let len = upper.len();
+    if len >= length {
+        let start = (len - length) / 2;
+        return upper[start..start + length].to_string();
+    }
+    let left = (length - len) / 2;
+    format!(
+        "{}{upper}{}",
+        "N".repeat(left),
+        "N".repeat(length - len - left)
+    )
 }
 
 /// The windows of GENEB's SpliceBERT extractor (`_window_starts`): every `stride` from 0 while a

@@ -12,6 +12,7 @@
 pub mod bert;
 pub mod caduceus;
 pub mod dnagpt;
+pub mod enformer;
 pub mod hyena;
 pub mod janus;
 pub mod nt;
@@ -104,6 +105,7 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &roformer::SPEC,
     &dnagpt::SPEC,
     &janus::SPEC,
+    &enformer::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.
