@@ -65,6 +65,14 @@ fn embeds_as_the_extractor(kind: BackendKind) {
     // One sequence is longer than 196,608 bp: cropped, and counted as truncated.
     assert_eq!(encoder.truncated(&expected.sequences), 1);
     let described = encoder.describe();
+    assert!(
+        described
+            .notes
+            .iter()
+            .any(|n| n.contains("centre-cropped or N-padded to 196608 bp")),
+        "{:?}",
+        described.notes
+    );
     assert_eq!(described.recipe.expect("a recipe").name, "enformer");
     assert_eq!(got.ncols(), 10, "the human head's tracks");
 }

@@ -237,10 +237,8 @@ impl HfModel {
                     .collect::<Result<Vec<String>>>()?;
                 &normalized
             }
-            Input::Centred { length } => {
-                normalized = sequences.iter().map(|s| centred(s, length)).collect();
-                &normalized
-            }
+            // Each piece the model sees is centred (`embed_truncated`), windows included.
+            Input::Centred { .. } => sequences,
         };
         if self.window.is_none() && self.recipe.windows().is_none() {
             return self.embed_truncated(sequences).await;
@@ -293,7 +291,12 @@ impl HfModel {
     async fn embed_truncated(&self, sequences: &[String]) -> Result<Array2<f32>> {
         let tokens: Vec<Vec<u32>> = sequences
             .iter()
-            .map(|s| self.tokenizer.encode(s, Some(self.max_length)))
+            .map(|s| match self.recipe.input {
+                Input::Centred { length } => self
+                    .tokenizer
+                    .encode(&centred(s, length), Some(self.max_length)),
+                _ => self.tokenizer.encode(s, Some(self.max_length)),
+            })
             .collect();
         // Tokenizer files from another model (or a damaged one) can give ids past the
         // embedding table, which the forward pass would index out of bounds.

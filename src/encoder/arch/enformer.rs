@@ -41,6 +41,8 @@ use std::collections::BTreeMap;
 pub const SEQUENCE_LENGTH: usize = crate::encoder::recipe::ENFORMER_SEQUENCE_LENGTH;
 /// The output head the extractor pools (`self.model(tensor)['human']`).
 const HEAD: &str = "human";
+/// The character tokenizer's id of N (after A C G T), a row of zeros in the one-hot table.
+const N_ID: i64 = CHARACTER_IDS_FROM as i64 + 4;
 /// PyTorch's default epsilons: `nn.BatchNorm1d` and `nn.LayerNorm` are built without one.
 const BATCH_NORM_EPS: f32 = 1e-5;
 const LAYER_NORM_EPS: f64 = 1e-5;
@@ -59,7 +61,21 @@ pub const SPEC: ArchSpec = ArchSpec {
     matches,
     tokenizer: TokenizerChoice::Characters { upper_case: true },
     poolings: &[Pooling::BinMean],
-    load: |config, ckpt, compute| Ok(Box::new(Enformer::load(config, ckpt, &compute.device)?)),
+    load: |config, ckpt, compute| {
+        let model = Enformer::load(config, ckpt, &compute.device)?;
+        // One pass is one sequence, so no batch split makes its tensors smaller: a GPU that
+        // cannot bind the largest in one buffer is refused here, not failed in the pass.
+        let limit = crate::encoder::backend::max_buffer_floats(&compute.device);
+        if compute.kind == crate::encoder::BackendKind::Wgpu && model.largest_tensor > limit {
+            return Err(crate::Error::new(format!(
+                "Enformer's largest tensor holds {} MiB, more than this GPU binds in one buffer \
+                 ({} MiB): run it with --backend cpu",
+                model.largest_tensor * 4 >> 20,
+                limit * 4 >> 20
+            )));
+        }
+        Ok(Box::new(model))
+    },
     recipe: &crate::encoder::recipe::ENFORMER,
     published_config: None,
 };
@@ -183,6 +199,9 @@ pub struct Enformer {
     head: Linear,
     head_features: usize,
     half_dim: usize,
+    /// Floats of the pass's largest tensor: the stem's [196,608, dim/2] or the position
+    /// logits [heads, n, 2n].
+    largest_tensor: usize,
     notes: Vec<String>,
 }
 
@@ -398,6 +417,7 @@ impl Enformer {
             head,
             head_features,
             half_dim,
+            largest_tensor: (SEQUENCE_LENGTH * half_dim).max(heads * bins * 2 * bins),
             notes,
         })
     }
@@ -430,15 +450,11 @@ impl Enformer {
 }
 
 impl Arch for Enformer {
-    /// The human head's output per bin for one-hot inputs of exactly 196,608 positions (the
-    /// recipe centres every sequence to that length); the mask is not read: there is no padding.
+    /// The human head's output per bin. The recipe centres every sequence's text to 196,608
+    /// positions; ids of another length (another recipe asked for by name) are centred here the
+    /// same way, with N. The mask is not read: the extractor passes none.
     fn forward(&self, input_ids: Tensor<2, Int>, _attention_mask: Tensor<2>) -> Tensor<3> {
-        let positions = input_ids.dims()[1];
-        assert_eq!(
-            positions, SEQUENCE_LENGTH,
-            "Enformer takes {SEQUENCE_LENGTH} positions; the recipe centres every sequence"
-        );
-        self.run(input_ids)
+        self.run(centre_ids(input_ids))
     }
 
     fn hidden_size(&self) -> usize {
@@ -572,6 +588,19 @@ fn attention_pool(x: Tensor<3>, logits: &Linear) -> Tensor<3> {
         .reshape([batch, positions / 2, channels])
 }
 
+/// `one_hot_seq`'s centring on ids: the middle 196,608 of longer rows, shorter rows between
+/// (196,608 − L) // 2 N on the left and the rest on the right.
+fn centre_ids(ids: Tensor<2, Int>) -> Tensor<2, Int> {
+    let [batch, len] = ids.dims();
+    if len >= SEQUENCE_LENGTH {
+        return ids.narrow(1, (len - SEQUENCE_LENGTH) / 2, SEQUENCE_LENGTH);
+    }
+    let left = (SEQUENCE_LENGTH - len) / 2;
+    let device = ids.device();
+    let n = |width: usize| Tensor::<2, Int>::full([batch, width], N_ID, &device);
+    Tensor::cat(vec![n(left), ids, n(SEQUENCE_LENGTH - len - left)], 1)
+}
+
 /// `to_attn_logits`, a bias-free 1×1 `nn.Conv2d` [channels, channels, 1, 1], as a linear layer.
 fn pool_logits(
     ckpt: &mut Checkpoint,
@@ -688,6 +717,7 @@ fn positional_features(n: usize, features: usize) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use burn::tensor::TensorData;
 
     #[test]
     fn the_crop_follows_pythons_floor_division() {
@@ -696,6 +726,34 @@ mod tests {
         assert_eq!(centre_crop(1536, 895), Some((321, 894)));
         assert_eq!(centre_crop(1536, -1), Some((0, 1536)));
         assert_eq!(centre_crop(1536, 1537), None);
+    }
+
+    #[test]
+    fn ids_of_another_length_are_centred_as_the_extractor_centres_text() {
+        let ids = |values: Vec<i64>| {
+            let len = values.len();
+            Tensor::<2, Int>::from_data(TensorData::new(values, [1, len]), &Device::flex())
+        };
+        let read = |t: Tensor<2, Int>| {
+            t.into_data()
+                .convert::<i64>()
+                .try_into_vec::<i64>()
+                .unwrap()
+        };
+        let short = read(centre_ids(ids(vec![7, 8, 9])));
+        let left = (SEQUENCE_LENGTH - 3) / 2;
+        assert_eq!(short.len(), SEQUENCE_LENGTH);
+        assert_eq!(&short[left - 1..left + 4], &[N_ID, 7, 8, 9, N_ID]);
+        assert!(
+            short[..left]
+                .iter()
+                .chain(&short[left + 3..])
+                .all(|&id| id == N_ID)
+        );
+        // Three too many: one off the left, two off the right (`start = (L − 196,608) // 2`).
+        let long: Vec<i64> = (0..SEQUENCE_LENGTH as i64 + 3).collect();
+        let cropped = read(centre_ids(ids(long)));
+        assert_eq!((cropped[0], cropped.len()), (1, SEQUENCE_LENGTH));
     }
 
     #[test]
