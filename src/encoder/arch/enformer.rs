@@ -70,8 +70,8 @@ pub const SPEC: ArchSpec = ArchSpec {
             return Err(crate::Error::new(format!(
                 "Enformer's largest tensor holds {} MiB, more than this GPU binds in one buffer \
                  ({} MiB): run it with --backend cpu",
-                model.largest_tensor * 4 >> 20,
-                limit * 4 >> 20
+                (model.largest_tensor * 4) >> 20,
+                (limit * 4) >> 20
             )));
         }
         Ok(Box::new(model))
