@@ -30,6 +30,10 @@ pub const DNAGPT: Family = Family::new(
     "dnagpt",
     "DNAGPT (GPT-2 decoder, pooled over its masked-LM head's logits)",
 );
+pub const ENFORMER: Family = Family::new(
+    "enformer",
+    "Enformer (convolutions, attention pooling, relative-position transformer)",
+);
 pub const JANUSDNA: Family = Family::new(
     "janusdna",
     "JanusDNA (bidirectional Mamba, attention, mixture of experts)",

@@ -175,7 +175,7 @@ const fn generator(
     }
 }
 
-static KNOWN: [KnownModel; 31] = [
+static KNOWN: [KnownModel; 32] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -588,6 +588,19 @@ static KNOWN: [KnownModel; 31] = [
         runs_on: RunsOn::Family(&family::MISTRAL),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::GENOMEOCEAN_4B,
+        hub_id: Some("EleutherAI/enformer-official-rough"),
+        weights: None,
+        display: "Enformer (official, rough)",
+        leaderboard: Some("enformer-official-rough"),
+        parameters: Some(252_000_000),
+        // Every sequence is centred to this length, cropped or padded with N (recipe.rs).
+        context: recipe::ENFORMER_SEQUENCE_LENGTH as u64,
+        context_unit: ContextUnit::Nucleotides,
+        tokenizer: "one-hot A C G T (N and other characters as zeros), centred to 196,608 bp",
+        runs_on: RunsOn::Family(&family::ENFORMER),
+        // tests/enformer.rs's ignored real-shape test (bench/README.md).
+        checked: Check::RandomWeightsSameShape,
+        recipe: &recipe::ENFORMER,
     },
 ];
 

@@ -253,6 +253,8 @@ impl HfModel {
                     .collect::<Result<Vec<String>>>()?;
                 &normalized
             }
+            // Each piece the model sees is centred (`embed_truncated`), windows included.
+            Input::Centred { .. } => sequences,
         };
         if self.window.is_none() && self.recipe.windows().is_none() {
             return self.embed_truncated(sequences).await;
@@ -305,7 +307,12 @@ impl HfModel {
     async fn embed_truncated(&self, sequences: &[String]) -> Result<Array2<f32>> {
         let tokens: Vec<Vec<u32>> = sequences
             .iter()
-            .map(|s| self.tokenizer.encode(s, Some(self.max_length)))
+            .map(|s| match self.recipe.input {
+                Input::Centred { length } => self
+                    .tokenizer
+                    .encode(&centred(s, length), Some(self.max_length)),
+                _ => self.tokenizer.encode(s, Some(self.max_length)),
+            })
             .collect();
         // Tokenizer files from another model (or a damaged one) can give ids past the
         // embedding table, which the forward pass would index out of bounds.
@@ -470,7 +477,7 @@ impl HfModel {
         let width = self.architecture.hidden_size();
         let pooled = match self.pooling() {
             Pooling::ClsToken => hidden.narrow(1, 0, 1).reshape([rows, width]),
-            Pooling::UnmaskedMean => hidden.mean_dim(1).reshape([rows, width]),
+            Pooling::UnmaskedMean | Pooling::BinMean => hidden.mean_dim(1).reshape([rows, width]),
             Pooling::MaskedMean | Pooling::HeadLogitsMean => {
                 let mask = mask.cast(FloatDType::F32);
                 let inverse_count = batch
@@ -551,6 +558,24 @@ fn repeating_width(width: usize) -> usize {
         .map(|base| base * width.div_ceil(base).next_power_of_two())
         .min()
         .unwrap_or(width)
+}
+
+/// Enformer's extractor's `one_hot_seq` text: upper-cased, U → T, the middle `length`
+/// characters of a longer sequence (`start = (L − length) // 2`), else the sequence between
+/// `pad // 2` N on the left and the rest on the right.
+pub fn centred(sequence: &str, length: usize) -> String {
+    let upper = sequence.to_ascii_uppercase().replace('U', "T");
+    let len = upper.len();
+    if len >= length {
+        let start = (len - length) / 2;
+        return upper[start..start + length].to_string();
+    }
+    let left = (length - len) / 2;
+    format!(
+        "{}{upper}{}",
+        "N".repeat(left),
+        "N".repeat(length - len - left)
+    )
 }
 
 /// The windows of GENEB's SpliceBERT extractor (`_window_starts`): every `stride` from 0 while a

@@ -24,6 +24,9 @@ pub enum Pooling {
     /// The plain mean over every position of the padded batch, padding included (HyenaDNA's
     /// `hidden_states[-1].mean(dim=1)`).
     UnmaskedMean,
+    /// The plain mean over the output bins of the model's `human` head (Enformer's
+    /// `out['human'].mean(dim=1)`): every input is one fixed length, so nothing is padding.
+    BinMean,
 }
 
 impl Pooling {
@@ -35,6 +38,7 @@ impl Pooling {
             Pooling::UnmaskedMean => {
                 "mean over every position of the padded batch, padding included"
             }
+            Pooling::BinMean => "mean over the output bins of the human head's tracks",
         }
     }
 }
@@ -73,6 +77,9 @@ pub enum Input {
     /// Upper-cased, U → T, the IUPAC ambiguity codes → N; any other character is an error
     /// naming the sequence (SpliceBERT's `_normalize_sequence`).
     IupacToN,
+    /// Upper-cased, U → T, then centre-cropped to `length` or padded with N on both sides to it
+    /// (the extra N on the right), as Enformer's extractor's `one_hot_seq` does.
+    Centred { length: usize },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -312,6 +319,25 @@ const fn genomeocean(name: &'static str, length: usize) -> Recipe {
 pub const GENOMEOCEAN_500M: Recipe = genomeocean("genomeocean-500m", 1024);
 pub const GENOMEOCEAN_4B: Recipe = genomeocean("genomeocean-4b", 10240);
 
+/// The length Enformer's extractor centres every sequence to (`self.seq_length = 196_608`).
+pub const ENFORMER_SEQUENCE_LENGTH: usize = 196_608;
+
+/// Enformer's extractor: `embedding_pipeline/extractors/enformer.py` as of commit 9fcbcbd
+/// (`from_pretrained(name_model, use_tf_gamma=False)`, 196,608 bp, the `human` head's mean over
+/// its 896 bins: 5,313 values). Its other versions cannot have produced the published row: the
+/// first builds a randomly initialised `Enformer.from_hparams(...)` on 393,216 bp and embeds only
+/// the first three sequences; the latest reads an undefined `seq_length` in `__init__` (a
+/// NameError before any model is loaded).
+pub const ENFORMER: Recipe = Recipe {
+    input: Input::Centred {
+        length: ENFORMER_SEQUENCE_LENGTH,
+    },
+    special_tokens: SpecialTokens::None,
+    mask_to_model: false,
+    pooling: Pooling::BinMean,
+    ..masked_mean("enformer", "embedding_pipeline/extractors/enformer.py")
+};
+
 /// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
 pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
 
@@ -335,6 +361,7 @@ pub const RECIPES: &[&Recipe] = &[
     &METAGENE,
     &GENOMEOCEAN_500M,
     &GENOMEOCEAN_4B,
+    &ENFORMER,
     &GENERIC,
 ];
 
@@ -382,8 +409,12 @@ impl Recipe {
             SpecialTokens::None => "none",
         };
         let input = match self.input {
-            Input::AsGiven => "",
-            Input::IupacToN => "; upper-cased, U→T, IUPAC codes → N, others refused",
+            Input::AsGiven => String::new(),
+            Input::IupacToN => "; upper-cased, U→T, IUPAC codes → N, others refused".to_string(),
+            Input::Centred { length } => format!(
+                "; upper-cased, U→T, centre-cropped or N-padded to {length} nt, one-hot \
+                 (N and any other character as zeros)"
+            ),
         };
         let truncation = match self.truncation {
             Truncation::ModelMaximum => "model maximum".to_string(),

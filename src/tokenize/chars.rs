@@ -15,6 +15,8 @@ const SPECIALS: [&str; 7] = [
     "[RESERVED]",
     "[UNK]",
 ];
+/// The id of the first configured character (A with the default A C G T N).
+pub const FIRST_CHARACTER_ID: u32 = SPECIALS.len() as u32;
 const SEP: u32 = 1;
 const PAD: u32 = 4;
 const UNK: u32 = 6;

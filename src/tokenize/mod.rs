@@ -27,6 +27,7 @@ mod kmer;
 mod pipeline;
 mod trie;
 
+pub use chars::FIRST_CHARACTER_ID as CHARACTER_IDS_FROM;
 pub use dnagpt::vocab_size as dnagpt_vocab_size;
 
 use crate::checkpoint::ModelFiles;

@@ -12,6 +12,7 @@
 pub mod bert;
 pub mod caduceus;
 pub mod dnagpt;
+pub mod enformer;
 pub mod hyena;
 pub mod janus;
 pub mod llama;
@@ -108,6 +109,7 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &janus::SPEC,
     &llama::SPEC,
     &mistral::SPEC,
+    &enformer::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.

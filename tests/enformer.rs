@@ -1,0 +1,182 @@
+//! Enformer against GENEB's extractor over PyPI `enformer-pytorch` (tests/oracle/
+//! make_enformer_fixtures.py): the committed tiny random checkpoint, laid out as the hub's
+//! `EleutherAI/enformer-official-rough` (config.json and a `torch.save`d pytorch_model.bin with
+//! every trunk tensor under two names), embedded from its folder on the CPU and on wgpu (Mesa
+//! lavapipe in CI) within 1e-4 of the reference, sequences shorter than 196,608 bp padded with N
+//! and a longer one centre-cropped and counted; a checkpoint missing a tensor refused in one
+//! line, exit 2; and, when `GENEB_ENFORMER_REAL_SHAPE` names the folder the oracle's
+//! `--real-shape` wrote, the published shape on two sequences (ignored by default: minutes).
+#![cfg(feature = "burn")]
+
+use geneb::checkpoint::pytorch;
+use geneb::encoder::BackendKind;
+use geneb::encoder::Encoder;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+const TOLERANCE: f32 = 1e-4;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/enformer")
+}
+
+#[derive(Deserialize)]
+struct Pipeline {
+    sequences: Vec<String>,
+    pooled: Vec<Vec<f32>>,
+    #[serde(default)]
+    pooled_f32: Vec<Vec<f32>>,
+}
+
+fn read_pipeline(dir: &Path) -> Pipeline {
+    serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap()
+}
+
+fn worst(got: &ndarray::Array2<f32>, want: &[Vec<f32>]) -> f32 {
+    assert_eq!(got.nrows(), want.len());
+    got.rows()
+        .into_iter()
+        .zip(want)
+        .flat_map(|(row, want)| {
+            assert_eq!(row.len(), want.len());
+            row.iter()
+                .zip(want)
+                .map(|(a, b)| (a - b).abs())
+                .collect::<Vec<_>>()
+        })
+        .fold(0f32, f32::max)
+}
+
+fn load(dir: &Path, kind: BackendKind) -> Encoder {
+    let spec = format!("hf:{}", dir.display());
+    pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind)).unwrap()
+}
+
+fn embeds_as_the_extractor(kind: BackendKind) {
+    let expected = read_pipeline(&fixture());
+    let encoder = load(&fixture(), kind);
+    // The raw text: the recipe upper-cases, turns U into T and centres, as the extractor.
+    let got = pollster::block_on(encoder.embed(&expected.sequences)).unwrap();
+    let worst = worst(&got, &expected.pooled);
+    eprintln!("enformer tiny on {kind:?}: max |geneb − PyTorch| = {worst:.2e}");
+    assert!(worst <= TOLERANCE, "{kind:?}: max |Δ| = {worst}");
+    // One sequence is longer than 196,608 bp: cropped, and counted as truncated.
+    assert_eq!(encoder.truncated(&expected.sequences), 1);
+    let described = encoder.describe();
+    assert!(
+        described
+            .notes
+            .iter()
+            .any(|n| n.contains("centre-cropped or N-padded to 196608 bp")),
+        "{:?}",
+        described.notes
+    );
+    assert_eq!(described.recipe.expect("a recipe").name, "enformer");
+    assert_eq!(got.ncols(), 10, "the human head's tracks");
+}
+
+#[test]
+fn enformer_embeds_as_its_extractor_on_cpu() {
+    embeds_as_the_extractor(BackendKind::Cpu);
+}
+
+#[test]
+fn enformer_embeds_as_its_extractor_on_wgpu() {
+    embeds_as_the_extractor(BackendKind::Wgpu);
+}
+
+/// The fixture's float tensors without those whose name ends in `drop` (under both of its
+/// names), as a safetensors file.
+fn safetensors_without(drop: &str) -> Vec<u8> {
+    let bin = fixture().join("pytorch_model.bin");
+    let mut ckpt =
+        pytorch::read("pytorch_model.bin", Box::new(std::fs::read(bin).unwrap())).unwrap();
+    let names: Vec<String> = ckpt.names().map(str::to_string).collect();
+    let mut header = serde_json::Map::new();
+    let mut data = Vec::new();
+    for name in names {
+        if name.ends_with(drop) || name.ends_with("num_batches_tracked") {
+            continue;
+        }
+        let (shape, values) = ckpt.take_any(&name).unwrap();
+        let start = data.len();
+        data.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+        header.insert(
+            name,
+            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}),
+        );
+    }
+    let mut json = serde_json::Value::Object(header).to_string();
+    json.push_str(&" ".repeat((8 - json.len() % 8) % 8));
+    let mut out = (json.len() as u64).to_le_bytes().to_vec();
+    out.extend(json.into_bytes());
+    out.extend(data);
+    out
+}
+
+#[test]
+fn enformer_refuses_a_checkpoint_missing_a_tensor_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("geneb-enformer-missing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixture().join("config.json"), dir.join("config.json")).unwrap();
+    std::fs::write(
+        dir.join("model.safetensors"),
+        safetensors_without("final_pointwise.1.2.bias"),
+    )
+    .unwrap();
+    let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/fixtures/e2e_gc_vs_at.csv");
+    let out = Command::new(env!("CARGO_BIN_EXE_geneb"))
+        .args(["eval", "--model", &format!("hf:{}", dir.display())])
+        .args([
+            "--task",
+            task.to_str().unwrap(),
+            "--regimes",
+            "full",
+            "--quiet",
+        ])
+        .env("GENEB_CACHE", dir.join("cache"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("final_pointwise.1.2.bias") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}
+
+/// The published shape (dim 1536, depth 11, 8 heads, 896 bins, 5,313 human tracks) with random
+/// weights at the real input length, two sequences (one centre-cropped), against PyTorch in
+/// float64; PyTorch's own float32 run is printed beside it for scale.
+/// Run: python3 tests/oracle/make_enformer_fixtures.py --real-shape DIR, then
+/// GENEB_ENFORMER_REAL_SHAPE=DIR cargo test --release --test enformer -- --ignored
+#[test]
+#[ignore = "minutes on a CPU; needs the oracle's --real-shape folder"]
+fn enformer_real_shape_matches_the_reference() {
+    let dir = PathBuf::from(
+        std::env::var("GENEB_ENFORMER_REAL_SHAPE").expect("GENEB_ENFORMER_REAL_SHAPE=DIR"),
+    );
+    let expected = read_pipeline(&dir);
+    let encoder = load(&dir, BackendKind::Cpu);
+    let started = Instant::now();
+    let got = pollster::block_on(encoder.embed(&expected.sequences)).unwrap();
+    let seconds = started.elapsed().as_secs_f64() / expected.sequences.len() as f64;
+    let worst_geneb = worst(&got, &expected.pooled);
+    let reference_f32 = ndarray::Array2::from_shape_vec(
+        (expected.pooled_f32.len(), got.ncols()),
+        expected.pooled_f32.concat(),
+    )
+    .unwrap();
+    let worst_torch = worst(&reference_f32, &expected.pooled);
+    eprintln!(
+        "enformer real shape on the CPU: {seconds:.1} s per sequence; max |geneb − PyTorch f64| \
+         = {worst_geneb:.2e}, max |PyTorch f32 − PyTorch f64| = {worst_torch:.2e}"
+    );
+    assert_eq!(got.ncols(), 5313);
+    assert_eq!(encoder.truncated(&expected.sequences), 1);
+    assert!(worst_geneb <= TOLERANCE, "max |Δ| = {worst_geneb}");
+}
