@@ -588,6 +588,8 @@ static KNOWN: [KnownModel; 32] = [
         runs_on: RunsOn::Family(&family::MISTRAL),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::GENOMEOCEAN_4B,
+    },
+    KnownModel {
         hub_id: Some("EleutherAI/enformer-official-rough"),
         weights: None,
         display: "Enformer (official, rough)",
