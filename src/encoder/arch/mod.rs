@@ -17,6 +17,7 @@ pub mod janus;
 pub mod llama;
 pub mod mistral;
 pub mod nt;
+pub mod olmo;
 pub mod roformer;
 
 use super::backend::Compute;
@@ -108,6 +109,7 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &janus::SPEC,
     &llama::SPEC,
     &mistral::SPEC,
+    &olmo::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.
