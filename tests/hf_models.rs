@@ -127,6 +127,20 @@ fn llama_and_mistral_match_transformers_on_cpu_and_wgpu() {
     }
 }
 
+/// OLMo's own code (`ai2-olmo`) as Omni-DNA configures it: fused `att_proj` and `ff_proj`
+/// (SwiGLU's gate the second half), non-affine LayerNorms, rotary; here with grouped-query
+/// attention and `clip_qkv` too.
+#[test]
+fn olmo_matches_olmo_code_on_cpu_and_wgpu() {
+    for kind in [BackendKind::Cpu, BackendKind::Wgpu] {
+        check("olmo", kind, |config, ckpt, device, ids, mask| {
+            arch::olmo::Olmo::load(config, ckpt, device)
+                .unwrap()
+                .forward(ids, mask)
+        });
+    }
+}
+
 /// transformers' own ESM as Nucleotide Transformer v1 configures it: learned absolute
 /// positions, token dropout's rescaling, a GELU feed-forward with biases.
 #[test]
@@ -253,6 +267,8 @@ fn model_folders_embed_like_the_reference_extractors() {
         // genomeocean.py: left padding, its own max_length.
         "mistral",
         "nt_v1",
+        // omnidna.py: cut at 250 tokens.
+        "olmo",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -262,6 +278,7 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("llama_sharded_bf16", BackendKind::Wgpu);
     pipeline("mistral", BackendKind::Wgpu);
     pipeline("nt_v1", BackendKind::Wgpu);
+    pipeline("olmo", BackendKind::Wgpu);
     pipeline("nt_v2", BackendKind::Wgpu);
     pipeline("plantcaduceus", BackendKind::Wgpu);
     pipeline("gena/lastln", BackendKind::Wgpu);

@@ -45,6 +45,10 @@ pub const LLAMA: Family = Family::new(
 );
 pub const MISTRAL: Family =
     Family::new("mistral", "Mistral (Llama with a sliding attention window)");
+pub const OLMO: Family = Family::new(
+    "olmo",
+    "OLMo (LayerNorm, rotary, fused projections, SwiGLU; causal)",
+);
 
 /// The BERT stack (`arch/bert.rs`) and its variants, and RoFormer, which builds the same stack
 /// (`arch/roformer.rs`): each file reads its names here, neither from the other.

@@ -175,7 +175,25 @@ const fn generator(
     }
 }
 
-static KNOWN: [KnownModel; 32] = [
+/// Omni-DNA on OLMo's decoder (`arch/olmo.rs`), trained on and cut at 250 tokens (its
+/// `max_sequence_length`; omnidna.py's `max_length`).
+const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u64) -> KnownModel {
+    KnownModel {
+        hub_id: Some(hub_id),
+        weights: None,
+        display: leaderboard,
+        leaderboard: Some(leaderboard),
+        parameters: Some(parameters),
+        context: 250,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json)",
+        runs_on: RunsOn::Family(&family::OLMO),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::OMNIDNA,
+    }
+}
+
+static KNOWN: [KnownModel; 34] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -604,6 +622,8 @@ static KNOWN: [KnownModel; 32] = [
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::ENFORMER,
     },
+    omni_dna("zehui127/Omni-DNA-300M", "Omni-DNA-300M", 300_000_000),
+    omni_dna("zehui127/Omni-DNA-1B", "Omni-DNA-1B", 1_000_000_000),
 ];
 
 /// A model's published GENEB scores (full-data regime, MCC), as the leaderboard gives them.

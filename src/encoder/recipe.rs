@@ -338,6 +338,15 @@ pub const ENFORMER: Recipe = Recipe {
     ..masked_mean("enformer", "embedding_pipeline/extractors/enformer.py")
 };
 
+/// `omnidna.py` (Omni-DNA): the common recipe cut at `max_length=250` tokens, Omni-DNA's
+/// `max_sequence_length`, in its newest version (e3d5f45); its first (9fcbcbd) cut at 512,
+/// past the positions the models were trained on. The model loads in f32 (no torch_dtype).
+pub const OMNIDNA: Recipe = Recipe {
+    padding: Padding::TokenizerSide,
+    truncation: Truncation::Tokens { length: 250 },
+    ..masked_mean("omnidna", "embedding_pipeline/extractors/omnidna.py")
+};
+
 /// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
 pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
 
@@ -362,6 +371,7 @@ pub const RECIPES: &[&Recipe] = &[
     &GENOMEOCEAN_500M,
     &GENOMEOCEAN_4B,
     &ENFORMER,
+    &OMNIDNA,
     &GENERIC,
 ];
 

@@ -110,6 +110,12 @@ def write(folder, model, config_extra, tokenizer, texts, max_length=None, over_p
     config.update(config_extra)
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     pooled, (enc, hidden) = embed(folder, tokenizer, texts, max_length, over_padding)
+    write_outputs(folder, texts, pooled, enc, hidden)
+
+
+def write_outputs(folder, texts, pooled, enc, hidden):
+    """pipeline.json (every sequence's embedding) and expected.json (the first batch's ids, mask
+    and embeddings, and its first sequence's final states)."""
     (folder / "pipeline.json").write_text(json.dumps({"sequences": texts, "pooled": pooled}))
     expected = {
         "input_ids": enc["input_ids"].tolist(),

@@ -18,6 +18,7 @@ pub mod janus;
 pub mod llama;
 pub mod mistral;
 pub mod nt;
+pub mod olmo;
 pub mod roformer;
 
 use super::backend::Compute;
@@ -110,6 +111,7 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &llama::SPEC,
     &mistral::SPEC,
     &enformer::SPEC,
+    &olmo::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.

@@ -221,6 +221,16 @@ impl LayerNorm {
         })
     }
 
+    /// A LayerNorm with no weight or bias in the checkpoint (OLMo's `layer_norm_with_affine`
+    /// false): the normalisation alone.
+    pub fn without_affine(features: usize, eps: f64, device: &Device) -> LayerNorm {
+        LayerNorm {
+            gamma: upload(vec![1.0; features], [features], device),
+            beta: None,
+            eps,
+        }
+    }
+
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
         layer_norm(x, self.gamma.clone(), self.beta.clone(), self.eps)
     }
