@@ -535,10 +535,11 @@ fn options_that_do_not_apply_to_own_embeddings_are_refused_by_name() {
     ] {
         let mut args = vec!["eval", "--embeddings", &path];
         args.extend(extra);
-        // The argument parser's own error: its first line names both options, usage follows.
+        // The argument parser's own error, on one line naming both options.
         let out = limited(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
         assert!(
             stderr.contains("'--embeddings <EMBEDDINGS>' cannot be used with"),
             "{stderr}"

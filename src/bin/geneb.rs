@@ -450,7 +450,7 @@ fn main() -> ExitCode {
 }
 
 /// Help and the version as clap prints them; an argument error as every other error: one line
-/// on stderr (clap's first, without its usage block), exit code 2.
+/// on stderr (clap's first paragraph, without its usage block), exit code 2.
 fn argument_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
@@ -463,9 +463,16 @@ fn argument_error(e: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         };
     }
+    // clap's first paragraph, its lines joined: a conflict lists the other options below it.
     let text = e.render().to_string();
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let message = first.strip_prefix("error: ").unwrap_or(first);
+    let paragraph: Vec<&str> = text
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let joined = paragraph.join(" ");
+    let message = joined.strip_prefix("error: ").unwrap_or(&joined);
     eprintln!("geneb: {message} (see geneb --help)");
     ExitCode::from(2)
 }
