@@ -14,8 +14,8 @@ use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::positions::{RopeScaling, Rotary};
 use crate::encoder::layers::{
-    Activation, Linear, RmsNorm, attention, checkpoint_prefix, config_error, head_dim,
-    padding_bias, repeat_kv, sliding_causal_bias, split_heads, upload,
+    Activation, GroupedQueryAttention, Linear, RmsNorm, checkpoint_prefix, config_error, head_dim,
+    padding_bias, sliding_causal_bias, upload,
 };
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
@@ -130,10 +130,7 @@ fn rope_scaling(scaling: Option<&Value>) -> Result<Option<RopeScaling>> {
 
 struct Layer {
     input_norm: RmsNorm,
-    q_proj: Linear,
-    k_proj: Linear,
-    v_proj: Linear,
-    o_proj: Linear,
+    self_attn: GroupedQueryAttention,
     post_attention_norm: RmsNorm,
     gate_proj: Linear,
     up_proj: Linear,
@@ -147,7 +144,6 @@ pub struct Llama {
     rotary: Rotary,
     activation: Activation,
     heads: usize,
-    kv_heads: usize,
     head_dim: usize,
     hidden: usize,
     intermediate: usize,
@@ -212,10 +208,16 @@ impl Llama {
             };
             let (q_width, kv_width) = (heads * head_dim, kv_heads * head_dim);
             let attention_bias = c.attention_bias;
-            let q_proj = linear("self_attn.q_proj", hidden, q_width, attention_bias)?;
-            let k_proj = linear("self_attn.k_proj", hidden, kv_width, attention_bias)?;
-            let v_proj = linear("self_attn.v_proj", hidden, kv_width, attention_bias)?;
-            let o_proj = linear("self_attn.o_proj", q_width, hidden, attention_bias)?;
+            let self_attn = GroupedQueryAttention {
+                q_proj: linear("self_attn.q_proj", hidden, q_width, attention_bias)?,
+                k_proj: linear("self_attn.k_proj", hidden, kv_width, attention_bias)?,
+                v_proj: linear("self_attn.v_proj", hidden, kv_width, attention_bias)?,
+                out_proj: linear("self_attn.o_proj", q_width, hidden, attention_bias)?,
+                heads,
+                kv_heads,
+                head_dim,
+                clip: None,
+            };
             let gate_proj = linear("mlp.gate_proj", hidden, intermediate, c.mlp_bias)?;
             let up_proj = linear("mlp.up_proj", hidden, intermediate, c.mlp_bias)?;
             let down_proj = linear("mlp.down_proj", intermediate, hidden, c.mlp_bias)?;
@@ -224,10 +226,7 @@ impl Llama {
             ckpt.skip(&l("self_attn.rotary_emb.inv_freq"));
             layers.push(Layer {
                 input_norm: RmsNorm::load(ckpt, &l("input_layernorm"), hidden, eps, device)?,
-                q_proj,
-                k_proj,
-                v_proj,
-                o_proj,
+                self_attn,
                 post_attention_norm: RmsNorm::load(
                     ckpt,
                     &l("post_attention_layernorm"),
@@ -251,7 +250,6 @@ impl Llama {
             rotary: Rotary::from_theta(head_dim, c.rope_theta, scaling),
             activation,
             heads,
-            kv_heads,
             head_dim,
             hidden,
             intermediate,
@@ -288,17 +286,9 @@ impl Arch for Llama {
         let bias = padding_bias(attention_mask)
             + sliding_causal_bias(tokens, self.sliding_window, &self.device);
         let rotary = self.rotary.tables(tokens, &self.device);
-        let groups = self.heads / self.kv_heads;
-        let scale = (self.head_dim as f64).powf(-0.5);
         for layer in &self.layers {
             let h = layer.input_norm.forward(x.clone());
-            let q = split_heads(layer.q_proj.forward(h.clone()), self.heads);
-            let k = split_heads(layer.k_proj.forward(h.clone()), self.kv_heads);
-            let v = split_heads(layer.v_proj.forward(h), self.kv_heads);
-            let q = rotary.apply(q);
-            let k = repeat_kv(rotary.apply(k), groups);
-            let context = attention(q, k, repeat_kv(v, groups), scale, bias.clone());
-            x = x + layer.o_proj.forward(context);
+            x = x + layer.self_attn.forward(h, &rotary, bias.clone());
             let h = layer.post_attention_norm.forward(x.clone());
             let gated = self.activation.apply(layer.gate_proj.forward(h.clone()))
                 * layer.up_proj.forward(h);

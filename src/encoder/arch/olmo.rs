@@ -14,8 +14,8 @@ use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::positions::Rotary;
 use crate::encoder::layers::{
-    Activation, LayerNorm, Linear, attention, causal_bias, checkpoint_prefix, config_error,
-    head_dim, padding_bias, repeat_kv, split_heads, upload,
+    Activation, GroupedQueryAttention, LayerNorm, Linear, causal_bias, checkpoint_prefix,
+    config_error, head_dim, padding_bias, upload,
 };
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
@@ -192,10 +192,8 @@ impl Config {
 
 struct Layer {
     attn_norm: LayerNorm,
-    q_proj: Linear,
-    k_proj: Linear,
-    v_proj: Linear,
-    attn_out: Linear,
+    /// `att_proj` split into queries, keys and values, and `attn_out`.
+    attention: GroupedQueryAttention,
     ff_norm: LayerNorm,
     /// `ff_proj`'s first half.
     value_proj: Linear,
@@ -209,13 +207,9 @@ pub struct Olmo {
     layers: Vec<Layer>,
     ln_f: LayerNorm,
     rotary: Rotary,
-    heads: usize,
-    kv_heads: usize,
-    head_dim: usize,
     hidden: usize,
     /// The SwiGLU's width: half of `ff_proj`'s rows.
     intermediate: usize,
-    clip_qkv: Option<f32>,
     max_tokens: usize,
     device: Device,
 }
@@ -287,14 +281,21 @@ impl Olmo {
             let v_proj = split(hidden + kv_width, kv_width);
             let k_proj = split(hidden, kv_width);
             let q_proj = Linear::new(att_proj, att_bias, hidden, hidden, device);
+            let attention = GroupedQueryAttention {
+                q_proj,
+                k_proj,
+                v_proj,
+                out_proj: Linear::load(ckpt, &l("attn_out"), hidden, hidden, bias, device)?,
+                heads,
+                kv_heads,
+                head_dim,
+                clip: c.clip_qkv.map(|clip| clip as f32),
+            };
             let [value_proj, gate_proj] =
                 Linear::load_parts(ckpt, &l("ff_proj"), hidden, intermediate, bias, device)?;
             layers.push(Layer {
                 attn_norm: norm(ckpt, &l("attn_norm"))?,
-                q_proj,
-                k_proj,
-                v_proj,
-                attn_out: Linear::load(ckpt, &l("attn_out"), hidden, hidden, bias, device)?,
+                attention,
                 ff_norm: norm(ckpt, &l("ff_norm"))?,
                 value_proj,
                 gate_proj,
@@ -311,23 +312,11 @@ impl Olmo {
             layers,
             ln_f,
             rotary: Rotary::from_theta(head_dim, c.rope_theta, None),
-            heads,
-            kv_heads,
-            head_dim,
             hidden,
             intermediate,
-            clip_qkv: c.clip_qkv.map(|clip| clip as f32),
             max_tokens: c.max_sequence_length,
             device: device.clone(),
         })
-    }
-
-    /// `clip_qkv`'s clamp of the projected queries, keys and values.
-    fn clip(&self, x: Tensor<3>) -> Tensor<3> {
-        match self.clip_qkv {
-            Some(clip) => x.clamp(-clip, clip),
-            None => x,
-        }
     }
 }
 
@@ -357,17 +346,9 @@ impl Arch for Olmo {
         let mut x = embedding(self.wte.clone(), input_ids);
         let bias = padding_bias(attention_mask) + causal_bias(tokens, &self.device);
         let rotary = self.rotary.tables(tokens, &self.device);
-        let groups = self.heads / self.kv_heads;
-        let scale = (self.head_dim as f64).powf(-0.5);
         for layer in &self.layers {
             let h = layer.attn_norm.forward(x.clone());
-            let q = split_heads(self.clip(layer.q_proj.forward(h.clone())), self.heads);
-            let k = split_heads(self.clip(layer.k_proj.forward(h.clone())), self.kv_heads);
-            let v = split_heads(self.clip(layer.v_proj.forward(h)), self.kv_heads);
-            let q = rotary.apply(q);
-            let k = repeat_kv(rotary.apply(k), groups);
-            let context = attention(q, k, repeat_kv(v, groups), scale, bias.clone());
-            x = x + layer.attn_out.forward(context);
+            x = x + layer.attention.forward(h, &rotary, bias.clone());
             let h = layer.ff_norm.forward(x.clone());
             let gated = Activation::Silu.apply(layer.gate_proj.forward(h.clone()))
                 * layer.value_proj.forward(h);

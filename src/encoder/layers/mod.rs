@@ -17,6 +17,7 @@ use burn::tensor::activation::{gelu, relu, sigmoid};
 use burn::tensor::module::{layer_norm, linear};
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Device, Tensor, TensorData};
+use positions::RotaryTables;
 
 pub fn upload<const D: usize>(data: Vec<f32>, shape: [usize; D], device: &Device) -> Tensor<D> {
     Tensor::from_data(TensorData::new(data, shape), device)
@@ -455,6 +456,41 @@ pub fn split_heads(x: Tensor<3>, heads: usize) -> Tensor<4> {
     let [batch, tokens, width] = x.dims();
     x.reshape([batch, tokens, heads, width / heads])
         .swap_dims(1, 2)
+}
+
+/// Causal self-attention with grouped key/value heads and rotary positions, as Llama, Mistral
+/// and OLMo compute it: q, k, v projected (and clamped where OLMo's `clip_qkv` asks), rotated,
+/// the key/value heads repeated to the query heads, attended, projected out.
+pub struct GroupedQueryAttention {
+    pub q_proj: Linear,
+    pub k_proj: Linear,
+    pub v_proj: Linear,
+    pub out_proj: Linear,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    pub clip: Option<f32>,
+}
+
+impl GroupedQueryAttention {
+    /// `h` [batch, tokens, hidden] → [batch, tokens, hidden]; `bias` broadcastable to
+    /// [batch, heads, tokens, tokens] (padding, causality, a sliding window).
+    pub fn forward(&self, h: Tensor<3>, rotary: &RotaryTables, bias: Tensor<4>) -> Tensor<3> {
+        let project = |proj: &Linear, heads: usize| {
+            let x = proj.forward(h.clone());
+            let x = match self.clip {
+                Some(clip) => x.clamp(-clip, clip),
+                None => x,
+            };
+            split_heads(x, heads)
+        };
+        let groups = self.heads / self.kv_heads;
+        let q = rotary.apply(project(&self.q_proj, self.heads));
+        let k = repeat_kv(rotary.apply(project(&self.k_proj, self.kv_heads)), groups);
+        let v = repeat_kv(project(&self.v_proj, self.kv_heads), groups);
+        let scale = (self.head_dim as f64).powf(-0.5);
+        self.out_proj.forward(attention(q, k, v, scale, bias))
+    }
 }
 
 /// softmax(q kᵀ · scale + bias) v, heads merged back: q, k, v [batch, heads, tokens, head_dim],
