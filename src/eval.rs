@@ -3,6 +3,7 @@
 //! ([`evaluate`]); or the same fits on embeddings the user brought ([`probe_embeddings`]).
 
 use crate::encoder::Encoder;
+use crate::input::audit::TaskAudit;
 use crate::input::embeddings::EmbeddingsTask;
 use crate::metrics::{self, Scores};
 use crate::probe::LogisticRegression;
@@ -83,9 +84,12 @@ pub struct Evaluated {
 /// runs the probe fits of those tasks in parallel (see `probe_batch`). Results are assembled
 /// in task, regime and seed order, so the `Submission` does not depend on the thread count.
 /// `keep_full_probes` keeps the full regime's fits (a few weights each) beside the scores.
+/// `audits` are the tasks' leak audits, in task order (`crate::input::audit::audit_tasks`):
+/// taken once by the caller, whatever the number of models it evaluates on the same tasks.
 pub async fn evaluate(
     encoder: &Encoder,
     tasks: &[TaskData],
+    audits: &[TaskAudit],
     regimes: &[Regime],
     store: Option<&dyn EmbeddingStore>,
     keep_full_probes: bool,
@@ -100,9 +104,16 @@ pub async fn evaluate(
     };
     // The leak audit is the input's (`crate::input::audit`); the evaluation records it and
     // scores the rows that did not leak beside all of them.
-    let audits = crate::input::audit::audit_tasks(tasks)?;
-    let leaked: Vec<Vec<usize>> = audits.iter().map(|a| a.leaked_test_rows.clone()).collect();
-    out.audit = audits.into_iter().map(|a| (a.task.clone(), a)).collect();
+    if audits.len() != tasks.len() || audits.iter().zip(tasks).any(|(a, t)| a.task != t.task.id) {
+        return Err(crate::Error::new(
+            "internal error: the leak audits given are not those of the tasks evaluated",
+        ));
+    }
+    let leaked: Vec<&[usize]> = audits
+        .iter()
+        .map(|a| a.leaked_test_rows.as_slice())
+        .collect();
+    out.audit = audits.iter().map(|a| (a.task.clone(), a.clone())).collect();
     // Task id → the splits whose embeddings an earlier run had stored.
     let mut from_cache: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     // Task id → how many of its sequences lost tokens to the encoder's maximum length.
@@ -176,7 +187,7 @@ pub async fn evaluate(
         embed_seconds += started.elapsed().as_secs_f64();
         held += (x_train.len() + x_test.len()) * size_of::<f32>();
         batch.push(Embedded {
-            task: Labelled::of(task, Some(&leaked[i])),
+            task: Labelled::of(task, Some(leaked[i])),
             x_train,
             x_test,
         });
@@ -493,7 +504,7 @@ struct Collected {
     tasks: BTreeMap<String, TaskInfo>,
     predictions: BTreeMap<String, TaskPredictions>,
     not_converged: Vec<String>,
-    audit: BTreeMap<String, crate::input::audit::TaskAudit>,
+    audit: BTreeMap<String, TaskAudit>,
     leak_free: BTreeMap<String, BTreeMap<String, LeakFree>>,
     /// Whether to keep the full regime's fits in `full_probes`.
     keep_full_probes: bool,

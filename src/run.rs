@@ -7,6 +7,7 @@ use crate::encoder::card::MetaOverrides;
 use crate::encoder::spec::ModelSpec;
 use crate::encoder::{BackendInfo, Encoder};
 use crate::eval::{self, EmbeddingStore, Progress};
+use crate::input::audit;
 use crate::input::embeddings::EmbeddingsTask;
 use crate::predict::SavedProbe;
 use crate::protocol::Regime;
@@ -120,11 +121,17 @@ impl Run {
         order.sort_by_key(|&i| !encoders.holds(&models[i]));
         let mut done = vec![None; models.len()];
         let mut probe = None;
+        // One audit per task, however many models run on it.
+        let audits = match models.is_empty() {
+            true => Vec::new(),
+            false => audit::audit_tasks(&self.tasks)?,
+        };
         for i in order {
             let encoder = encoders.load(&models[i]).await?;
             let mut evaluated = eval::evaluate(
                 &encoder,
                 &self.tasks,
+                &audits,
                 &self.regimes,
                 store,
                 self.save_probe,
@@ -213,6 +220,13 @@ impl Run {
         plan.record(dir)?;
         let pending = plan.pending(dir, shard, &self.tasks);
         let written: usize = pending.iter().map(|(_, tasks)| tasks.len()).sum();
+        // One audit per pending task, however many of this shard's models run on it.
+        let mut audits = std::collections::BTreeMap::new();
+        for task in pending.iter().flat_map(|(_, tasks)| tasks) {
+            if !audits.contains_key(task.task.id.as_str()) {
+                audits.insert(task.task.id.as_str(), audit::audit_task(task)?);
+            }
+        }
         let mut notes = Vec::new();
         for (name, tasks) in pending.iter().filter(|(_, tasks)| !tasks.is_empty()) {
             let model = self
@@ -222,9 +236,13 @@ impl Run {
                 .ok_or_else(|| Error::new(format!("internal error: {name} is not in the run")))?;
             let encoder = encoders.load(model).await?;
             for task in tasks {
+                let audit = audits.get(task.task.id.as_str()).ok_or_else(|| {
+                    Error::new(format!("internal error: {} was not audited", task.task.id))
+                })?;
                 let evaluated = eval::evaluate(
                     &encoder,
                     std::slice::from_ref(*task),
+                    std::slice::from_ref(audit),
                     &self.regimes,
                     store,
                     false,

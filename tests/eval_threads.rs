@@ -28,6 +28,7 @@ fn smoke_submission(threads: usize) -> (serde_json::Value, usize) {
         pollster::block_on(eval::evaluate(
             &encoder,
             &tasks,
+            &geneb::input::audit::audit_tasks(&tasks).unwrap(),
             &Regime::ALL,
             None,
             false,

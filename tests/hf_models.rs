@@ -600,6 +600,7 @@ fn embedding_cache_is_reused_and_survives_damage() {
         let sub = pollster::block_on(eval::evaluate(
             &encoder,
             &tasks,
+            &geneb::input::audit::audit_tasks(&tasks).unwrap(),
             &[Regime::Full],
             Some(store),
             false,
