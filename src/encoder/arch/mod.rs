@@ -12,6 +12,7 @@
 pub mod bert;
 pub mod caduceus;
 pub mod dnagpt;
+pub mod eccdnamamba;
 pub mod enformer;
 pub mod hyena;
 pub mod janus;
@@ -114,6 +115,7 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &enformer::SPEC,
     &olmo::SPEC,
     &lucaone::SPEC,
+    &eccdnamamba::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.
