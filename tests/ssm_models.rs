@@ -530,3 +530,32 @@ fn eccdnamamba_embeds_as_its_extractor_on_cpu_and_wgpu() {
         "{error}"
     );
 }
+
+/// The published shape (d_model 768, 24 Mamba-2 layers, 537M parameters) with random weights on
+/// one 1,000-nt sequence against the reference in f32, and geneb's CPU time beside PyTorch's.
+/// Run: `make_eccdnamamba_fixtures.py --real-shape DIR`, then
+/// GENEB_ECCDNAMAMBA_REAL_SHAPE=DIR cargo test --test ssm_models -- --ignored eccdnamamba_real
+#[test]
+#[ignore = "needs the oracle's --real-shape folder (2.1 GB)"]
+fn eccdnamamba_real_shape_matches_the_reference() {
+    use geneb::encoder::{BackendKind, Encoder};
+    let dir = PathBuf::from(
+        std::env::var("GENEB_ECCDNAMAMBA_REAL_SHAPE").expect("GENEB_ECCDNAMAMBA_REAL_SHAPE=DIR"),
+    );
+    let expected = read_json(&dir.join("pipeline.json"));
+    let sequences: Vec<String> = serde_json::from_value(expected["sequences"].clone()).unwrap();
+    let pooled: Vec<Vec<f32>> = serde_json::from_value(expected["pooled"].clone()).unwrap();
+    let spec = format!("hf:{}", dir.display());
+    let encoder =
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu)).unwrap();
+    let started = std::time::Instant::now();
+    let got = pollster::block_on(encoder.embed(&sequences)).unwrap();
+    let seconds = started.elapsed().as_secs_f64() / sequences.len() as f64;
+    let worst = max_abs_diff(got.as_slice().unwrap(), &pooled.concat());
+    eprintln!(
+        "eccDNAMamba real shape: max |geneb − PyTorch| = {worst:.2e}; geneb {seconds:.1} s per \
+         sequence on the CPU, PyTorch {:.1} s",
+        expected["torch_f32_seconds_per_sequence"].as_f64().unwrap()
+    );
+    assert!(worst <= 1e-3, "max |Δ| = {worst}");
+}

@@ -27,11 +27,19 @@ Mamba2 with d_state 16 and headdim 8, so 8 heads; `vocab_size` the tokenizer's, 
 GenAI-Lab's tokenize_sequences.py trains one (BPE, Whitespace pre-tokenizer, [PAD] [CLS] [UNK]
 [MASK], `[CLS] $A`), on random DNA; pipeline.json: the sequences and the pooled embeddings.
 
+With --real-shape DIR it instead writes, to DIR (not committed: 2.1 GB), the published shape
+(mamba2-130m's d_model 768, 24 layers, Mamba2 defaults, the gated MLP 3,072 wide, a 4,096-token
+tokenizer: 584 tensors, 537M parameters) with random weights, one 1,000-nt sequence's embedding
+and PyTorch's seconds for it on the CPU.
+
 Run: MAMBA_SSM_SRC=… GENAI_LAB_SRC=… python3 tests/oracle/make_eccdnamamba_fixtures.py
+     [--real-shape DIR]
 """
 
+import argparse
 import json
 import os
+import time
 import random
 import sys
 import types
@@ -94,12 +102,14 @@ from tokenizers.trainers import BpeTrainer  # noqa: E402
 from transformers import AutoTokenizer, Mamba2Config, PreTrainedTokenizerFast  # noqa: E402
 
 
-def train_tokenizer(rng):
-    """tokenize_sequences.py's tokenizer, trained on random DNA to 64 tokens."""
-    corpus = ["".join(rng.choice("ACGT") for _ in range(rng.randint(20, 80))) for _ in range(300)]
+def train_tokenizer(rng, out, vocab_size=64, corpus_size=300):
+    """tokenize_sequences.py's tokenizer, trained on random DNA to `vocab_size` tokens."""
+    corpus = [
+        "".join(rng.choice("ACGT") for _ in range(rng.randint(20, 80))) for _ in range(corpus_size)
+    ]
     tokenizer = Tokenizer(BPE(unk_token="[UNK]"))
     tokenizer.pre_tokenizer = Whitespace()
-    trainer = BpeTrainer(vocab_size=64, special_tokens=["[PAD]", "[CLS]", "[UNK]", "[MASK]"])
+    trainer = BpeTrainer(vocab_size=vocab_size, special_tokens=["[PAD]", "[CLS]", "[UNK]", "[MASK]"])
     tokenizer.train_from_iterator(corpus, trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer)
     fast.add_special_tokens(
@@ -108,7 +118,7 @@ def train_tokenizer(rng):
     fast._tokenizer.post_processor = TemplateProcessing(
         single="[CLS] $A", special_tokens=[("[CLS]", fast.convert_tokens_to_ids("[CLS]"))]
     )
-    fast.save_pretrained(OUT)
+    fast.save_pretrained(out)
 
 
 def extract(tokenizer, model, sequences):
@@ -128,15 +138,15 @@ def extract(tokenizer, model, sequences):
     return np.vstack(all_embs)
 
 
-def main():
-    rng = random.Random(37)
-    OUT.mkdir(parents=True, exist_ok=True)
-    train_tokenizer(rng)
-    tokenizer = AutoTokenizer.from_pretrained(str(OUT))
-    # mamba2-130m's config.json, shrunk; read as train_model.py's AutoConfig reads it.
+def build(rng, out, d_model, n_layer, ssm_cfg, vocab_size, corpus_size):
+    """A random BiMambaForMaskedLM and its tokenizer in `out`, then the reference over it."""
+    out.mkdir(parents=True, exist_ok=True)
+    train_tokenizer(rng, out, vocab_size, corpus_size)
+    tokenizer = AutoTokenizer.from_pretrained(str(out))
+    # mamba2-130m's config.json; read as train_model.py's AutoConfig reads it.
     config = Mamba2Config.from_dict({
-        "d_model": 32, "d_intermediate": 0, "n_layer": 2, "vocab_size": 50277,
-        "ssm_cfg": {"layer": "Mamba2", "d_state": 16, "headdim": 8}, "attn_layer_idx": [],
+        "d_model": d_model, "d_intermediate": 0, "n_layer": n_layer, "vocab_size": 50277,
+        "ssm_cfg": ssm_cfg, "attn_layer_idx": [],
         "attn_cfg": {}, "rms_norm": True, "residual_in_fp32": True, "fused_add_norm": True,
         "pad_vocab_size_multiple": 16, "tie_embeddings": True,
     })
@@ -155,15 +165,24 @@ def main():
                 p.copy_(torch.randn(p.shape, generator=g) * 0.5 + (1.0 if "norm" in name else 0.0))
             else:
                 p.copy_(torch.randn(p.shape, generator=g) / max(1, p[0].numel()) ** 0.5)
-    model.save_pretrained(OUT, safe_serialization=True)
+    model.save_pretrained(out, safe_serialization=True)
+    del model
 
-    reference = genai_lab.BiMambaForMaskedLM.from_pretrained(str(OUT)).eval()
+    reference = genai_lab.BiMambaForMaskedLM.from_pretrained(str(out)).eval()
     # The extractor's line (an attribute of MambaLMHeadModel that nothing reads) ...
     reference.mamba_forward.use_mem_eff_path = False
     # ... and the CPU's: each Mamba2 layer's non-fused path.
     for module in reference.modules():
         if isinstance(module, mamba2.Mamba2):
             module.use_mem_eff_path = False
+    return tokenizer, reference
+
+
+def main():
+    rng = random.Random(37)
+    tokenizer, reference = build(
+        rng, OUT, 32, 2, {"layer": "Mamba2", "d_state": 16, "headdim": 8}, 64, 300
+    )
 
     def dna(n, alphabet="ACGT"):
         return "".join(rng.choice(alphabet) for _ in range(n))
@@ -179,6 +198,26 @@ def main():
     print(OUT, pooled.shape)
 
 
+def real_shape(folder: Path):
+    rng = random.Random(768)
+    tokenizer, reference = build(rng, folder, 768, 24, {"layer": "Mamba2"}, 4096, 20000)
+    sequences = ["".join(rng.choice("ACGT") for _ in range(1000))]
+    started = time.time()
+    pooled = extract(tokenizer, reference, sequences)
+    seconds = time.time() - started
+    print(f"PyTorch f32 on the CPU: {seconds:.1f} s for one 1,000-nt sequence", file=sys.stderr)
+    (folder / "pipeline.json").write_text(
+        json.dumps({"sequences": sequences, "pooled": pooled.tolist(),
+                    "torch_f32_seconds_per_sequence": seconds}) + "\n"
+    )
+
+
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--real-shape", type=Path)
+    args = parser.parse_args()
     torch.set_num_threads(2)
-    main()
+    if args.real_shape:
+        real_shape(args.real_shape)
+    else:
+        main()
