@@ -108,6 +108,65 @@ pub trait Arch: Send + Sync {
     }
 }
 
+/// The states one forward pass keeps for `Arch::hidden_states`: those after the blocks asked
+/// for, in the order asked. The pass offers the state entering each block and its output, and
+/// stops after the deepest block asked for.
+pub(crate) struct Kept {
+    wanted: Vec<usize>,
+    states: Vec<Option<Tensor<3>>>,
+}
+
+impl Kept {
+    /// `wanted` checked against the architecture's `layers` blocks.
+    pub(crate) fn new(family: &str, layers: usize, wanted: &[usize]) -> Result<Kept> {
+        if let Some(bad) = wanted.iter().find(|&&layer| layer > layers) {
+            return Err(Error::new(format!(
+                "{family} has {layers} layers: there is no layer {bad} (0 is the embeddings' \
+                 output, {layers} the last layer's)"
+            )));
+        }
+        if wanted.is_empty() {
+            return Err(Error::new("no layer asked for"));
+        }
+        Ok(Kept {
+            wanted: wanted.to_vec(),
+            states: vec![None; wanted.len()],
+        })
+    }
+
+    /// The last layer only, as `Arch::forward` gives it.
+    pub(crate) fn last(layers: usize) -> Kept {
+        Kept {
+            wanted: vec![layers],
+            states: vec![None],
+        }
+    }
+
+    /// The deepest layer asked for: the pass stops after it.
+    pub(crate) fn deepest(&self) -> usize {
+        self.wanted.iter().copied().max().unwrap_or(0)
+    }
+
+    /// Whether the states after `layer` blocks are asked for (where making them costs).
+    pub(crate) fn wants(&self, layer: usize) -> bool {
+        self.wanted.contains(&layer)
+    }
+
+    /// Keeps `x` as the states after `layer` blocks, if asked for.
+    pub(crate) fn offer(&mut self, layer: usize, x: &Tensor<3>) {
+        for (wanted, state) in self.wanted.iter().zip(&mut self.states) {
+            if *wanted == layer {
+                *state = Some(x.clone());
+            }
+        }
+    }
+
+    /// The states kept, in the order asked.
+    pub(crate) fn into_states(self) -> Vec<Tensor<3>> {
+        self.states.into_iter().flatten().collect()
+    }
+}
+
 /// One architecture in the registry.
 pub struct ArchSpec {
     /// Short stable name (`geneb models --json`).
