@@ -170,7 +170,7 @@ pub enum Encoder {
 pub struct EncoderDescription {
     pub spec: String,
     pub dim: usize,
-    pub layer: &'static str,
+    pub layer: String,
     pub pooling: &'static str,
     pub truncation: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -298,9 +298,15 @@ impl Encoder {
                 Precision::F32 => info.kind,
                 Precision::F16 => format!("{}-f16", info.kind),
             };
-            // Another recipe gives other numbers from the same files.
+            // Another recipe or layer gives other numbers from the same files (the last layer
+            // keeps the identity it had before layers could be chosen).
+            let layer = if e.layer() == e.last_layer() {
+                String::new()
+            } else {
+                format!("-layer{}", e.layer())
+            };
             return Some(format!(
-                "{}{window}-{}-{backend}-geneb{}",
+                "{}{window}{layer}-{}-{backend}-geneb{}",
                 e.fingerprint(),
                 e.recipe().name,
                 crate::VERSION
@@ -318,42 +324,64 @@ impl Encoder {
             let window = e.window().map_or(String::new(), |w| {
                 format!("?window={},{}", w.size, w.stride)
             });
-            return format!("model files {}{window}", e.fingerprint());
+            let layer = if e.layer() == e.last_layer() {
+                String::new()
+            } else {
+                format!(" layer {}", e.layer())
+            };
+            return format!("model files {}{window}{layer}", e.fingerprint());
         }
         self.spec()
     }
 
     /// How this encoder's input departs from GENEB's protocol, for the result's deviations.
-    pub fn deviation(&self) -> Option<String> {
+    pub fn deviation(&self) -> Vec<String> {
+        let mut deviations = Vec::new();
         #[cfg(feature = "burn")]
-        if let Encoder::Hf(e) = self
-            && let Some(w) = e.window()
-        {
-            return Some(format!(
-                "sequences are embedded in sliding windows ({} nt, stride {}) and averaged, \
-                 where GENEB's baselines truncate to the model's maximum length",
-                w.size, w.stride
-            ));
+        if let Encoder::Hf(e) = self {
+            if let Some(w) = e.window() {
+                deviations.push(format!(
+                    "sequences are embedded in sliding windows ({} nt, stride {}) and averaged, \
+                     where GENEB's baselines truncate to the model's maximum length",
+                    w.size, w.stride
+                ));
+            }
+            if e.layer() != e.last_layer() {
+                deviations.push(format!(
+                    "hidden state {} of {} is pooled (?layer=), where GENEB probes the last layer",
+                    e.layer(),
+                    e.last_layer()
+                ));
+            }
         }
-        None
+        deviations
     }
 
     pub fn describe(&self) -> EncoderDescription {
         let (layer, pooling, truncation) = match self {
             Encoder::Kmer(_) => (
-                "none (composition features)",
+                "none (composition features)".to_string(),
                 "k-mer frequencies over N-free windows",
                 "none (whole sequence)".to_string(),
             ),
             #[cfg(feature = "burn")]
             Encoder::RandomCnn(_) => (
-                "final convolution (ReLU)",
+                "final convolution (ReLU)".to_string(),
                 "masked mean over sequence positions",
                 format!("first {} nt", random_cnn::MAX_LENGTH),
             ),
             #[cfg(feature = "burn")]
             Encoder::Hf(e) => (
-                "final hidden layer (last_hidden_state)",
+                if e.layer() == e.last_layer() {
+                    "final hidden layer (last_hidden_state)".to_string()
+                } else {
+                    format!(
+                        "hidden state {} of 0…{} (hidden_states[{}], 0 the embeddings' output)",
+                        e.layer(),
+                        e.last_layer(),
+                        e.layer()
+                    )
+                },
                 e.pooling().describe(),
                 match (e.window(), e.recipe().windows()) {
                     (None, Some((size, stride))) => format!(

@@ -1,6 +1,6 @@
 //! A model as the user names it, parsed once into a typed value: `kmer:K[:canonical]`,
 //! `random-cnn[:SEED]`, `hf:FOLDER` or `hf:owner/name[@revision]`, an `hf:` model optionally
-//! with `?window=SIZE,STRIDE` and/or `?recipe=NAME` (joined by `&`). The CLI and the page parse
+//! with `?window=SIZE,STRIDE`, `?recipe=NAME` and/or `?layer=K` (joined by `&`). The CLI and the page parse
 //! what the user wrote once, at their boundary; the run, the encoders and the shard plan take the
 //! typed value.
 
@@ -34,6 +34,24 @@ pub struct HfSpec {
     /// `?recipe=NAME`: another of GENEB's extractor recipes than the model's own
     /// (`encoder::recipe`, e.g. `dnabert2-cls`).
     pub recipe: Option<String>,
+    /// `?layer=K`: the hidden state pooled, indexed as transformers' `output_hidden_states`
+    /// indexes them (0 = the embeddings' output, L = the last layer's), a negative K counting
+    /// from the end. None (or −1) is GENEB's: the last layer, as without the option.
+    pub layer: Option<i64>,
+}
+
+/// The layer GENEB probes: the last (`?layer=-1`).
+pub const LAST_LAYER: i64 = -1;
+
+/// `?layer=K` for a model of `layers` layers (hidden states 0..=layers): the state's index, or
+/// None where K is outside −(layers + 1)…layers.
+pub fn resolve_layer(k: i64, layers: usize) -> Option<usize> {
+    let states = i64::try_from(layers).ok()?.checked_add(1)?;
+    let index = if k < 0 { states.checked_add(k)? } else { k };
+    (0..states)
+        .contains(&index)
+        .then(|| usize::try_from(index).ok())
+        .flatten()
 }
 
 /// Sliding windows, the non-standard alternative to truncation (`hf:MODEL?window=1024,512`):
@@ -64,9 +82,19 @@ impl ModelKind {
         let bad = |why: &str| Error::new(format!("model '{text}': {why}"));
         if let Some(rest) = text.strip_prefix("hf:") {
             let (source, options) = rest.split_once('?').unwrap_or((rest, ""));
-            let (mut window, mut recipe) = (None, None);
+            let (mut window, mut recipe, mut layer) = (None, None, None);
             for option in options.split('&').filter(|o| !o.is_empty()) {
-                if let Some(name) = option.strip_prefix("recipe=") {
+                if let Some(k) = option.strip_prefix("layer=") {
+                    match k.trim().parse::<i64>() {
+                        Ok(k) if layer.is_none() => layer = Some(k),
+                        _ => {
+                            return Err(bad(
+                                "expected ?layer=K once, K a whole number (0 = the embeddings' \
+                                 output, 1 = the first layer's, -1 = the last layer's)",
+                            ));
+                        }
+                    }
+                } else if let Some(name) = option.strip_prefix("recipe=") {
                     if name.trim().is_empty() || recipe.is_some() {
                         return Err(bad("expected ?recipe=NAME once"));
                     }
@@ -77,7 +105,7 @@ impl ModelKind {
                     window = Some(parse_window(option).ok_or_else(|| {
                         bad(
                             "expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE) \
-                             or ?recipe=NAME",
+                             , ?recipe=NAME or ?layer=K",
                         )
                     })?);
                 }
@@ -93,6 +121,7 @@ impl ModelKind {
                 source: source.to_string(),
                 window,
                 recipe,
+                layer,
             }));
         }
         let mut parts = text.split(':');
@@ -162,6 +191,23 @@ impl HfSpec {
                 "model '{}': model files were given, so its spec must be hf:NAME",
                 text.trim()
             ))),
+        }
+    }
+
+    /// The same model at layer `k` (`geneb eval --layers`): its text with `layer=K` in place of
+    /// any it had.
+    pub fn at_layer(&self, k: i64) -> HfSpec {
+        let (source, options) = self.text.split_once('?').unwrap_or((&self.text, ""));
+        let options: Vec<&str> = options
+            .split('&')
+            .filter(|o| !o.is_empty() && !o.starts_with("layer="))
+            .collect();
+        let layer = format!("layer={k}");
+        let options: Vec<&str> = options.into_iter().chain([layer.as_str()]).collect();
+        HfSpec {
+            text: format!("{source}?{}", options.join("&")),
+            layer: Some(k),
+            ..self.clone()
         }
     }
 
@@ -273,6 +319,10 @@ mod tests {
                 "expected ?window=SIZE,STRIDE once",
             ),
             ("bert", "unknown model 'bert'"),
+            ("hf:m?layer=", "expected ?layer=K once"),
+            ("hf:m?layer=1.5", "expected ?layer=K once"),
+            ("hf:m?layer=last", "expected ?layer=K once"),
+            ("hf:m?layer=1&layer=2", "expected ?layer=K once"),
         ] {
             let err = ModelSpec::parse(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad}: {err}");
@@ -289,6 +339,31 @@ mod tests {
             assert_eq!(ModelSpec::parse(given).unwrap().to_string(), shown);
         }
         assert!(HfSpec::parse("kmer:3").is_err());
+    }
+
+    #[test]
+    fn layers_count_as_output_hidden_states_does() {
+        let ModelKind::Hf(spec) = ModelSpec::parse("hf:m?recipe=x&layer=-2").unwrap().kind else {
+            panic!("not hf")
+        };
+        assert_eq!((spec.layer, spec.recipe.as_deref()), (Some(-2), Some("x")));
+        assert_eq!(
+            spec.at_layer(3).text,
+            "hf:m?recipe=x&layer=3",
+            "the sweep's spec replaces the layer"
+        );
+        assert_eq!(spec.at_layer(0).layer, Some(0));
+        assert_eq!(
+            HfSpec::parse("hf:m").unwrap().at_layer(-1).text,
+            "hf:m?layer=-1"
+        );
+        // 4 layers: hidden states 0 (embeddings) … 4 (last).
+        for (k, index) in [(0, Some(0)), (4, Some(4)), (-1, Some(4)), (-5, Some(0))] {
+            assert_eq!(resolve_layer(k, 4), index, "K = {k}");
+        }
+        for k in [5, -6, i64::MIN, i64::MAX] {
+            assert_eq!(resolve_layer(k, 4), None, "K = {k}");
+        }
     }
 
     #[test]

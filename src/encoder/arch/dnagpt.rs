@@ -16,7 +16,7 @@
 //! state_dict}`) with no config.json: the model's name selects its shape, as `DNAGPT.from_name`
 //! does (`published_config`). A folder with a config.json giving the same keys runs any size.
 
-use super::{Arch, ArchSpec, Pooling, check_layers, parse_config, size};
+use super::{Arch, ArchSpec, Kept, Pooling, check_layers, parse_config, size};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
@@ -177,6 +177,51 @@ impl DnaGpt {
     }
 }
 
+impl DnaGpt {
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
+    /// that layer out.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
+        let tokens = input_ids.dims()[1];
+        let positions = self.wpe.clone().narrow(0, 0, tokens).unsqueeze::<3>();
+        let mut x = embedding(self.wte.clone(), input_ids) + positions;
+        let bias = padding_bias(attention_mask) + causal_bias(tokens, &self.device);
+        let scale = 1.0 / ((self.dim / self.heads) as f64).sqrt();
+        let deepest = kept.deepest();
+        for (i, block) in self.blocks.iter().enumerate().take(deepest) {
+            kept.offer(i, &x);
+            let qkv = block.c_attn.forward(block.ln_1.forward(x.clone()));
+            let mut parts = qkv.chunk(3, 2).into_iter();
+            let mut next = || split_heads(parts.next().expect("chunk(3) yields three"), self.heads);
+            let (q, k, v) = (next(), next(), next());
+            x = x + block
+                .attn_proj
+                .forward(attention(q, k, v, scale, bias.clone()));
+            let inner =
+                Activation::GeluTanh.apply(block.c_fc.forward(block.ln_2.forward(x.clone())));
+            x = x + block.mlp_proj.forward(inner);
+        }
+        let layers = self.blocks.len();
+        if deepest < layers {
+            kept.offer(deepest, &x);
+            return x;
+        }
+        let hidden = self.ln_f.forward(x);
+        kept.offer(layers, &hidden);
+        if deepest == layers {
+            return hidden;
+        }
+        let head = &self.head;
+        let head_states = head.norm.forward(silu(head.dense.forward(hidden)));
+        kept.offer(layers + 1, &head_states);
+        head_states
+    }
+}
+
 impl Arch for DnaGpt {
     /// The states the head's last layer reads.
     fn hidden_size(&self) -> usize {
@@ -208,26 +253,29 @@ impl Arch for DnaGpt {
 
     /// The masked-LM head's states before its last layer [batch, tokens, dim].
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        let tokens = input_ids.dims()[1];
-        let positions = self.wpe.clone().narrow(0, 0, tokens).unsqueeze::<3>();
-        let mut x = embedding(self.wte.clone(), input_ids) + positions;
-        let bias = padding_bias(attention_mask) + causal_bias(tokens, &self.device);
-        let scale = 1.0 / ((self.dim / self.heads) as f64).sqrt();
-        for block in &self.blocks {
-            let qkv = block.c_attn.forward(block.ln_1.forward(x.clone()));
-            let mut parts = qkv.chunk(3, 2).into_iter();
-            let mut next = || split_heads(parts.next().expect("chunk(3) yields three"), self.heads);
-            let (q, k, v) = (next(), next(), next());
-            x = x + block
-                .attn_proj
-                .forward(attention(q, k, v, scale, bias.clone()));
-            let inner =
-                Activation::GeluTanh.apply(block.c_fc.forward(block.ln_2.forward(x.clone())));
-            x = x + block.mlp_proj.forward(inner);
-        }
-        let hidden = self.ln_f.forward(x);
-        let head = &self.head;
-        head.norm.forward(silu(head.dense.forward(hidden)))
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.blocks.len() + 1),
+        )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.blocks.len() + 1)
+    }
+
+    /// DNAGPT's blocks (its code has no `output_hidden_states`): the embeddings, each block's
+    /// output, the last block's after `ln_f` (GPT-2's last hidden state), then one layer more,
+    /// the masked-LM head's states whose logits the extractor pools (today's embedding).
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.blocks.len() + 1, layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn family(&self) -> &'static str {

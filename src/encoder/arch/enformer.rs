@@ -23,7 +23,7 @@
 //! [batch, 896, 5313] over the bins: the embedding is 5,313 values. `forward` returns that
 //! head's output per bin; the recipe's pooling is its plain mean.
 
-use super::{Arch, ArchSpec, Pooling, parse_config, size};
+use super::{Arch, ArchSpec, Kept, Pooling, parse_config, size};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
@@ -199,6 +199,9 @@ pub struct Enformer {
     head: Linear,
     head_features: usize,
     half_dim: usize,
+    /// The width of each layer's states (`Arch::hidden_size_at`): the stem's, each tower
+    /// block's, each transformer layer's, the trunk's (final pointwise) and the head's.
+    layer_widths: Vec<usize>,
     /// Floats of the pass's largest tensor: the stem's [196,608, dim/2] or the position
     /// logits [heads, n, 2n].
     largest_tensor: usize,
@@ -402,7 +405,14 @@ impl Enformer {
              tracks (truncated_sequences counts the sequences cropped)",
             crop.1, head_features
         )];
+        let layer_widths = widths
+            .iter()
+            .copied()
+            .chain(std::iter::repeat_n(dim, layers.len()))
+            .chain([2 * dim, head_features])
+            .collect();
         Ok(Enformer {
+            layer_widths,
             one_hot,
             stem_weight,
             stem_bias,
@@ -422,8 +432,9 @@ impl Enformer {
         })
     }
 
-    /// The trunk and the human head: [batch, bins after the crop, head features].
-    fn run(&self, input_ids: Tensor<2, Int>) -> Tensor<3> {
+    /// The trunk and the human head: [batch, bins after the crop, head features], or the
+    /// states after `kept`'s deepest layer, keeping those asked for.
+    fn run(&self, input_ids: Tensor<2, Int>, kept: &mut Kept) -> Tensor<3> {
         // [batch, positions, 4] → channels first for the stem's convolution.
         let x = embedding(self.one_hot.clone(), input_ids).swap_dims(1, 2);
         let x = conv1d(
@@ -435,17 +446,39 @@ impl Enformer {
         .swap_dims(1, 2);
         let x = self.stem_residual.forward(x.clone()) + x;
         let mut x = attention_pool(x, &self.stem_pool);
+        let deepest = kept.deepest();
+        let mut layer = 0;
         for block in &self.tower {
+            kept.offer(layer, &x);
+            if layer == deepest {
+                return x;
+            }
             let y = block.conv.forward(x);
             let y = block.residual.forward(y.clone()) + y;
             x = attention_pool(y, &block.pool);
+            layer += 1;
         }
-        for layer in &self.layers {
-            x = layer.forward(x, self.heads, self.key_width);
+        for transformer_layer in &self.layers {
+            kept.offer(layer, &x);
+            if layer == deepest {
+                return x;
+            }
+            x = transformer_layer.forward(x, self.heads, self.key_width);
+            layer += 1;
+        }
+        kept.offer(layer, &x);
+        if layer == deepest {
+            return x;
         }
         let (start, length) = self.crop;
         let x = gelu(self.final_pointwise.forward(x.narrow(1, start, length)));
-        softplus(self.head.forward(x), 1.0)
+        kept.offer(layer + 1, &x);
+        if layer + 1 == deepest {
+            return x;
+        }
+        let x = softplus(self.head.forward(x), 1.0);
+        kept.offer(layer + 2, &x);
+        x
     }
 }
 
@@ -454,7 +487,36 @@ impl Arch for Enformer {
     /// positions; ids of another length (another recipe asked for by name) are centred here the
     /// same way, with N. The mask is not read: the extractor passes none.
     fn forward(&self, input_ids: Tensor<2, Int>, _attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(centre_ids(input_ids))
+        self.run(
+            centre_ids(input_ids),
+            &mut Kept::last(self.layer_widths.len() - 1),
+        )
+    }
+
+    /// enformer-pytorch's blocks (it has no `output_hidden_states`): 0 the stem's output, then
+    /// each conv tower block's, each transformer layer's, the trunk's (`return_only_embeddings`:
+    /// cropped, final pointwise), and last the human head's (today's embedding). Each is
+    /// pooled by the recipe's mean over its bins, as many as that layer has.
+    fn layers(&self) -> Option<usize> {
+        Some(self.layer_widths.len() - 1)
+    }
+
+    fn hidden_size_at(&self, layer: usize) -> usize {
+        self.layer_widths
+            .get(layer)
+            .copied()
+            .unwrap_or(self.head_features)
+    }
+
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        _attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.layer_widths.len() - 1, layers)?;
+        self.run(centre_ids(input_ids), &mut kept);
+        Ok(kept.into_states())
     }
 
     fn hidden_size(&self) -> usize {

@@ -9,7 +9,9 @@
 //! counts them without `position_ids`: rotary attention depends only on the distance between
 //! two tokens, so a left-padded sequence's real tokens see what they see unpadded.
 
-use super::{Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, parse_config, size};
+use super::{
+    Arch, ArchSpec, Kept, Pooling, check_layers, epsilon, optional_size, parse_config, size,
+};
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::positions::{RopeScaling, Rotary};
@@ -261,6 +263,38 @@ impl Llama {
     }
 }
 
+impl Llama {
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
+    /// that layer out.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
+        let tokens = input_ids.dims()[1];
+        let mut x = embedding(self.embed_tokens.clone(), input_ids);
+        let bias = padding_bias(attention_mask)
+            + sliding_causal_bias(tokens, self.sliding_window, &self.device);
+        let rotary = self.rotary.tables(tokens, &self.device);
+        let deepest = kept.deepest();
+        for (i, layer) in self.layers.iter().enumerate().take(deepest) {
+            kept.offer(i, &x);
+            let h = layer.input_norm.forward(x.clone());
+            x = x + layer.self_attn.forward(h, &rotary, bias.clone());
+            let h = layer.post_attention_norm.forward(x.clone());
+            let gated = self.activation.apply(layer.gate_proj.forward(h.clone()))
+                * layer.up_proj.forward(h);
+            x = x + layer.down_proj.forward(gated);
+        }
+        if deepest == self.layers.len() {
+            x = self.norm.forward(x);
+        }
+        kept.offer(deepest, &x);
+        x
+    }
+}
+
 impl Arch for Llama {
     fn hidden_size(&self) -> usize {
         self.hidden
@@ -281,20 +315,28 @@ impl Arch for Llama {
 
     /// `hidden_states[-1]` [batch, tokens, hidden]: the final RMSNorm's output.
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        let tokens = input_ids.dims()[1];
-        let mut x = embedding(self.embed_tokens.clone(), input_ids);
-        let bias = padding_bias(attention_mask)
-            + sliding_causal_bias(tokens, self.sliding_window, &self.device);
-        let rotary = self.rotary.tables(tokens, &self.device);
-        for layer in &self.layers {
-            let h = layer.input_norm.forward(x.clone());
-            x = x + layer.self_attn.forward(h, &rotary, bias.clone());
-            let h = layer.post_attention_norm.forward(x.clone());
-            let gated = self.activation.apply(layer.gate_proj.forward(h.clone()))
-                * layer.up_proj.forward(h);
-            x = x + layer.down_proj.forward(gated);
-        }
-        self.norm.forward(x)
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.layers.len()),
+        )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.layers.len())
+    }
+
+    /// As transformers' `output_hidden_states` gives them: the embeddings, each layer's output,
+    /// the last after the final RMSNorm.
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn family(&self) -> &'static str {
