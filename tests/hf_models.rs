@@ -485,6 +485,71 @@ fn deepgene_is_a_roformer_with_its_extractors_special_tokens() {
     assert_eq!(tokenizer.encode(&sequence, Some(3)), ids[..3]);
 }
 
+/// LucaOne against its published code (`lucaone` 1.1.1, tests/oracle/make_lucaone_fixtures.py):
+/// the tokenizer's ids for `seq_type="gene"` (case, U, IUPAC codes as N, the cut at
+/// `max_position_embeddings` with [SEP] kept), the embeddings on the CPU and on wgpu in batches
+/// with padding, and a config asking for a layer the checkpoint lacks refused in one line, exit 2.
+#[test]
+fn lucaone_embeds_as_its_extractor_on_cpu_and_wgpu() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/lucaone");
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
+    let sequences: Vec<String> = serde_json::from_value(expected["sequences"].clone()).unwrap();
+    let ids: Vec<Vec<u32>> = serde_json::from_value(expected["input_ids"].clone()).unwrap();
+    let mut files = geneb::checkpoint::ModelFiles::new("lucaone");
+    files.insert(
+        "config.json",
+        std::fs::read(dir.join("config.json")).unwrap(),
+    );
+    let config = files.config().unwrap();
+    let spec = arch::detect(&config).unwrap();
+    assert_eq!(spec.name, "lucaone");
+    let tokenizer = geneb::tokenize::Tokenizer::from_files(&files, spec.tokenizer).unwrap();
+    let max_length = config["max_position_embeddings"].as_u64().unwrap() as usize;
+    for (sequence, want) in sequences.iter().zip(&ids) {
+        assert_eq!(
+            &tokenizer.encode(sequence, Some(max_length)),
+            want,
+            "{sequence}"
+        );
+    }
+    pipeline("lucaone", BackendKind::Cpu);
+    pipeline("lucaone", BackendKind::Wgpu);
+
+    let broken = std::env::temp_dir().join(format!("geneb-lucaone-{}", std::process::id()));
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::copy(
+        dir.join("model.safetensors"),
+        broken.join("model.safetensors"),
+    )
+    .unwrap();
+    let mut three_layers = config.clone();
+    three_layers["num_hidden_layers"] = 3.into();
+    std::fs::write(broken.join("config.json"), three_layers.to_string()).unwrap();
+    let task =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/fixtures/e2e_gc_vs_at.csv");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_geneb"))
+        .args(["eval", "--model", &format!("hf:{}", broken.display())])
+        .args([
+            "--task",
+            task.to_str().unwrap(),
+            "--regimes",
+            "full",
+            "--quiet",
+        ])
+        .env("GENEB_CACHE", broken.join("cache"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    std::fs::remove_dir_all(&broken).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("encoder.layers.2.fc2.weight") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}
+
 /// Random checkpoints of the real models' shapes (SpliceBERT-1024nt, PlantCaduceus_l32,
 /// GENA-LM bert-base-t2t-multi, MutBERT, Genomics-FM, DeepGene), too large to commit: `python3
 /// tests/oracle/make_transformer_fixtures.py --same-shape DIR`, `make_plantcaduceus_fixtures.py

@@ -34,6 +34,10 @@ pub const ENFORMER: Family = Family::new(
     "enformer",
     "Enformer (convolutions, attention pooling, relative-position transformer)",
 );
+pub const LUCAONE: Family = Family::new(
+    "lucaone",
+    "LucaOne (pre-LayerNorm transformer, rotary, token types)",
+);
 pub const JANUSDNA: Family = Family::new(
     "janusdna",
     "JanusDNA (bidirectional Mamba, attention, mixture of experts)",

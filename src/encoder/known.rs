@@ -193,7 +193,7 @@ const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u
     }
 }
 
-static KNOWN: [KnownModel; 34] = [
+static KNOWN: [KnownModel; 35] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -621,6 +621,21 @@ static KNOWN: [KnownModel; 34] = [
         // tests/enformer.rs's ignored real-shape test (bench/README.md).
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::ENFORMER,
+    },
+    KnownModel {
+        hub_id: Some("LucaGroup/LucaOne-default-step36M"),
+        weights: None,
+        display: "LucaOne (default, step 36M)",
+        leaderboard: Some("LucaOne-default-step36M"),
+        parameters: Some(2_000_000_000),
+        // LucaGPLMConfig's max_position_embeddings, the extractor's max_length (the checkpoint's
+        // config.json decides at load).
+        context: 4096,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "nucleotides (A, T/U, C, G, others as N) between [CLS] and [SEP]",
+        runs_on: RunsOn::Family(&family::LUCAONE),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::LUCAONE,
     },
     omni_dna("zehui127/Omni-DNA-300M", "Omni-DNA-300M", 300_000_000),
     omni_dna("zehui127/Omni-DNA-1B", "Omni-DNA-1B", 1_000_000_000),

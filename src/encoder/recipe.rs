@@ -347,6 +347,13 @@ pub const OMNIDNA: Recipe = Recipe {
     ..masked_mean("omnidna", "embedding_pipeline/extractors/omnidna.py")
 };
 
+/// `lucaone.py` (LucaOne; one version, e3d5f45): the common recipe. `encode_plus(seq_type="gene")`
+/// one sequence at a time, cut at `max_position_embeddings` tokens ([SEP] kept last), padded on
+/// the right with [PAD] to the batch's longest, the mask passed and pooled ([CLS] and [SEP]
+/// included); the remote code's `task_level="token_level"` and `task_type="embedding"` change
+/// nothing in `LucaGPLMModel`, which returns `last_hidden_state` after its last LayerNorm.
+pub const LUCAONE: Recipe = masked_mean("lucaone", "embedding_pipeline/extractors/lucaone.py");
+
 /// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
 pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
 
@@ -372,6 +379,7 @@ pub const RECIPES: &[&Recipe] = &[
     &GENOMEOCEAN_4B,
     &ENFORMER,
     &OMNIDNA,
+    &LUCAONE,
     &GENERIC,
 ];
 

@@ -24,11 +24,13 @@ const UNK: u32 = 6;
 pub(super) struct Chars {
     ids: HashMap<char, u32>,
     upper_case: bool,
+    /// The id of a character not in `ids`.
+    other: u32,
 }
 
 impl Chars {
     pub(super) fn tokens(&self, sequence: &str) -> Vec<u32> {
-        let id = |c: char| self.ids.get(&c).copied().unwrap_or(UNK);
+        let id = |c: char| self.ids.get(&c).copied().unwrap_or(self.other);
         if self.upper_case {
             // Python's str.upper(), which like char::to_uppercase may give several characters.
             sequence
@@ -66,7 +68,11 @@ pub(super) fn character_tokenizer(settings: &Settings, upper_case: bool) -> Toke
         ("HyenaDNA", "")
     };
     Tokenizer {
-        kind: Kind::Chars(Chars { ids, upper_case }),
+        kind: Kind::Chars(Chars {
+            ids,
+            upper_case,
+            other: UNK,
+        }),
         prefix: Vec::new(),
         suffix: vec![SEP],
         pad_id: PAD,
@@ -74,5 +80,41 @@ pub(super) fn character_tokenizer(settings: &Settings, upper_case: bool) -> Toke
         model_max_length: None,
         pads_left: false,
         description: format!("characters{case} ({name})"),
+    }
+}
+
+/// LucaOne's `LucaGPLMTokenizer` (the `lucaone` package) as GENEB's extractor calls it,
+/// `encode_plus(seq_type="gene")`: `gene_seq_replace` writes A→1, T/U→2, C→3, G→4 (either case)
+/// and any other character as 5, each of which is one token of the `gene_prot` vocabulary
+/// (`from_pretrained` always builds that one: [PAD] [UNK] [CLS] [SEP] [MASK], then 1 … 5 as ids
+/// 5 … 9, then the amino acids), between [CLS] (2) and [SEP] (3). [PAD] is 0.
+pub(super) fn lucaone_gene_tokenizer() -> Tokenizer {
+    const CLS: u32 = 2;
+    const SEP: u32 = 3;
+    const PAD: u32 = 0;
+    /// The id of '1' (A); 2, 3, 4 follow, and 5 (any other character) is `OTHER`.
+    const A: u32 = 5;
+    const OTHER: u32 = 9;
+    /// The `gene_prot` vocabulary: 5 special tokens, 34 standard ones.
+    const VOCABULARY: usize = 39;
+    let mut ids = HashMap::new();
+    for (offset, letters) in ["Aa", "TtUu", "Cc", "Gg"].iter().enumerate() {
+        for c in letters.chars() {
+            ids.insert(c, A + offset as u32);
+        }
+    }
+    Tokenizer {
+        kind: Kind::Chars(Chars {
+            ids,
+            upper_case: false,
+            other: OTHER,
+        }),
+        prefix: vec![CLS],
+        suffix: vec![SEP],
+        pad_id: PAD,
+        vocab_size: VOCABULARY,
+        model_max_length: None,
+        pads_left: false,
+        description: "nucleotides A T/U C G, others as N (LucaOne's gene tokens)".to_string(),
     }
 }

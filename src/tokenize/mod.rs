@@ -76,6 +76,9 @@ pub enum TokenizerChoice {
     DeepGene,
     /// DNAGPT's `KmerTokenizer`, from config.json's `kmer` and `dynamic_kmer`.
     DnaGptKmers,
+    /// LucaOne's `LucaGPLMTokenizer` with `seq_type="gene"` (no files read: the class builds
+    /// its vocabulary itself).
+    LucaOneGene,
 }
 
 /// The ids DeepGene's extractor writes itself.
@@ -96,6 +99,7 @@ impl TokenizerChoice {
                 "tokenizer.json's tokens after [CLS] [SEP] (DeepGene's extractor)"
             }
             TokenizerChoice::DnaGptKmers => "non-overlapping k-mers (DNAGPT's KmerTokenizer)",
+            TokenizerChoice::LucaOneGene => "nucleotides as LucaOne's gene tokens, [CLS] … [SEP]",
         }
     }
 }
@@ -119,6 +123,7 @@ impl Tokenizer {
                 kmer::esm_tokenizer(files, &settings)?
             }
             TokenizerChoice::DnaGptKmers => return dnagpt::dnagpt_tokenizer(files),
+            TokenizerChoice::LucaOneGene => return Ok(chars::lucaone_gene_tokenizer()),
             TokenizerChoice::DeepGene => {
                 if !files.contains("tokenizer.json") {
                     return Err(Error::in_file(

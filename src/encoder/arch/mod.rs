@@ -16,6 +16,7 @@ pub mod enformer;
 pub mod hyena;
 pub mod janus;
 pub mod llama;
+pub mod lucaone;
 pub mod mistral;
 pub mod nt;
 pub mod olmo;
@@ -203,6 +204,7 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &mistral::SPEC,
     &enformer::SPEC,
     &olmo::SPEC,
+    &lucaone::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.
