@@ -6,9 +6,13 @@
 //! and a longer one centre-cropped and counted; a checkpoint missing a tensor refused in one
 //! line, exit 2; and, when `GENEB_ENFORMER_REAL_SHAPE` names the folder the oracle's
 //! `--real-shape` wrote, the published shape on two sequences (ignored by default: minutes).
+//!
+//! SPACE, on the same trunk, against its own modeling code as GENEB vendors it (tests/oracle/
+//! make_space_fixtures.py): a tiny random `TrainingSpace` checkpoint with species experts, on the
+//! CPU and on wgpu, a longer sequence centre-cropped to 131,072 bp, and a missing tensor refused.
 #![cfg(feature = "burn")]
 
-use geneb::checkpoint::pytorch;
+use geneb::checkpoint::{pytorch, safetensors};
 use geneb::encoder::BackendKind;
 use geneb::encoder::Encoder;
 use serde::Deserialize;
@@ -19,7 +23,11 @@ use std::time::Instant;
 const TOLERANCE: f32 = 1e-4;
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/enformer")
+    models("enformer")
+}
+
+fn models(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/models/{name}"))
 }
 
 #[derive(Deserialize)]
@@ -89,10 +97,14 @@ fn enformer_embeds_as_its_extractor_on_wgpu() {
 
 /// The fixture's float tensors without those whose name ends in `drop` (under both of its
 /// names), as a safetensors file.
-fn safetensors_without(drop: &str) -> Vec<u8> {
-    let bin = fixture().join("pytorch_model.bin");
-    let mut ckpt =
-        pytorch::read("pytorch_model.bin", Box::new(std::fs::read(bin).unwrap())).unwrap();
+fn safetensors_without(dir: &Path, drop: &str) -> Vec<u8> {
+    let mut ckpt = if dir.join("model.safetensors").exists() {
+        let file = std::fs::read(dir.join("model.safetensors")).unwrap();
+        safetensors::read("model.safetensors", Box::new(file)).unwrap()
+    } else {
+        let bin = std::fs::read(dir.join("pytorch_model.bin")).unwrap();
+        pytorch::read("pytorch_model.bin", Box::new(bin)).unwrap()
+    };
     let names: Vec<String> = ckpt.names().map(str::to_string).collect();
     let mut header = serde_json::Map::new();
     let mut data = Vec::new();
@@ -116,14 +128,14 @@ fn safetensors_without(drop: &str) -> Vec<u8> {
     out
 }
 
-#[test]
-fn enformer_refuses_a_checkpoint_missing_a_tensor_in_one_line() {
-    let dir = std::env::temp_dir().join(format!("geneb-enformer-missing-{}", std::process::id()));
+/// `geneb eval` on the fixture `name` less the tensor `drop`: one line naming it, exit 2.
+fn refuses_a_checkpoint_missing(name: &str, drop: &str) {
+    let dir = std::env::temp_dir().join(format!("geneb-{name}-missing-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(fixture().join("config.json"), dir.join("config.json")).unwrap();
+    std::fs::copy(models(name).join("config.json"), dir.join("config.json")).unwrap();
     std::fs::write(
         dir.join("model.safetensors"),
-        safetensors_without("final_pointwise.1.2.bias"),
+        safetensors_without(&models(name), drop),
     )
     .unwrap();
     let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/fixtures/e2e_gc_vs_at.csv");
@@ -144,9 +156,53 @@ fn enformer_refuses_a_checkpoint_missing_a_tensor_in_one_line() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(
-        stderr.contains("final_pointwise.1.2.bias") && !stderr.contains("panicked"),
+        stderr.contains(drop) && !stderr.contains("panicked"),
         "{stderr}"
     );
+}
+
+#[test]
+fn enformer_refuses_a_checkpoint_missing_a_tensor_in_one_line() {
+    refuses_a_checkpoint_missing("enformer", "final_pointwise.1.2.bias");
+}
+
+#[test]
+fn space_refuses_a_checkpoint_missing_an_expert_in_one_line() {
+    refuses_a_checkpoint_missing(
+        "space",
+        "transformer.transformer.1.feed_forward.output.bias",
+    );
+}
+
+fn space_embeds_as_the_extractor(kind: BackendKind) {
+    let expected = read_pipeline(&models("space"));
+    let encoder = load(&models("space"), kind);
+    let got = pollster::block_on(encoder.embed(&expected.sequences)).unwrap();
+    let worst = worst(&got, &expected.pooled);
+    eprintln!("space tiny on {kind:?}: max |geneb − PyTorch| = {worst:.2e}");
+    assert!(worst <= TOLERANCE, "{kind:?}: max |Δ| = {worst}");
+    assert_eq!(encoder.truncated(&expected.sequences), 1);
+    let described = encoder.describe();
+    assert!(
+        described
+            .notes
+            .iter()
+            .any(|n| n.contains("centre-cropped or N-padded to 131072 bp")),
+        "{:?}",
+        described.notes
+    );
+    assert_eq!(described.recipe.expect("a recipe").name, "space");
+    assert_eq!(got.ncols(), 96, "final_pointwise's 2·dim features");
+}
+
+#[test]
+fn space_embeds_as_its_extractor_on_cpu() {
+    space_embeds_as_the_extractor(BackendKind::Cpu);
+}
+
+#[test]
+fn space_embeds_as_its_extractor_on_wgpu() {
+    space_embeds_as_the_extractor(BackendKind::Wgpu);
 }
 
 /// The published shape (dim 1536, depth 11, 8 heads, 896 bins, 5,313 human tracks) with random

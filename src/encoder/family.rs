@@ -34,6 +34,10 @@ pub const ENFORMER: Family = Family::new(
     "enformer",
     "Enformer (convolutions, attention pooling, relative-position transformer)",
 );
+pub const SPACE: Family = Family::new(
+    "space",
+    "SPACE (Enformer's trunk with species mixture-of-experts feed-forward blocks)",
+);
 pub const JANUSDNA: Family = Family::new(
     "janusdna",
     "JanusDNA (bidirectional Mamba, attention, mixture of experts)",

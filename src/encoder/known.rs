@@ -193,7 +193,7 @@ const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u
     }
 }
 
-static KNOWN: [KnownModel; 34] = [
+static KNOWN: [KnownModel; 35] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -621,6 +621,21 @@ static KNOWN: [KnownModel; 34] = [
         // tests/enformer.rs's ignored real-shape test (bench/README.md).
         checked: Check::RandomWeightsSameShape,
         recipe: &recipe::ENFORMER,
+    },
+    KnownModel {
+        hub_id: Some("yangyz1230/space"),
+        weights: None,
+        display: "SPACE",
+        leaderboard: Some("space"),
+        parameters: Some(588_750_000),
+        // Every sequence is centred to this length, cropped or padded with N (recipe.rs).
+        context: recipe::SPACE_SEQUENCE_LENGTH as u64,
+        context_unit: ContextUnit::Nucleotides,
+        tokenizer: "one-hot A C G T (N and other characters as zeros), centred to 131,072 bp",
+        runs_on: RunsOn::Family(&family::SPACE),
+        // tests/enformer.rs's SPACE fixture (tests/oracle/make_space_fixtures.py).
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::SPACE,
     },
     omni_dna("zehui127/Omni-DNA-300M", "Omni-DNA-300M", 300_000_000),
     omni_dna("zehui127/Omni-DNA-1B", "Omni-DNA-1B", 1_000_000_000),

@@ -20,6 +20,7 @@ pub mod mistral;
 pub mod nt;
 pub mod olmo;
 pub mod roformer;
+pub mod space;
 
 use super::backend::Compute;
 use super::layers::config_error;
@@ -110,6 +111,8 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &janus::SPEC,
     &llama::SPEC,
     &mistral::SPEC,
+    // Before Enformer: SPACE's config.json says `model_type` "enformer" too.
+    &space::SPEC,
     &enformer::SPEC,
     &olmo::SPEC,
 ];
