@@ -22,10 +22,6 @@ use std::time::Instant;
 
 const TOLERANCE: f32 = 1e-4;
 
-fn fixture() -> PathBuf {
-    models("enformer")
-}
-
 fn models(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/models/{name}"))
 }
@@ -62,37 +58,38 @@ fn load(dir: &Path, kind: BackendKind) -> Encoder {
     pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind)).unwrap()
 }
 
-fn embeds_as_the_extractor(kind: BackendKind) {
-    let expected = read_pipeline(&fixture());
-    let encoder = load(&fixture(), kind);
+/// The fixture `name` embedded from its folder on `kind`: within the tolerance of its oracle,
+/// `width` values a sequence, every input centred to `length` bp (one sequence longer, cropped
+/// and counted as truncated), the recipe named after the model.
+fn embeds_as_the_extractor(name: &str, kind: BackendKind, length: usize, width: usize) {
+    let expected = read_pipeline(&models(name));
+    let encoder = load(&models(name), kind);
     // The raw text: the recipe upper-cases, turns U into T and centres, as the extractor.
     let got = pollster::block_on(encoder.embed(&expected.sequences)).unwrap();
     let worst = worst(&got, &expected.pooled);
-    eprintln!("enformer tiny on {kind:?}: max |geneb − PyTorch| = {worst:.2e}");
+    eprintln!("{name} tiny on {kind:?}: max |geneb − PyTorch| = {worst:.2e}");
     assert!(worst <= TOLERANCE, "{kind:?}: max |Δ| = {worst}");
-    // One sequence is longer than 196,608 bp: cropped, and counted as truncated.
     assert_eq!(encoder.truncated(&expected.sequences), 1);
     let described = encoder.describe();
+    let note = format!("centre-cropped or N-padded to {length} bp");
     assert!(
-        described
-            .notes
-            .iter()
-            .any(|n| n.contains("centre-cropped or N-padded to 196608 bp")),
+        described.notes.iter().any(|n| n.contains(&note)),
         "{:?}",
         described.notes
     );
-    assert_eq!(described.recipe.expect("a recipe").name, "enformer");
-    assert_eq!(got.ncols(), 10, "the human head's tracks");
+    assert_eq!(described.recipe.expect("a recipe").name, name);
+    assert_eq!(got.ncols(), width);
 }
 
 #[test]
 fn enformer_embeds_as_its_extractor_on_cpu() {
-    embeds_as_the_extractor(BackendKind::Cpu);
+    // The human head's 10 tracks.
+    embeds_as_the_extractor("enformer", BackendKind::Cpu, 196_608, 10);
 }
 
 #[test]
 fn enformer_embeds_as_its_extractor_on_wgpu() {
-    embeds_as_the_extractor(BackendKind::Wgpu);
+    embeds_as_the_extractor("enformer", BackendKind::Wgpu, 196_608, 10);
 }
 
 /// The fixture's float tensors without those whose name ends in `drop` (under both of its
@@ -174,35 +171,15 @@ fn space_refuses_a_checkpoint_missing_an_expert_in_one_line() {
     );
 }
 
-fn space_embeds_as_the_extractor(kind: BackendKind) {
-    let expected = read_pipeline(&models("space"));
-    let encoder = load(&models("space"), kind);
-    let got = pollster::block_on(encoder.embed(&expected.sequences)).unwrap();
-    let worst = worst(&got, &expected.pooled);
-    eprintln!("space tiny on {kind:?}: max |geneb − PyTorch| = {worst:.2e}");
-    assert!(worst <= TOLERANCE, "{kind:?}: max |Δ| = {worst}");
-    assert_eq!(encoder.truncated(&expected.sequences), 1);
-    let described = encoder.describe();
-    assert!(
-        described
-            .notes
-            .iter()
-            .any(|n| n.contains("centre-cropped or N-padded to 131072 bp")),
-        "{:?}",
-        described.notes
-    );
-    assert_eq!(described.recipe.expect("a recipe").name, "space");
-    assert_eq!(got.ncols(), 96, "final_pointwise's 2·dim features");
-}
-
 #[test]
 fn space_embeds_as_its_extractor_on_cpu() {
-    space_embeds_as_the_extractor(BackendKind::Cpu);
+    // final_pointwise's 2·dim features.
+    embeds_as_the_extractor("space", BackendKind::Cpu, 131_072, 96);
 }
 
 #[test]
 fn space_embeds_as_its_extractor_on_wgpu() {
-    space_embeds_as_the_extractor(BackendKind::Wgpu);
+    embeds_as_the_extractor("space", BackendKind::Wgpu, 131_072, 96);
 }
 
 /// The published shape (dim 1536, depth 11, 8 heads, 896 bins, 5,313 human tracks) with random

@@ -193,7 +193,7 @@ const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u
     }
 }
 
-static KNOWN: [KnownModel; 35] = [
+static KNOWN: [KnownModel; 36] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -636,6 +636,20 @@ static KNOWN: [KnownModel; 35] = [
         // tests/enformer.rs's SPACE fixture (tests/oracle/make_space_fixtures.py).
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::SPACE,
+    },
+    KnownModel {
+        hub_id: Some("togethercomputer/evo-1-131k-base"),
+        weights: None,
+        display: "Evo-1 131k base (revision 1.1_fix)",
+        leaderboard: Some("evo-1-131k-base"),
+        parameters: Some(7_000_000_000),
+        context: recipe::EVO_CONTEXT as u64,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "bytes (CharLevelTokenizer, 512 ids)",
+        runs_on: RunsOn::Family(&family::EVO),
+        // tests/hf_models.rs's evo fixture (tests/oracle/make_evo_fixtures.py).
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::EVO,
     },
     omni_dna("zehui127/Omni-DNA-300M", "Omni-DNA-300M", 300_000_000),
     omni_dna("zehui127/Omni-DNA-1B", "Omni-DNA-1B", 1_000_000_000),

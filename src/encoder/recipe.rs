@@ -362,6 +362,33 @@ pub const SPACE: Recipe = Recipe {
     ..masked_mean("space", "embedding_pipeline/extractors/space.py")
 };
 
+/// The longest input geneb gives Evo-1 131k: its name's context (8,192 positions of training,
+/// stretched 16 times by its interpolated rotary positions). The extractor passes any length.
+pub const EVO_CONTEXT: usize = 131_072;
+
+/// Evo-1's extractor: `embedding_pipeline/extractors/evo.py` (its two versions, 18e4a8d and
+/// e3d5f45, differ only in the base class): evo's `Evo('evo-1-131k-base')` (the model built
+/// from evo's `evo-1-131k-base_inference.yml`, the hub weights at revision `1.1_fix`, cast to
+/// bf16 but for the poles and residues), each sequence's bytes as tokens with nothing added,
+/// and `outputs[-1].mean(dim=1)`, the final RMSNorm's output averaged (GENEB's copy of
+/// stripedhyena's model.py returns it last).
+pub const EVO: Recipe = Recipe {
+    special_tokens: SpecialTokens::None,
+    mask_to_model: false,
+    reference_dtype: "bf16",
+    deviations: &[
+        "the extractor embeds only the first sequence of each batch (`seqs[i:i+bs][0]`); at \
+         main.py's default batch of 4 its classifier could not have been fitted (one embedding \
+         per four labels), so the published row ran one sequence per batch, every sequence \
+         embedded alone and whole: geneb embeds every sequence, each as if alone",
+        "runs in f32 where the reference casts every weight but the long filters' poles and \
+         residues to bf16 on CUDA",
+        "sequences longer than 131,072 bytes are cut there (and counted); the extractor \
+         passes any length whole",
+    ],
+    ..masked_mean("evo", "embedding_pipeline/extractors/evo.py")
+};
+
 /// `omnidna.py` (Omni-DNA): the common recipe cut at `max_length=250` tokens, Omni-DNA's
 /// `max_sequence_length`, in its newest version (e3d5f45); its first (9fcbcbd) cut at 512,
 /// past the positions the models were trained on. The model loads in f32 (no torch_dtype).
@@ -396,6 +423,7 @@ pub const RECIPES: &[&Recipe] = &[
     &GENOMEOCEAN_4B,
     &ENFORMER,
     &SPACE,
+    &EVO,
     &OMNIDNA,
     &GENERIC,
 ];

@@ -11,6 +11,7 @@
 //!   3-mers) left to right, single nucleotides where no k-mer fits, `<cls>` prepended;
 //! - WordPiece over `vocab.txt` (BERT: SpliceBERT, DNABERT), fed as these models are fed:
 //!   single nucleotides or overlapping k-mers separated by spaces;
+//! - bytes (Evo's `CharLevelTokenizer`): each byte of the text its id;
 //! - a `tokenizer.json` pipeline (DNABERT-2, GROVER): normalizer, pre-tokenizer, BPE or
 //!   WordPiece model and post-processor, implementing the components those files use and
 //!   refusing others by name.
@@ -52,6 +53,8 @@ enum Kind {
     Chunks(dnagpt::Chunks),
     LongestMatch(kmer::LongestMatch),
     Pipeline(pipeline::Pipeline),
+    /// The text's bytes (`np.frombuffer(text.encode(), dtype=np.uint8)`).
+    Bytes,
 }
 
 /// The tokenizer an architecture's checkpoints come with, as the registry
@@ -76,7 +79,14 @@ pub enum TokenizerChoice {
     DeepGene,
     /// DNAGPT's `KmerTokenizer`, from config.json's `kmer` and `dynamic_kmer`.
     DnaGptKmers,
+    /// Evo's `CharLevelTokenizer(512)`: each byte of the text is its id, nothing added; pads
+    /// with id 1 (its `pad_id`).
+    Bytes,
 }
+
+/// `CharLevelTokenizer`'s vocabulary and `pad_id`.
+const BYTE_VOCAB: usize = 512;
+const BYTE_PAD: u32 = 1;
 
 /// The ids DeepGene's extractor writes itself.
 const DEEPGENE_PREFIX: [u32; 2] = [1, 2];
@@ -96,6 +106,7 @@ impl TokenizerChoice {
                 "tokenizer.json's tokens after [CLS] [SEP] (DeepGene's extractor)"
             }
             TokenizerChoice::DnaGptKmers => "non-overlapping k-mers (DNAGPT's KmerTokenizer)",
+            TokenizerChoice::Bytes => "bytes (Evo's CharLevelTokenizer)",
         }
     }
 }
@@ -119,6 +130,18 @@ impl Tokenizer {
                 kmer::esm_tokenizer(files, &settings)?
             }
             TokenizerChoice::DnaGptKmers => return dnagpt::dnagpt_tokenizer(files),
+            TokenizerChoice::Bytes => {
+                return Ok(Tokenizer {
+                    kind: Kind::Bytes,
+                    prefix: Vec::new(),
+                    suffix: Vec::new(),
+                    pad_id: BYTE_PAD,
+                    vocab_size: BYTE_VOCAB,
+                    model_max_length: None,
+                    pads_left: false,
+                    description: "bytes (CharLevelTokenizer)".to_string(),
+                });
+            }
             TokenizerChoice::DeepGene => {
                 if !files.contains("tokenizer.json") {
                     return Err(Error::in_file(
@@ -191,6 +214,7 @@ impl Tokenizer {
             Kind::Chunks(chunks) => chunks.tokens(sequence),
             Kind::LongestMatch(kmers) => kmers.tokens(sequence),
             Kind::Pipeline(pipeline) => pipeline.tokens(sequence),
+            Kind::Bytes => sequence.bytes().map(u32::from).collect(),
         }
     }
 

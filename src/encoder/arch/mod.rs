@@ -13,6 +13,7 @@ pub mod bert;
 pub mod caduceus;
 pub mod dnagpt;
 pub mod enformer;
+pub mod evo;
 pub mod hyena;
 pub mod janus;
 pub mod llama;
@@ -115,6 +116,7 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &space::SPEC,
     &enformer::SPEC,
     &olmo::SPEC,
+    &evo::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.
