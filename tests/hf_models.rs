@@ -269,6 +269,8 @@ fn model_folders_embed_like_the_reference_extractors() {
         "nt_v1",
         // omnidna.py: cut at 250 tokens.
         "olmo",
+        // evo.py: bytes, Hyena blocks with modal filters and a rotary attention block.
+        "evo",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -288,6 +290,7 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("dnagpt", BackendKind::Wgpu);
     pipeline("janus/w", BackendKind::Wgpu);
     pipeline("splicebert", BackendKind::Wgpu);
+    pipeline("evo", BackendKind::Wgpu);
 }
 
 /// On a GPU a batch runs at a shape from a small set (more masked columns, rows repeating the

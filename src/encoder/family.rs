@@ -38,6 +38,14 @@ pub const LUCAONE: Family = Family::new(
     "lucaone",
     "LucaOne (pre-LayerNorm transformer, rotary, token types)",
 );
+pub const SPACE: Family = Family::new(
+    "space",
+    "SPACE (Enformer's trunk with species mixture-of-experts feed-forward blocks)",
+);
+pub const EVO: Family = Family::new(
+    "stripedhyena",
+    "Evo-1 (StripedHyena: modal long filters and rotary attention over bytes; causal)",
+);
 pub const JANUSDNA: Family = Family::new(
     "janusdna",
     "JanusDNA (bidirectional Mamba, attention, mixture of experts)",

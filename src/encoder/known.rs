@@ -193,7 +193,7 @@ const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u
     }
 }
 
-static KNOWN: [KnownModel; 35] = [
+static KNOWN: [KnownModel; 37] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -636,6 +636,35 @@ static KNOWN: [KnownModel; 35] = [
         runs_on: RunsOn::Family(&family::LUCAONE),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::LUCAONE,
+    },
+    KnownModel {
+        hub_id: Some("yangyz1230/space"),
+        weights: None,
+        display: "SPACE",
+        leaderboard: Some("space"),
+        parameters: Some(588_750_000),
+        // Every sequence is centred to this length, cropped or padded with N (recipe.rs).
+        context: recipe::SPACE_SEQUENCE_LENGTH as u64,
+        context_unit: ContextUnit::Nucleotides,
+        tokenizer: "one-hot A C G T (N and other characters as zeros), centred to 131,072 bp",
+        runs_on: RunsOn::Family(&family::SPACE),
+        // tests/enformer.rs's SPACE fixture (tests/oracle/make_space_fixtures.py).
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::SPACE,
+    },
+    KnownModel {
+        hub_id: Some("togethercomputer/evo-1-131k-base"),
+        weights: None,
+        display: "Evo-1 131k base (revision 1.1_fix)",
+        leaderboard: Some("evo-1-131k-base"),
+        parameters: Some(7_000_000_000),
+        context: recipe::EVO_CONTEXT as u64,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "bytes (CharLevelTokenizer, 512 ids)",
+        runs_on: RunsOn::Family(&family::EVO),
+        // tests/hf_models.rs's evo fixture (tests/oracle/make_evo_fixtures.py).
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::EVO,
     },
     omni_dna("zehui127/Omni-DNA-300M", "Omni-DNA-300M", 300_000_000),
     omni_dna("zehui127/Omni-DNA-1B", "Omni-DNA-1B", 1_000_000_000),

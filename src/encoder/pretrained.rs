@@ -595,7 +595,9 @@ impl HfModel {
         };
         let pooled = match self.pooling() {
             Pooling::ClsToken => hidden.narrow(1, 0, 1).reshape([rows, width]),
-            Pooling::UnmaskedMean | Pooling::BinMean => hidden.mean_dim(1).reshape([rows, width]),
+            Pooling::UnmaskedMean | Pooling::BinMean | Pooling::TrunkBinMean => {
+                hidden.mean_dim(1).reshape([rows, width])
+            }
             Pooling::MaskedMean | Pooling::HeadLogitsMean => {
                 let mask = mask.cast(FloatDType::F32);
                 let inverse_count = batch

@@ -13,6 +13,7 @@ pub mod bert;
 pub mod caduceus;
 pub mod dnagpt;
 pub mod enformer;
+pub mod evo;
 pub mod hyena;
 pub mod janus;
 pub mod llama;
@@ -21,6 +22,7 @@ pub mod mistral;
 pub mod nt;
 pub mod olmo;
 pub mod roformer;
+pub mod space;
 
 use super::backend::Compute;
 use super::layers::config_error;
@@ -202,9 +204,12 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &janus::SPEC,
     &llama::SPEC,
     &mistral::SPEC,
+    // Before Enformer: SPACE's config.json says `model_type` "enformer" too.
+    &space::SPEC,
     &enformer::SPEC,
     &olmo::SPEC,
     &lucaone::SPEC,
+    &evo::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.

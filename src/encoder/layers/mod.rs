@@ -1,10 +1,11 @@
 //! The building blocks any architecture (`encoder::arch`) can use, loaded from a checkpoint by
 //! their PyTorch names: linear layers, LayerNorm and RMSNorm, activations and attention here;
-//! Mamba in `mamba`, Hyena's long convolution in `long_conv`, rotary and ALiBi positions in
+//! Mamba in `mamba`, the Enformer trunk (Enformer, SPACE) in `enformer_trunk`, Hyena's long convolution in `long_conv`, rotary and ALiBi positions in
 //! `positions`. Weights are uploaded tensor by tensor as they are taken.
 
 #[cfg(feature = "wgpu")]
 mod attention_kernel;
+pub mod enformer_trunk;
 pub mod long_conv;
 pub mod mamba;
 #[cfg(any(target_arch = "wasm32", test))]
