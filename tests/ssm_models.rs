@@ -471,3 +471,62 @@ fn architectures_are_detected_from_config() {
     }
     assert!(!caduceus::matches(&bert));
 }
+
+/// eccDNAMamba against GenAI-Lab's `BiMambaForMaskedLM` over mamba_ssm 2.2.4's reference paths
+/// (tests/oracle/make_eccdnamamba_fixtures.py): from the model folder (its BPE tokenizer, [CLS]
+/// first), in the extractor's batches of 4 in file order, whose padding the backward stream
+/// reads, on the CPU and on wgpu; a config asking for a layer the checkpoint lacks is refused in
+/// one line naming the tensor.
+#[test]
+fn eccdnamamba_embeds_as_its_extractor_on_cpu_and_wgpu() {
+    use geneb::encoder::{BackendKind, Encoder};
+    let dir = fixtures().join("eccdnamamba");
+    let expected = read_json(&dir.join("pipeline.json"));
+    let sequences: Vec<String> = serde_json::from_value(expected["sequences"].clone()).unwrap();
+    let pooled: Vec<Vec<f32>> = serde_json::from_value(expected["pooled"].clone()).unwrap();
+    let load = |dir: &Path, kind| {
+        let spec = format!("hf:{}", dir.display());
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind))
+    };
+    for kind in [BackendKind::Cpu, BackendKind::Wgpu] {
+        let started = std::time::Instant::now();
+        let encoder = load(&dir, kind).unwrap();
+        assert_eq!(
+            encoder.describe().recipe.expect("a recipe").name,
+            "eccdnamamba"
+        );
+        let got = pollster::block_on(encoder.embed(&sequences)).unwrap();
+        let worst = max_abs_diff(got.as_slice().unwrap(), &pooled.concat());
+        eprintln!(
+            "eccdnamamba on {kind:?}: max |geneb − PyTorch| = {worst:.2e} ({:.1} s)",
+            started.elapsed().as_secs_f64()
+        );
+        assert!(worst <= TOLERANCE, "{kind:?}: max |Δ| = {worst}");
+    }
+
+    let broken = std::env::temp_dir().join(format!("geneb-eccdnamamba-{}", std::process::id()));
+    std::fs::create_dir_all(&broken).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, broken.join(path.file_name().unwrap())).unwrap();
+    }
+    // Through geneb's reader: transformers wrote `Infinity` into it, which JSON lacks.
+    let mut files = geneb::checkpoint::ModelFiles::new("eccdnamamba");
+    files.insert(
+        "config.json",
+        std::fs::read(dir.join("config.json")).unwrap(),
+    );
+    let mut config = files.config().unwrap();
+    config["n_layer"] = 3.into();
+    std::fs::write(broken.join("config.json"), config.to_string()).unwrap();
+    let error = load(&broken, BackendKind::Cpu)
+        .err()
+        .expect("refused")
+        .to_string();
+    std::fs::remove_dir_all(&broken).unwrap();
+    assert_eq!(error.lines().count(), 1, "{error}");
+    assert!(
+        error.contains("mamba_forward.backbone.layers.2.mlp.fc2.weight"),
+        "{error}"
+    );
+}

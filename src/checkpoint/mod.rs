@@ -212,11 +212,66 @@ impl ModelFiles {
                 "no config.json: give a Hugging Face model folder (config.json, the weights, the tokenizer files)",
             )
         })?;
-        serde_json::from_slice(bytes).map_err(|e| {
-            Error::in_file(
-                format!("{}/config.json", self.name),
-                format!("not valid JSON ({e})"),
-            )
-        })
+        serde_json::from_slice(bytes)
+            .or_else(|e| serde_json::from_slice(&python_constants_as_null(bytes)).map_err(|_| e))
+            .map_err(|e| {
+                Error::in_file(
+                    format!("{}/config.json", self.name),
+                    format!("not valid JSON ({e})"),
+                )
+            })
+    }
+}
+
+/// Python's `json.dumps` writes `Infinity`, `-Infinity` and `NaN`, which JSON lacks
+/// (transformers' `Mamba2Config` saves `"time_step_limit": [0.0, Infinity]`): outside strings,
+/// each becomes `null`, which no key geneb reads can hold.
+fn python_constants_as_null(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut in_string, mut escaped) = (false, false);
+    let mut i = 0;
+    while i < bytes.len() {
+        let byte = bytes[i];
+        if in_string {
+            in_string = escaped || byte != b'"';
+            escaped = !escaped && byte == b'\\';
+        } else if let Some(word) = [&b"-Infinity"[..], b"Infinity", b"NaN"]
+            .into_iter()
+            .find(|word| bytes[i..].starts_with(word))
+        {
+            out.extend_from_slice(b"null");
+            i += word.len();
+            continue;
+        } else {
+            in_string = byte == b'"';
+        }
+        out.push(byte);
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_with_pythons_infinity_and_nan_reads_them_as_null_outside_strings() {
+        let mut files = ModelFiles::new("m");
+        let text =
+            r#"{"limit": [0.0, Infinity], "low": -Infinity, "x": NaN, "name": "NaN \"Infinity\""}"#;
+        files.insert("config.json", text.as_bytes().to_vec());
+        let config = files.config().unwrap();
+        assert_eq!(config["limit"], serde_json::json!([0.0, null]));
+        assert!(config["low"].is_null() && config["x"].is_null());
+        assert_eq!(config["name"], "NaN \"Infinity\"");
+        files.insert("config.json", b"{\"a\": Infinit}".to_vec());
+        assert!(
+            files
+                .config()
+                .unwrap_err()
+                .to_string()
+                .contains("not valid JSON")
+        );
     }
 }

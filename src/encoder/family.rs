@@ -34,6 +34,10 @@ pub const ENFORMER: Family = Family::new(
     "enformer",
     "Enformer (convolutions, attention pooling, relative-position transformer)",
 );
+pub const ECCDNAMAMBA: Family = Family::new(
+    "eccdnamamba",
+    "eccDNAMamba (bidirectional Mamba-2, gated MLPs)",
+);
 pub const LUCAONE: Family = Family::new(
     "lucaone",
     "LucaOne (pre-LayerNorm transformer, rotary, token types)",

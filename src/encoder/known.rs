@@ -193,7 +193,7 @@ const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u
     }
 }
 
-static KNOWN: [KnownModel; 37] = [
+static KNOWN: [KnownModel; 38] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -666,6 +666,24 @@ static KNOWN: [KnownModel; 37] = [
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::EVO,
     },
+    KnownModel {
+        hub_id: None,
+        weights: Some(
+            "zzq1zh/eccDNAMamba (Hugging Face organisation eccDNAMamba; GenAI-Lab's README links \
+             the Google Drive folder): its config.json, model.safetensors and tokenizer files in \
+             one folder",
+        ),
+        display: "eccDNAMamba",
+        leaderboard: Some("eccdnamamba_weights"),
+        parameters: Some(537_000_000),
+        // No limit in the model, none in the extractor (eccdnamamba.rs).
+        context: 1 << 20,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "BPE (tokenizer.json), [CLS] first",
+        runs_on: RunsOn::Family(&family::ECCDNAMAMBA),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::ECCDNAMAMBA,
+    },
     omni_dna("zehui127/Omni-DNA-300M", "Omni-DNA-300M", 300_000_000),
     omni_dna("zehui127/Omni-DNA-1B", "Omni-DNA-1B", 1_000_000_000),
 ];
@@ -826,7 +844,10 @@ mod tests {
                 }
                 let file: serde_json::Value = match path.file_name().unwrap().to_str().unwrap() {
                     "config.json" => {
-                        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+                        // As the loader reads it (Python's `Infinity` taken as null).
+                        let mut files = crate::checkpoint::ModelFiles::new("fixture");
+                        files.insert("config.json", std::fs::read(&path).unwrap());
+                        files.config().unwrap()
                     }
                     "model_config.json" => {
                         let wrapped =

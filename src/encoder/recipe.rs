@@ -405,6 +405,24 @@ pub const OMNIDNA: Recipe = Recipe {
 /// nothing in `LucaGPLMModel`, which returns `last_hidden_state` after its last LayerNorm.
 pub const LUCAONE: Recipe = masked_mean("lucaone", "embedding_pipeline/extractors/lucaone.py");
 
+/// `eccdnamamba.py` (eccDNAMamba; its versions d18929a and e3d5f45 embed alike): the checkpoint's
+/// tokenizer with `padding=True, truncation=True` (cut only at its `model_max_length`, which the
+/// published tokenizer does not set), the mask passed, `hidden_states` (`lm_head_proj`'s output)
+/// pooled by the mask ([CLS] included). The model's backward stream flips the whole padded
+/// batch, so padding reaches the states: batches of 4 in file order, as main.py ran it. Its
+/// `mamba_forward.use_mem_eff_path = False` sets an attribute nothing reads (the Mamba-2 layers
+/// keep their fused CUDA path, the same computation).
+pub const ECCDNAMAMBA: Recipe = Recipe {
+    padding: Padding::TokenizerSide,
+    batching: Batching::FileOrder {
+        size: REFERENCE_BATCH,
+    },
+    ..masked_mean(
+        "eccdnamamba",
+        "embedding_pipeline/extractors/eccdnamamba.py",
+    )
+};
+
 /// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
 pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
 
@@ -433,6 +451,7 @@ pub const RECIPES: &[&Recipe] = &[
     &EVO,
     &OMNIDNA,
     &LUCAONE,
+    &ECCDNAMAMBA,
     &GENERIC,
 ];
 

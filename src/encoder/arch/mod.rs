@@ -12,6 +12,7 @@
 pub mod bert;
 pub mod caduceus;
 pub mod dnagpt;
+pub mod eccdnamamba;
 pub mod enformer;
 pub mod evo;
 pub mod hyena;
@@ -210,6 +211,7 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &olmo::SPEC,
     &lucaone::SPEC,
     &evo::SPEC,
+    &eccdnamamba::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.

@@ -216,13 +216,213 @@ impl Mamba {
             None => (dt, b, c),
         };
         let delta = softplus_with_threshold(self.dt_proj.forward(dt), 1.0, SOFTPLUS_THRESHOLD);
-        let y = if x.device() == Device::flex() {
-            scan_on_host(&self.a_host, x.clone(), delta, b, c)
-        } else {
-            scan_by_chunks(&self.a, x.clone(), delta, b, c)
-        };
+        let y = selective_scan(&self.a, &self.a_host, x.clone(), delta, b, c);
         let y = (y + x * self.d.clone().unsqueeze::<3>()) * silu(z);
         self.out_proj.forward(y)
+    }
+}
+
+/// The selective scan's `C_t h_t` (no D term) for x, Δ [batch, tokens, d_inner], B, C [batch,
+/// tokens, d_state] and A [d_inner, d_state] (on the device, and its values on the host): over
+/// host values on the CPU backend, by chunks on a GPU.
+fn selective_scan(
+    a: &Tensor<2>,
+    a_host: &[f32],
+    x: Tensor<3>,
+    delta: Tensor<3>,
+    b: Tensor<3>,
+    c: Tensor<3>,
+) -> Tensor<3> {
+    if x.device() == Device::flex() {
+        scan_on_host(a_host, x, delta, b, c)
+    } else {
+        scan_by_chunks(a, x, delta, b, c)
+    }
+}
+
+/// `ssm_cfg` of a Mamba-2 layer (`{"layer": "Mamba2", …}`): mamba_ssm's `Mamba2` defaults where
+/// absent. Settings the published checkpoints leave at their default and geneb does not
+/// implement are refused by name.
+#[derive(Deserialize, Default)]
+pub struct Mamba2Config {
+    layer: Option<String>,
+    d_state: Option<usize>,
+    d_conv: Option<usize>,
+    expand: Option<usize>,
+    headdim: Option<usize>,
+    ngroups: Option<usize>,
+    d_ssm: Option<usize>,
+    #[serde(rename = "D_has_hdim")]
+    d_has_hdim: Option<bool>,
+    rmsnorm: Option<bool>,
+    norm_before_gate: Option<bool>,
+    bias: Option<bool>,
+    conv_bias: Option<bool>,
+    dt_limit: Option<(f64, Option<f64>)>,
+}
+
+/// Mamba-2 (Dao & Gu 2024) as mamba_ssm 2.2.4's `Mamba2` computes it with one group of B and C
+/// (`ngroups` 1) and its gated RMSNorm: in_proj to z, xBC and Δ per head → causal depthwise
+/// conv + SiLU over xBC → split x, B, C → Δ = softplus(Δ + dt_bias) → the scalar-per-head SSM
+/// `h_t = exp(Δ_t A) h_{t-1} + Δ_t B_t x_t`, `y_t = C_t h_t + D x_t` (each head's channels
+/// share its Δ and A: the selective scan above with Δ and A repeated over the head's channels,
+/// as mamba_ssm's own `ssd_selective_scan` reference maps it) → RMSNorm(y · SiLU(z)) → out_proj.
+pub struct Mamba2 {
+    z_proj: Linear,
+    xbc_proj: Linear,
+    dt_proj: Linear,
+    conv_weight: Tensor<3>,
+    conv_bias: Option<Tensor<1>>,
+    dt_bias: Tensor<1>,
+    /// `-exp(A_log)` of each head, repeated over the head's channels and the state:
+    /// [d_inner, d_state], on the device and on the host.
+    a: Tensor<2>,
+    a_host: Vec<f32>,
+    /// D of each head, repeated over its channels [d_inner].
+    d: Tensor<1>,
+    norm: RmsNorm,
+    out_proj: Linear,
+    d_inner: usize,
+    d_state: usize,
+    heads: usize,
+}
+
+impl Mamba2 {
+    /// Loads `{p}in_proj`, `{p}conv1d`, `{p}dt_bias`, `{p}A_log`, `{p}D`, `{p}norm`, `{p}out_proj`.
+    pub fn load(
+        ckpt: &mut Checkpoint,
+        p: &str,
+        cfg: &Mamba2Config,
+        d_model: usize,
+        device: &Device,
+    ) -> Result<Mamba2> {
+        let refuse = |what: &str| {
+            Err(config_error(&format!(
+                "ssm_cfg: {what} is not supported (geneb runs mamba_ssm's Mamba2 at its defaults \
+                 there, as the published eccDNAMamba checkpoint does)"
+            )))
+        };
+        if cfg.layer.as_deref() != Some("Mamba2") {
+            return refuse(&format!("layer {:?} (not \"Mamba2\")", cfg.layer));
+        }
+        if cfg.ngroups.unwrap_or(1) != 1 {
+            return refuse("ngroups other than 1");
+        }
+        if cfg.d_ssm.is_some() || cfg.d_has_hdim == Some(true) {
+            return refuse("d_ssm or D_has_hdim");
+        }
+        if cfg.rmsnorm == Some(false) || cfg.norm_before_gate == Some(true) {
+            return refuse("rmsnorm false or norm_before_gate true");
+        }
+        if cfg
+            .dt_limit
+            .is_some_and(|(low, high)| low != 0.0 || high.is_some())
+        {
+            return refuse("a dt_limit");
+        }
+        let (d_state, d_conv) = (cfg.d_state.unwrap_or(128), cfg.d_conv.unwrap_or(4));
+        let headdim = cfg.headdim.unwrap_or(64);
+        let d_inner = cfg.expand.unwrap_or(2) * d_model;
+        if d_conv == 0 || headdim == 0 || !d_inner.is_multiple_of(headdim) {
+            return Err(config_error(&format!(
+                "ssm_cfg: d_conv {d_conv} must be at least 1 and headdim {headdim} must divide \
+                 expand × d_model = {d_inner}"
+            )));
+        }
+        let heads = d_inner / headdim;
+        let conv_dim = d_inner + 2 * d_state;
+        let bias = cfg.bias == Some(true);
+        // in_proj's rows are [z, xBC, Δ]: three products rather than one product sliced.
+        let mut weight = ckpt.take(
+            &format!("{p}in_proj.weight"),
+            &[d_inner + conv_dim + heads, d_model],
+        )?;
+        let mut in_bias = if bias {
+            Some(ckpt.take(&format!("{p}in_proj.bias"), &[d_inner + conv_dim + heads])?)
+        } else {
+            None
+        };
+        let dt_weight = weight.split_off((d_inner + conv_dim) * d_model);
+        let xbc_weight = weight.split_off(d_inner * d_model);
+        let dt_bias_in = in_bias.as_mut().map(|b| b.split_off(d_inner + conv_dim));
+        let xbc_bias = in_bias.as_mut().map(|b| b.split_off(d_inner));
+        let conv_bias = if cfg.conv_bias != Some(false) {
+            Some(param(ckpt, &format!("{p}conv1d.bias"), [conv_dim], device)?)
+        } else {
+            None
+        };
+        let a_log = ckpt.take(&format!("{p}A_log"), &[heads])?;
+        let per_channel = |values: &[f32], repeat: usize| -> Vec<f32> {
+            values
+                .iter()
+                .flat_map(|&v| std::iter::repeat_n(v, headdim * repeat))
+                .collect()
+        };
+        let a_heads: Vec<f32> = a_log.iter().map(|v| -v.exp()).collect();
+        let a_host = per_channel(&a_heads, d_state);
+        let d = per_channel(&ckpt.take(&format!("{p}D"), &[heads])?, 1);
+        Ok(Mamba2 {
+            z_proj: Linear::new(weight, in_bias, d_model, d_inner, device),
+            xbc_proj: Linear::new(xbc_weight, xbc_bias, d_model, conv_dim, device),
+            dt_proj: Linear::new(dt_weight, dt_bias_in, d_model, heads, device),
+            conv_weight: param(
+                ckpt,
+                &format!("{p}conv1d.weight"),
+                [conv_dim, 1, d_conv],
+                device,
+            )?,
+            conv_bias,
+            dt_bias: param(ckpt, &format!("{p}dt_bias"), [heads], device)?,
+            a: upload(a_host.clone(), [d_inner, d_state], device),
+            a_host,
+            d: upload(d, [d_inner], device),
+            // `RMSNormGated(d_ssm, eps=1e-5, group_size=d_ssm // ngroups)`: one group.
+            norm: RmsNorm::load(ckpt, &format!("{p}norm"), d_inner, 1e-5, device)?,
+            out_proj: Linear::load(
+                ckpt,
+                &format!("{p}out_proj"),
+                d_inner,
+                d_model,
+                bias,
+                device,
+            )?,
+            d_inner,
+            d_state,
+            heads,
+        })
+    }
+
+    /// [batch, tokens, d_model] → [batch, tokens, d_model], causal over tokens.
+    pub fn forward(&self, hidden: Tensor<3>) -> Tensor<3> {
+        let [batch, tokens, _] = hidden.dims();
+        let (inner, n) = (self.d_inner, self.d_state);
+        let z = self.z_proj.forward(hidden.clone());
+        let dt = self.dt_proj.forward(hidden.clone());
+        let xbc = self.xbc_proj.forward(hidden).swap_dims(1, 2);
+        let [_, channels, _] = xbc.dims();
+        let kernel = self.conv_weight.dims()[2];
+        let xbc = conv1d(
+            xbc,
+            self.conv_weight.clone(),
+            self.conv_bias.clone(),
+            ConvOptions::new_with_padding([1], [(kernel - 1, 0)], [1], channels),
+        );
+        let xbc = silu(xbc).swap_dims(1, 2); // [batch, tokens, d_inner + 2·d_state]
+        let x = xbc.clone().narrow(2, 0, inner);
+        let b = xbc.clone().narrow(2, inner, n);
+        let c = xbc.narrow(2, inner + n, n);
+        let delta = softplus_with_threshold(
+            dt + self.dt_bias.clone().unsqueeze::<3>(),
+            1.0,
+            SOFTPLUS_THRESHOLD,
+        );
+        let delta = delta
+            .unsqueeze_dim::<4>(3)
+            .expand([batch, tokens, self.heads, inner / self.heads])
+            .reshape([batch, tokens, inner]);
+        let y = selective_scan(&self.a, &self.a_host, x.clone(), delta, b, c);
+        let y = y + x * self.d.clone().unsqueeze::<3>();
+        self.out_proj.forward(self.norm.forward(y * silu(z)))
     }
 }
 

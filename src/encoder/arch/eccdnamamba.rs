@@ -1,0 +1,253 @@
+//! eccDNAMamba (`eccdnamamba_weights` on GENEB's leaderboard): the `BiMambaForMaskedLM` of
+//! zzq1zh/GenAI-Lab's `BiMambaForMaskedLM.py` (the file GENEB's extractor imports from its
+//! `utility_modules/GenAI_Lab_project`; its versions since 5643d80 compute the same, 37c717b the
+//! latest) over mamba_ssm 2.2.4's `MambaLMHeadModel` with Mamba-2 layers (the config is
+//! `state-spaces/mamba2-130m`'s, read through transformers' `Mamba2Config`).
+//!
+//! `token_embedding(ids)` goes through two Mamba-2 backbones: one over the batch as it is, one
+//! over the batch flipped along the positions (`torch.flip(…, dims=[1])`: the whole padded row,
+//! so right padding comes first), flipped back. Each backbone is mamba_ssm's `MixerModel` whose
+//! forward GenAI-Lab replaces: per block, residual add → RMSNorm → Mamba2 → residual add →
+//! RMSNorm → gated MLP (fc1's first half times SiLU of its second, fc2), then both the block's
+//! output and the residual multiplied by the (flipped) attention mask; finally the residual add
+//! and `norm_f`. The two outputs are concatenated and projected by `lm_head_proj` [2·d → d]: that
+//! projection is the `hidden_states` the extractor pools. Every RMSNorm has mamba_ssm's ε 1e-5.
+//!
+//! Padding reaches the states: the flipped stream scans the padding before the sequence, and a
+//! padded position's conv bias feeds the state. So, as GENEB ran it (`--batch_size 4`), a
+//! sequence's embedding depends on its batch-mates (the recipe's file-order batches).
+
+use super::{Arch, ArchSpec, Pooling, check_layers, parse_config, size};
+use crate::Result;
+use crate::checkpoint::Checkpoint;
+use crate::encoder::family;
+use crate::encoder::layers::mamba::{Mamba2, Mamba2Config};
+use crate::encoder::layers::{Linear, RmsNorm, checkpoint_prefix, config_error, silu, upload};
+use crate::tokenize::TokenizerChoice;
+use burn::tensor::module::embedding;
+use burn::tensor::{Device, Int, Tensor};
+use serde::Deserialize;
+
+/// mamba_ssm's `norm_epsilon` (MixerModel's default: `convert_hf_config_to_mamba` passes none).
+const NORM_EPS: f64 = 1e-5;
+/// The model has no length limit and the extractor cuts only at the tokenizer's
+/// `model_max_length` (none in the published tokenizer); this only bounds one pass's memory.
+const MAX_TOKENS: usize = 1 << 20;
+/// `BiMambaForMaskedLM` saved whole, or inside a wrapper under `bimamba.` (`base_model_prefix`).
+const PREFIXES: [&str; 2] = ["", "bimamba."];
+
+pub const SPEC: ArchSpec = ArchSpec {
+    name: family::ECCDNAMAMBA.architecture,
+    family: family::ECCDNAMAMBA.name,
+    serves: "eccDNAMamba (zzq1zh/eccDNAMamba's published weights)",
+    matches,
+    tokenizer: TokenizerChoice::Files,
+    poolings: &[Pooling::MaskedMean],
+    load: |config, ckpt, compute| Ok(Box::new(EccDnaMamba::load(config, ckpt, &compute.device)?)),
+    recipe: &crate::encoder::recipe::ECCDNAMAMBA,
+    published_config: None,
+};
+
+/// The `config.json` keys `convert_hf_config_to_mamba` reads, with its fallbacks.
+#[derive(Deserialize)]
+struct Config {
+    #[serde(deserialize_with = "size")]
+    d_model: usize,
+    #[serde(default, deserialize_with = "super::optional_size")]
+    n_layer: Option<usize>,
+    #[serde(default, deserialize_with = "super::optional_size")]
+    num_hidden_layers: Option<usize>,
+    #[serde(deserialize_with = "size")]
+    vocab_size: usize,
+    /// `getattr(hf_config, "intermediate_size", 4 * d_model)`: transformers' `Mamba2Config`
+    /// has none, so the gated MLP is 4 × d_model wide.
+    #[serde(default, deserialize_with = "super::optional_size")]
+    intermediate_size: Option<usize>,
+    #[serde(default)]
+    ssm_cfg: Mamba2Config,
+    #[serde(default)]
+    attn_layer_idx: Vec<serde_json::Value>,
+    rms_norm: Option<bool>,
+}
+
+/// Whether `config.json` describes GenAI-Lab's BiMamba: transformers' `mamba2` config saved by
+/// `BiMambaForMaskedLM`, with mamba_ssm's own keys (`d_model`, `ssm_cfg`).
+pub fn matches(config: &serde_json::Value) -> bool {
+    let names_it = config["architectures"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|n| n.as_str() == Some("BiMambaForMaskedLM")));
+    names_it && config.get("d_model").is_some() && config.get("ssm_cfg").is_some()
+}
+
+struct Block {
+    norm: RmsNorm,
+    mixer: Mamba2,
+    norm2: RmsNorm,
+    /// `GatedMLP.fc1`'s two halves: the value, then the gate.
+    value: Linear,
+    gate: Linear,
+    fc2: Linear,
+}
+
+/// One direction: `MixerModel` with GenAI-Lab's masked forward.
+struct Backbone {
+    blocks: Vec<Block>,
+    norm_f: RmsNorm,
+}
+
+pub struct EccDnaMamba {
+    token_embedding: Tensor<2>,
+    forward_stream: Backbone,
+    backward_stream: Backbone,
+    lm_head_proj: Linear,
+    d_model: usize,
+    intermediate: usize,
+}
+
+impl EccDnaMamba {
+    /// Builds from config.json and the checkpoint on `device`, taking every tensor it uses;
+    /// errors name a missing or mis-shaped tensor. (The caller calls `ckpt.finish()` afterwards.)
+    pub fn load(
+        config: &serde_json::Value,
+        ckpt: &mut Checkpoint,
+        device: &Device,
+    ) -> Result<Self> {
+        let c: Config = parse_config(config)?;
+        if !c.attn_layer_idx.is_empty() {
+            return Err(config_error(
+                "attn_layer_idx: attention layers are not supported (eccDNAMamba has none)",
+            ));
+        }
+        if c.rms_norm == Some(false) {
+            return Err(config_error(
+                "rms_norm false (LayerNorm blocks) is not supported (eccDNAMamba's are RMSNorm)",
+            ));
+        }
+        let d = c.d_model;
+        let intermediate = c.intermediate_size.unwrap_or(4 * d);
+        // GatedMLP rounds its width up to a multiple of 128.
+        let intermediate = intermediate.div_ceil(128) * 128;
+        let layers = c.n_layer.or(c.num_hidden_layers).unwrap_or(12);
+        let probe = "token_embedding.weight";
+        let prefix = checkpoint_prefix(ckpt, &PREFIXES, probe, "BiMamba")?;
+        let token_embedding = ckpt.take(&format!("{prefix}{probe}"), &[c.vocab_size, d])?;
+        let mut backbone = |stream: &str| -> Result<Backbone> {
+            let p = format!("{prefix}{stream}.");
+            // The backbone's own embedding and LM head are not used: BiMamba passes its
+            // token_embedding in and projects the two streams itself.
+            ckpt.skip(&format!("{p}backbone.embedding.weight"));
+            ckpt.skip(&format!("{p}lm_head.weight"));
+            let layers = check_layers("n_layer", layers, ckpt, |i| {
+                format!("{p}backbone.layers.{i}.mlp.fc2.weight")
+            })?;
+            let mut blocks = Vec::with_capacity(layers);
+            for i in 0..layers {
+                let l = format!("{p}backbone.layers.{i}.");
+                let [value, gate] = Linear::load_parts(
+                    ckpt,
+                    &format!("{l}mlp.fc1"),
+                    d,
+                    intermediate,
+                    false,
+                    device,
+                )?;
+                blocks.push(Block {
+                    norm: RmsNorm::load(ckpt, &format!("{l}norm"), d, NORM_EPS, device)?,
+                    mixer: Mamba2::load(ckpt, &format!("{l}mixer."), &c.ssm_cfg, d, device)?,
+                    norm2: RmsNorm::load(ckpt, &format!("{l}norm2"), d, NORM_EPS, device)?,
+                    value,
+                    gate,
+                    fc2: Linear::load(
+                        ckpt,
+                        &format!("{l}mlp.fc2"),
+                        intermediate,
+                        d,
+                        false,
+                        device,
+                    )?,
+                });
+            }
+            Ok(Backbone {
+                blocks,
+                norm_f: RmsNorm::load(ckpt, &format!("{p}backbone.norm_f"), d, NORM_EPS, device)?,
+            })
+        };
+        let forward_stream = backbone("mamba_forward")?;
+        let backward_stream = backbone("mamba_backward")?;
+        Ok(EccDnaMamba {
+            token_embedding: upload(token_embedding, [c.vocab_size, d], device),
+            forward_stream,
+            backward_stream,
+            lm_head_proj: Linear::load(
+                ckpt,
+                &format!("{prefix}lm_head_proj"),
+                2 * d,
+                d,
+                false,
+                device,
+            )?,
+            d_model: d,
+            intermediate,
+        })
+    }
+}
+
+impl Backbone {
+    /// x [batch, tokens, d] and the mask [batch, tokens, 1] → the final norm's output.
+    fn forward(&self, mut hidden: Tensor<3>, mask: &Tensor<3>) -> Tensor<3> {
+        let mut residual: Option<Tensor<3>> = None;
+        for block in &self.blocks {
+            let sum = match residual {
+                Some(r) => hidden + r,
+                None => hidden,
+            };
+            let mixed = block.mixer.forward(block.norm.forward(sum.clone()));
+            let sum = mixed + sum;
+            let normed = block.norm2.forward(sum.clone());
+            let gated = block.value.forward(normed.clone()) * silu(block.gate.forward(normed));
+            hidden = block.fc2.forward(gated) * mask.clone();
+            residual = Some(sum * mask.clone());
+        }
+        match residual {
+            Some(r) => self.norm_f.forward(hidden + r),
+            None => self.norm_f.forward(hidden),
+        }
+    }
+}
+
+impl Arch for EccDnaMamba {
+    /// `lm_head_proj(cat(forward, flip(backward(flip(x)))))` [batch, tokens, d_model].
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+        let [batch, tokens] = input_ids.dims();
+        let x = embedding(self.token_embedding.clone(), input_ids);
+        let mask = attention_mask.reshape([batch, tokens, 1]);
+        let forward = self.forward_stream.forward(x.clone(), &mask);
+        let backward = self
+            .backward_stream
+            .forward(x.flip([1]), &mask.flip([1]))
+            .flip([1]);
+        self.lm_head_proj
+            .forward(Tensor::cat(vec![forward, backward], 2))
+    }
+
+    fn hidden_size(&self) -> usize {
+        self.d_model
+    }
+
+    fn token_rows(&self) -> usize {
+        self.token_embedding.dims()[0]
+    }
+
+    fn max_tokens(&self) -> usize {
+        MAX_TOKENS
+    }
+
+    /// Floats per token of the widest activation: the gated MLP's two halves.
+    fn widest_activation(&self) -> usize {
+        2 * self.intermediate
+    }
+
+    fn family(&self) -> &'static str {
+        SPEC.family
+    }
+}
