@@ -9,7 +9,8 @@
 //!
 //! SPACE, on the same trunk, against its own modeling code as GENEB vendors it (tests/oracle/
 //! make_space_fixtures.py): a tiny random `TrainingSpace` checkpoint with species experts, on the
-//! CPU and on wgpu, a longer sequence centre-cropped to 131,072 bp, and a missing tensor refused.
+//! CPU and on wgpu, a longer sequence centre-cropped to 131,072 bp, and a missing tensor refused
+//! (Evo-1's too, from tests/hf_models.rs's fixture).
 #![cfg(feature = "burn")]
 
 use geneb::checkpoint::{pytorch, safetensors};
@@ -161,6 +162,12 @@ fn refuses_a_checkpoint_missing(name: &str, drop: &str) {
 #[test]
 fn enformer_refuses_a_checkpoint_missing_a_tensor_in_one_line() {
     refuses_a_checkpoint_missing("enformer", "final_pointwise.1.2.bias");
+}
+
+#[test]
+fn evo_refuses_a_checkpoint_missing_a_pole_in_one_line() {
+    // Evo-1's fixture (tests/hf_models.rs embeds it) through the same CLI path.
+    refuses_a_checkpoint_missing("evo", "backbone.blocks.2.filter.poles");
 }
 
 #[test]

@@ -191,6 +191,7 @@ struct HyenaFilter {
     prepared: Mutex<Option<(usize, PreparedFilter)>>,
 }
 
+#[allow(clippy::large_enum_variant, reason = "one per block, built once")]
 enum Mixer {
     Attention(GroupedQueryAttention),
     Hyena(HyenaFilter),

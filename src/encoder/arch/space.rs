@@ -146,6 +146,7 @@ struct SpeciesExperts {
     keep: usize,
 }
 
+#[allow(clippy::large_enum_variant, reason = "one per layer, built once")]
 enum FeedForwardKind {
     Dense(FeedForward),
     Experts(SpeciesExperts),
