@@ -732,6 +732,15 @@ impl Index {
             *cell = total;
             total += count;
         }
+        // Which sketch cells hold an unsure 21-mer that is informative after all: pass 3 looks
+        // up no repeat in the maps (a table of near-identical rows is almost all repeats).
+        charge(meter, sketch.len() as u64)?;
+        let mut unsure_informative = vec![false; sketch.len()];
+        for (&kmer, held) in unsure.iter().flatten() {
+            if held.holders as usize <= MAX_HOLDERS {
+                unsure_informative[(kmer >> sketch_shift) as usize] = true;
+            }
+        }
         let part_starts: Vec<u32> = parts
             .iter()
             .map(|part| region_ends[part.first_cell(REGION_BITS) + 1])
@@ -769,7 +778,8 @@ impl Index {
                         }
                         if sure(kmer) {
                             file(kmer, row);
-                        } else if let Some(held) = unsure.get_mut(&kmer)
+                        } else if unsure_informative[(kmer >> sketch_shift) as usize]
+                            && let Some(held) = unsure.get_mut(&kmer)
                             && held.holders as usize <= MAX_HOLDERS
                             && held.last != row
                         {
@@ -803,6 +813,7 @@ impl Index {
             })
             .collect();
         drop(sketch);
+        drop(unsure_informative);
         drop(unsure);
         // The parts' entries moved together.
         let mut next = 0u32;
@@ -854,10 +865,26 @@ impl Index {
                 (self.starts[bucket], self.starts[bucket + 1])
             })
             .collect();
+        // Each bucket's first entry: a 21-mer below it has none, and a search starts in the
+        // cache line just read.
+        let firsts: Vec<u64> = bounds
+            .iter()
+            .map(|&(start, end)| {
+                if start < end {
+                    self.entries[start as usize] >> 32
+                } else {
+                    u64::MAX
+                }
+            })
+            .collect();
         let mut informative = 0;
         let mut hits: Vec<u32> = Vec::new();
-        for (&kmer, &(start, end)) in kmers.iter().zip(&bounds) {
+        for ((&kmer, &(start, end)), &first) in kmers.iter().zip(&bounds).zip(&firsts) {
             let low = kmer & ((1 << (BITS - REGION_BITS)) - 1);
+            if low < first {
+                informative += 1;
+                continue;
+            }
             let bucket = &self.entries[start as usize..end as usize];
             let from = bucket.partition_point(|&e| e >> 32 < low);
             let len = bucket[from..].partition_point(|&e| e >> 32 == low);
