@@ -155,7 +155,7 @@ if part 5; then
   if [ -n "$missing" ]; then
     echo "profile: skipped ($missing)"
   else
-    node bench/dawn_profile.mjs --geneb "$GENEB" --out "$OUT" $QUICK --timeout 120 || status=1
+    node bench/dawn_profile.mjs --geneb "$GENEB" --out "$OUT" $QUICK --timeout 300 || status=1
   fi
 fi
 exit $status
