@@ -90,6 +90,17 @@ dawn_missing() {
   fi
 }
 status=0
+# on_dawn LABEL COMMAND...: runs a Dawn part, or says why it cannot run here.
+on_dawn() {
+  local label="$1" missing
+  shift
+  missing=$(dawn_missing)
+  if [ -n "$missing" ]; then
+    echo "$label: skipped ($missing)"
+  else
+    "$@" || status=1
+  fi
+}
 echo "gpu-check $(date -u +%FT%TZ) on $(uname -n): $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "geneb: $GENEB ($("$GENEB" --version))"
 if command -v nvidia-smi >/dev/null; then
@@ -122,12 +133,7 @@ fi
 if part 3; then
   echo
   echo "== 3. the page's core on Dawn, Chrome's WebGPU engine, beside native wgpu (bench/dawn_bench.mjs; needs part 1's runs)"
-  missing=$(dawn_missing)
-  if [ -n "$missing" ]; then
-    echo "Dawn: skipped ($missing)"
-  else
-    node bench/dawn_bench.mjs --models-dir "$OUT" --models "$MODELS" --lengths "$LENGTHS" --timeout 300 || status=1
-  fi
+  on_dawn Dawn node bench/dawn_bench.mjs --models-dir "$OUT" --models "$MODELS" --lengths "$LENGTHS" --timeout 300
 fi
 
 if part 4; then
@@ -151,11 +157,6 @@ fi
 if part 5; then
   echo
   echo "== 5. kernel by kernel: GPU time per kernel on Dawn and native wgpu, the adapter each sees, time per call at 1, 2 and 12 layers, Dawn's toggles (bench/dawn_profile.mjs)"
-  missing=$(dawn_missing)
-  if [ -n "$missing" ]; then
-    echo "profile: skipped ($missing)"
-  else
-    node bench/dawn_profile.mjs --geneb "$GENEB" --out "$OUT" $QUICK --timeout 300 || status=1
-  fi
+  on_dawn profile node bench/dawn_profile.mjs --geneb "$GENEB" --out "$OUT" $QUICK --timeout 300
 fi
 exit $status
