@@ -22,8 +22,9 @@
 //
 // Needs python3 + numpy (bench/random_models.py writes the checkpoints), the one-thread wasm core
 // in www/pkg and node_modules/webgpu. Writes DIR/profile/ (checkpoints, native profiles) and
-// DIR/profile.json; exits 1 when a run fails or the two engines launch different kernels.
-// --quick: the toggles on the first model only, 3 calls per timing instead of 5.
+// DIR/profile.json; exits 1 when a run fails or the engines' launches do not join by kernel.
+// --quick: the toggles on the first model only, 3 calls per Dawn timing instead of 5 (native
+// geneb always times 5); --no-toggles: Dawn's default configuration only.
 
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
@@ -64,7 +65,8 @@ function parseArgs(argv) {
     else if (a === '--timeout') args.timeout = Number(value());
     else if (a === '--child') args.child = JSON.parse(value());
     else if (a === '--help' || a === '-h') {
-      console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 26).join('\n'));
+      const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
+      console.log(lines.slice(0, lines.findIndex((l) => !l.startsWith('//'))).join('\n'));
       process.exit(0);
     } else throw new Error(`unknown argument ${a} (try --help)`);
   }
