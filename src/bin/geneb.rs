@@ -151,6 +151,13 @@ struct EmbedArgs {
     /// and per-length caches are not counted.
     #[arg(long)]
     count_kernels: bool,
+    /// Write a kernel-by-kernel GPU profile of the embedding to this JSON file (wgpu only):
+    /// after the warm first sequence, the wall time of 5 unobserved calls, then one call with
+    /// every kernel timed by the GPU's timestamps (per kernel: launches, total and median µs;
+    /// each launch in order; the adapter's limits and features). bench/dawn_profile.mjs joins it
+    /// with Dawn's.
+    #[arg(long, value_name = "JSON", conflicts_with = "count_kernels")]
+    profile_kernels: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -786,23 +793,25 @@ fn run_merge(args: MergeArgs) -> Result<()> {
 fn run_embed(args: EmbedArgs) -> Result<()> {
     let backend = BackendKind::parse(&args.backend)?;
     args.precision.apply(backend)?;
-    if args.count_kernels && backend != BackendKind::Wgpu {
+    if (args.count_kernels || args.profile_kernels.is_some()) && backend != BackendKind::Wgpu {
         return Err(Error::new(
-            "--count-kernels counts GPU kernel launches: use it with --backend wgpu",
+            "--count-kernels and --profile-kernels watch GPU kernels: use them with --backend wgpu",
         ));
     }
     let sequences = input::read_sequences(&read_file(&args.input)?)?;
     let model = ModelSpec::parse(&args.model)?;
     let encoder = pollster::block_on(load_encoder(&model, backend, false, true))?;
     let texts: Vec<String> = sequences.into_iter().map(|s| s.sequence).collect();
-    if args.count_kernels
+    if (args.count_kernels || args.profile_kernels.is_some())
         && let Some(first) = texts.first()
     {
         pollster::block_on(encoder.embed(std::slice::from_ref(first)))?;
     }
-    let embeddings = counting_kernels(args.count_kernels, &encoder, texts.len(), || {
-        pollster::block_on(encoder.embed(&texts))
-    })?;
+    let embed_all = || pollster::block_on(encoder.embed(&texts));
+    let embeddings = match &args.profile_kernels {
+        Some(path) => profiling_kernels(path, texts.len(), embed_all)?,
+        None => counting_kernels(args.count_kernels, &encoder, texts.len(), embed_all)?,
+    };
     let mut npy = Vec::new();
     ndarray_npy::WriteNpyExt::write_npy(&embeddings, &mut npy)
         .map_err(|e| Error::new(format!("cannot encode the .npy: {e}")))?;
@@ -842,6 +851,40 @@ fn counting_kernels<T>(
         }
     }
     Ok(out)
+}
+
+/// `work` profiled kernel by kernel (`--profile-kernels`), the profile written to `path` as JSON.
+#[cfg(feature = "wgpu")]
+fn profiling_kernels<T>(
+    path: &Path,
+    sequences: usize,
+    work: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    const WARM_CALLS: usize = 5;
+    let (out, profile) = geneb::encoder::backend::launches::profile(WARM_CALLS, work)?;
+    let mut json = serde_json::to_value(&profile)
+        .map_err(|e| Error::new(format!("cannot encode the kernel profile: {e}")))?;
+    json["sequences"] = sequences.into();
+    write_whole(
+        path,
+        serde_json::to_string_pretty(&json).unwrap_or_default(),
+    )?;
+    eprintln!(
+        "geneb: {} kernel launches, {:.0} µs of GPU time ({} timing), {:.1} ms a call; profile in {}",
+        profile.launches,
+        profile.gpu_us,
+        profile.timing,
+        profile.call_ms_median.unwrap_or(f64::NAN),
+        path.display()
+    );
+    Ok(out)
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn profiling_kernels<T>(_: &Path, _: usize, _: impl FnMut() -> Result<T>) -> Result<T> {
+    Err(Error::new(
+        "this build of geneb has no GPU backend to profile",
+    ))
 }
 
 /// A build without the GPU backend has no kernels to count (`run_embed` refused the flag
