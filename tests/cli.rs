@@ -1278,3 +1278,47 @@ fn windowed_embeddings_are_the_mean_of_each_windows_own_embedding_and_say_so() {
         serde_json::json!({})
     );
 }
+
+/// The memory budget charges a model's weights at what they hold: the tiny bf16 Llama's
+/// (16,896 matrix values, 160 norm values) need 68,224 bytes held in f32 and 34,432 in bf16,
+/// its file's floats 80,512 at f32 (the skipped lm_head too). Under 80,512 the model holds its
+/// matrices in bf16 on its own and embeds the f32 path's numbers; `?weights=f32` then needs
+/// 68,224 and is refused below it; under 34,432 nothing fits.
+#[test]
+fn the_budget_charges_the_weights_held_and_chooses_half_precision_when_f32_is_over_it() {
+    let dir = scratch("weights-budget");
+    let model = repo("tests/fixtures/models/llama_sharded_bf16");
+    let input = dir.join("sequences.txt");
+    std::fs::write(&input, "ACGTACGGTTCA\nGGGCATTACA\n").unwrap();
+    let embed = |budget: &str, options: &str, name: &str| {
+        let out = dir.join(format!("{name}.npy"));
+        let spec = format!("hf:{}{options}", model.display());
+        let args = ["--max-memory", budget, "embed", "--model", &spec, "--input"];
+        let run = geneb(
+            &[
+                &args[..],
+                &[input.to_str().unwrap(), "--out", out.to_str().unwrap()],
+            ]
+            .concat(),
+        );
+        (run, out)
+    };
+    let (run, out) = embed("2GiB", "", "f32");
+    ok_text(&run);
+    let f32_values = read_npy_f32(&out);
+    let (run, out) = embed("60000", "", "bf16");
+    ok_text(&run);
+    assert_eq!(read_npy_f32(&out), f32_values, "bf16 held as stored");
+    let (run, _) = embed("70000", "?weights=f32", "forced");
+    ok_text(&run);
+    for (budget, options, held) in [("60000", "?weights=f32", "f32"), ("34000", "", "bf16")] {
+        let (run, _) = embed(budget, options, "refused");
+        let stderr = refusal(&run, budget);
+        assert!(
+            stderr.contains(&format!(
+                "holding the model's weights in {held} needs more than"
+            )),
+            "{stderr}"
+        );
+    }
+}

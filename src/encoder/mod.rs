@@ -188,6 +188,9 @@ pub struct EncoderDescription {
     /// What loading the model noted (a tensor the reference tolerates missing, …).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the weights are held in, where it is not f32 (`pretrained::HeldWeights`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<String>,
 }
 
 impl Encoder {
@@ -298,9 +301,14 @@ impl Encoder {
                 Precision::F32 => info.kind,
                 Precision::F16 => format!("{}-f16", info.kind),
             };
+            // Weights narrowed from the file give other numbers too; held as stored, the same.
+            let weights = match e.weights() {
+                w if w.narrowed() => format!("-{}", w.held.name()),
+                _ => String::new(),
+            };
             // Another recipe gives other numbers from the same files.
             return Some(format!(
-                "{}{window}-{}-{backend}-geneb{}",
+                "{}{window}-{}-{backend}{weights}-geneb{}",
                 e.fingerprint(),
                 e.recipe().name,
                 crate::VERSION
@@ -323,19 +331,23 @@ impl Encoder {
         self.spec()
     }
 
-    /// How this encoder's input departs from GENEB's protocol, for the result's deviations.
-    pub fn deviation(&self) -> Option<String> {
+    /// How this encoder departs from GENEB's protocol, for the result's deviations.
+    pub fn deviations(&self) -> Vec<String> {
+        let mut deviations = Vec::new();
         #[cfg(feature = "burn")]
-        if let Encoder::Hf(e) = self
-            && let Some(w) = e.window()
-        {
-            return Some(format!(
-                "sequences are embedded in sliding windows ({} nt, stride {}) and averaged, \
-                 where GENEB's baselines truncate to the model's maximum length",
-                w.size, w.stride
-            ));
+        if let Encoder::Hf(e) = self {
+            if let Some(w) = e.window() {
+                deviations.push(format!(
+                    "sequences are embedded in sliding windows ({} nt, stride {}) and averaged, \
+                     where GENEB's baselines truncate to the model's maximum length",
+                    w.size, w.stride
+                ));
+            }
+            if e.weights().narrowed() {
+                deviations.extend(e.weights().describe().map(|held| format!("weights {held}")));
+            }
         }
-        None
+        deviations
     }
 
     pub fn describe(&self) -> EncoderDescription {
@@ -376,19 +388,20 @@ impl Encoder {
             ),
         };
         #[cfg(feature = "burn")]
-        let (architecture, parameters, context, recipe, notes) = match self {
+        let (architecture, parameters, context, recipe, notes, weights) = match self {
             Encoder::Hf(e) => (
                 Some(e.describe_architecture()),
                 Some(e.parameters()),
                 Some(e.card().context.clone()),
                 Some(e.recipe()),
                 e.notes().to_vec(),
+                e.weights().describe(),
             ),
-            _ => (None, None, None, None, Vec::new()),
+            _ => (None, None, None, None, Vec::new(), None),
         };
         #[cfg(not(feature = "burn"))]
-        let (architecture, parameters, context, recipe, notes) =
-            (None, None, None, None, Vec::new());
+        let (architecture, parameters, context, recipe, notes, weights) =
+            (None, None, None, None, Vec::new(), None);
         EncoderDescription {
             spec: self.spec(),
             dim: self.dim(),
@@ -400,6 +413,7 @@ impl Encoder {
             context,
             recipe,
             notes,
+            weights,
         }
     }
 

@@ -13,8 +13,8 @@ use super::arch::{self, Arch, Pooling};
 use super::backend::Compute;
 use super::card::ModelCard;
 use super::recipe::{self, Input, Padding, Recipe, SpecialTokens};
-use super::spec::{HfSpec, Window};
-use crate::checkpoint::{Checkpoint, ModelFiles, pytorch, safetensors};
+use super::spec::{HfSpec, Weights, Window};
+use crate::checkpoint::{self, Checkpoint, Held, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
 use crate::{Error, Result};
 use burn::tensor::{DType, FloatDType, Int, Tensor, TensorData};
@@ -83,6 +83,80 @@ pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     ))
 }
 
+/// Sets what a model's large matrices (linear layers, embedding tables) are held in: what the
+/// spec's `?weights=` asks for, else f32 where every float tensor of the checkpoint fits the
+/// memory budget at f32 (no widening per product), else half precision, the checkpoint's own
+/// bf16 or f16 (exact: the numbers are the f32 path's) or bf16 narrowed from a wider file.
+/// Compute is f32 either way. On the CPU natively the weights are charged to the budget as they
+/// are taken; a GPU holds them in its own memory, in f32 (or the device's `--precision f16`).
+fn hold_weights(
+    weights: Option<Weights>,
+    ckpt: &mut Checkpoint,
+    compute: &Compute,
+) -> Result<HeldWeights> {
+    let (f32_bytes, stored) = ckpt.float_bytes();
+    if compute.kind == BackendKind::Wgpu {
+        if weights == Some(Weights::Half) {
+            return Err(Error::new(
+                "?weights=half holds the weights in half precision on the CPU backend only; on \
+                 wgpu use --precision f16",
+            ));
+        }
+        return Ok(HeldWeights {
+            held: Held::F32,
+            stored,
+        });
+    }
+    let held = match weights {
+        Some(Weights::F32) => Held::F32,
+        Some(Weights::Half) => Held::half_of(stored),
+        None if f32_bytes <= crate::budget::limit() => Held::F32,
+        None => Held::half_of(stored),
+    };
+    ckpt.hold_matrices_in(held);
+    // The page checks a model's size against the tab before loading it, and its budget shrinks
+    // as the module's memory grows with the very weights being charged.
+    #[cfg(not(target_arch = "wasm32"))]
+    ckpt.charge_to_budget();
+    Ok(HeldWeights { held, stored })
+}
+
+/// What a model's matrices are held in, beside what its file stores them in.
+#[derive(Debug, Clone, Copy)]
+pub struct HeldWeights {
+    pub held: Held,
+    /// The float type of every tensor in the file, where it is one.
+    pub stored: Option<checkpoint::DType>,
+}
+
+impl HeldWeights {
+    /// Whether the weights were narrowed from what the file stores: other numbers than the f32
+    /// path's, a deviation.
+    pub fn narrowed(&self) -> bool {
+        self.held != Held::F32 && !self.stored.is_some_and(|dtype| self.held.stores(dtype))
+    }
+
+    /// For the result: None where they are held in f32.
+    pub fn describe(&self) -> Option<String> {
+        let held = self.held.name();
+        match (self.held, self.narrowed()) {
+            (Held::F32, _) => None,
+            (_, false) => Some(format!(
+                "{held} as the checkpoint stores them (the f32 path's numbers), widened to f32 \
+                 one layer at a time for its products: the f32 weights are over the memory \
+                 budget, or ?weights=half asked for it"
+            )),
+            (_, true) => Some(format!(
+                "NARROWED to {held} from the checkpoint's {}, to fit the memory budget or as \
+                 ?weights=half asked; computed in f32 (?weights=f32 and a larger --max-memory \
+                 keep f32)",
+                self.stored
+                    .map_or("mixed types".to_string(), |d| format!("{d:?}"))
+            )),
+        }
+    }
+}
+
 pub struct HfModel {
     spec: String,
     /// SHA-256 of the model's files (config, tokenizer, weights): its identity for caches.
@@ -100,6 +174,7 @@ pub struct HfModel {
     card: ModelCard,
     /// How GENEB's extractor embeds this model.
     recipe: &'static Recipe,
+    weights: HeldWeights,
 }
 
 impl HfModel {
@@ -133,6 +208,7 @@ impl HfModel {
         let hub_id = spec.hub_repo().map(|(repo, _)| repo);
         let mut tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
         let mut ckpt = read_weights(&mut files)?;
+        let weights = hold_weights(spec.weights, &mut ckpt, &compute)?;
         let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
         // The user's choice, else the known model's extractor, else its architecture's.
         let recipe = match spec.recipe.as_deref() {
@@ -176,11 +252,17 @@ impl HfModel {
             model_parameters,
             card,
             recipe,
+            weights,
         })
     }
 
     pub fn recipe(&self) -> &'static Recipe {
         self.recipe
+    }
+
+    /// What the large matrices are held in.
+    pub fn weights(&self) -> HeldWeights {
+        self.weights
     }
 
     /// What loading noted (`Arch::notes`).
