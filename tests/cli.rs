@@ -814,6 +814,17 @@ fn the_readme_recipe_table_is_the_generated_one() {
 #[test]
 fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profiles() {
     let listing = ok_json(&geneb(&["models"]));
+    // The leaderboard's 41 models: as JSON, in the listing, and as a table of one line each.
+    let board = ok_json(&geneb(&["models", "--leaderboard", "--json"]));
+    assert_eq!(board.as_array().map(Vec::len), Some(41));
+    assert_eq!(listing["leaderboard"], board);
+    let table = ok_text(&geneb(&["models", "--leaderboard"]));
+    assert_eq!(table.lines().count(), 42, "{table}");
+    let metagene = table.lines().find(|l| l.contains("METAGENE-1")).unwrap();
+    assert!(
+        metagene.contains("28.0 GB") && metagene.contains("14.0 GB"),
+        "{metagene}"
+    );
     let builtin = listing["builtin"].as_array().expect("builtin list");
     assert!(builtin.iter().any(|m| m["spec"] == "kmer:4"));
     let known = listing["known"].as_array().expect("known list");
