@@ -752,3 +752,48 @@ fn half_precision_weights_are_held_as_stored_or_narrowed_and_say_so() {
 /// bf16 keeps 8 significant bits (a relative rounding of at most 2^-9 per weight); through the
 /// tiny Llama's two blocks and its final RMSNorm that moved no pooled value by more than 6.6e-3.
 const NARROWED_TOLERANCE: f32 = 1e-2;
+
+/// A SpliceBERT folder that does not name itself (no hub id, no `_name_or_path`) is still
+/// windowed as GENEB's SpliceBERT extractor windows: its single-nucleotide BERT vocabulary says
+/// what it is. A BERT the files cannot place runs its architecture's recipe, and the result says
+/// so and how to pick another.
+#[test]
+fn a_local_folders_recipe_follows_from_its_files_or_says_how_to_pick_one() {
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/splicebert");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("unnamed-splicebert");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&fixture).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    config.as_object_mut().unwrap().remove("_name_or_path");
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    pipeline_in(&dir, BackendKind::Cpu);
+    let load = |dir: &std::path::Path| {
+        let spec = format!("hf:{}", dir.display());
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu))
+            .unwrap()
+            .describe()
+    };
+    let described = load(&dir);
+    assert_eq!(described.recipe.unwrap().name, "splicebert");
+    let source = described.recipe_source.unwrap();
+    assert!(
+        source.starts_with("recipe 'splicebert' from the files"),
+        "{source}"
+    );
+
+    let bert = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/bert");
+    let described = load(&bert);
+    assert_eq!(described.recipe.unwrap().name, "generic");
+    let source = described.recipe_source.unwrap();
+    assert!(
+        source.starts_with("recipe 'generic', its architecture's")
+            && source.contains("?recipe=NAME (geneb models lists them)"),
+        "{source}"
+    );
+}

@@ -121,6 +121,8 @@ pub struct ModelList {
     /// The files of a model folder geneb reads, for the page's picks and downloads.
     #[serde(rename = "modelFiles")]
     pub model_files: crate::checkpoint::ModelFileNames,
+    /// Every model of the published leaderboard, whether geneb runs it, and why not.
+    pub leaderboard: Vec<known::LeaderboardModel>,
 }
 
 pub fn model_list() -> Result<ModelList> {
@@ -131,6 +133,7 @@ pub fn model_list() -> Result<ModelList> {
         #[cfg(feature = "burn")]
         architectures: arch::list(),
         known: known::with_published_profiles()?,
+        leaderboard: known::leaderboard_models()?,
     })
 }
 
@@ -185,6 +188,10 @@ pub struct EncoderDescription {
     /// GENEB's extractor recipe the embeddings follow, fact by fact (`recipe.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recipe: Option<&'static recipe::Recipe>,
+    /// How the recipe was chosen: named by `?recipe=`, the known model's, or what the model's
+    /// files tell, with how to pick another where they cannot tell.
+    #[serde(rename = "recipeSource", skip_serializing_if = "Option::is_none")]
+    pub recipe_source: Option<String>,
     /// What loading the model noted (a tensor the reference tolerates missing, …).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -388,7 +395,8 @@ impl Encoder {
             ),
         };
         #[cfg(feature = "burn")]
-        let (architecture, parameters, context, recipe, notes, weights) = match self {
+        let (architecture, parameters, context, recipe, notes, weights, recipe_source) = match self
+        {
             Encoder::Hf(e) => (
                 Some(e.describe_architecture()),
                 Some(e.parameters()),
@@ -396,12 +404,13 @@ impl Encoder {
                 Some(e.recipe()),
                 e.notes().to_vec(),
                 e.weights().describe(),
+                Some(e.recipe_source().to_string()),
             ),
-            _ => (None, None, None, None, Vec::new(), None),
+            _ => (None, None, None, None, Vec::new(), None, None),
         };
         #[cfg(not(feature = "burn"))]
-        let (architecture, parameters, context, recipe, notes, weights) =
-            (None, None, None, None, Vec::new(), None);
+        let (architecture, parameters, context, recipe, notes, weights, recipe_source) =
+            (None, None, None, None, Vec::new(), None, None);
         EncoderDescription {
             spec: self.spec(),
             dim: self.dim(),
@@ -412,6 +421,7 @@ impl Encoder {
             parameters,
             context,
             recipe,
+            recipe_source,
             notes,
             weights,
         }

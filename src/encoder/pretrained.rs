@@ -157,6 +157,42 @@ impl HeldWeights {
     }
 }
 
+/// The recipe a model folder's own files determine where its architecture's structure alone
+/// does not (`structural`, `Arch::recipe` or the architecture's), and why. A BERT over single
+/// nucleotides (a vocab.txt of [PAD] [UNK] [CLS] [SEP] [MASK] and the letters A C G T N) with
+/// learned positions for 1,024 nt and its [CLS] and [SEP] is SpliceBERT-1024nt, the only such
+/// model GENEB evaluated: windowed as its extractor windows, not cut at 1,024 nt.
+fn recipe_from_files(
+    config: &serde_json::Value,
+    files: &ModelFiles,
+    structural: &'static Recipe,
+) -> (&'static Recipe, String) {
+    let single_nucleotides = || {
+        let Some(vocab) = files.get("vocab.txt") else {
+            return false;
+        };
+        let mut tokens: Vec<&str> = std::str::from_utf8(vocab)
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|t| !t.is_empty() && !(t.starts_with('[') && t.ends_with(']')))
+            .collect();
+        tokens.sort_unstable();
+        tokens == ["A", "C", "G", "N", "T"]
+    };
+    let splicebert_shape = config["model_type"].as_str() == Some("bert")
+        && config["max_position_embeddings"].as_u64() == Some(1026);
+    if splicebert_shape && structural.name == recipe::GENERIC.name && single_nucleotides() {
+        let why = "recipe 'splicebert' from the files: a BERT over single nucleotides with \
+                   1,026 positions is SpliceBERT-1024nt";
+        return (&recipe::SPLICEBERT, why.to_string());
+    }
+    (
+        structural,
+        format!("recipe '{}', its architecture's", structural.name),
+    )
+}
+
 pub struct HfModel {
     spec: String,
     /// SHA-256 of the model's files (config, tokenizer, weights): its identity for caches.
@@ -174,6 +210,8 @@ pub struct HfModel {
     card: ModelCard,
     /// How GENEB's extractor embeds this model.
     recipe: &'static Recipe,
+    /// How `recipe` was chosen: given, named, the known model's, or what the files tell.
+    recipe_source: String,
     weights: HeldWeights,
 }
 
@@ -210,16 +248,24 @@ impl HfModel {
         let mut ckpt = read_weights(&mut files)?;
         let weights = hold_weights(spec.weights, &mut ckpt, &compute)?;
         let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
-        // The user's choice, else the known model's extractor, else its architecture's.
-        let recipe = match spec.recipe.as_deref() {
-            _ if recipe.is_some() => recipe.unwrap_or(arch_spec.recipe),
-            Some(name) => recipe::by_name(name)?,
-            None => super::card::resolve_hub_id(&source, hub_id, &config)
-                .as_deref()
-                .and_then(super::known::find)
-                .map(|known| known.recipe)
-                .or_else(|| architecture.recipe())
-                .unwrap_or(arch_spec.recipe),
+        // The user's choice, else the known model's extractor, else what the files tell, else
+        // its architecture's.
+        let known = super::card::resolve_hub_id(&source, hub_id, &config)
+            .as_deref()
+            .and_then(super::known::find);
+        let (recipe, recipe_source) = match (spec.recipe.as_deref(), known) {
+            _ if recipe.is_some() => (recipe.unwrap_or(arch_spec.recipe), "given".to_string()),
+            (Some(name), _) => (recipe::by_name(name)?, "named by ?recipe=".to_string()),
+            (None, Some(known)) => (known.recipe, format!("{}'s", known.display)),
+            (None, None) => {
+                let structural = architecture.recipe().unwrap_or(arch_spec.recipe);
+                let (recipe, why) = recipe_from_files(&config, &files, structural);
+                let chosen = format!(
+                    "{why}: the files name no model geneb knows; if this is another, pick its \
+                     recipe with hf:{source}?recipe=NAME (geneb models lists them)"
+                );
+                (recipe, chosen)
+            }
         };
         if recipe.special_tokens == SpecialTokens::None {
             tokenizer = tokenizer.without_special_tokens();
@@ -252,8 +298,14 @@ impl HfModel {
             model_parameters,
             card,
             recipe,
+            recipe_source,
             weights,
         })
+    }
+
+    /// How the recipe was chosen (`EncoderDescription::recipe_source`).
+    pub fn recipe_source(&self) -> &str {
+        &self.recipe_source
     }
 
     pub fn recipe(&self) -> &'static Recipe {
