@@ -1333,3 +1333,74 @@ fn the_budget_charges_the_weights_held_and_chooses_half_precision_when_f32_is_ov
         );
     }
 }
+
+/// A sharded checkpoint from the hub: its index, then every shard the index names, each
+/// verified against the hub's checksum as any weights file, then embedded like transformers.
+#[test]
+fn a_sharded_checkpoint_is_fetched_shard_by_shard_from_the_hub() {
+    let server = hub_server::serve(None);
+    let cache = scratch("cli-hub-sharded-cache");
+    let model = repo("tests/fixtures/models/llama_sharded_bf16");
+    let expected: Value =
+        serde_json::from_slice(&std::fs::read(model.join("pipeline.json")).unwrap()).unwrap();
+    let sequences: Vec<&str> = expected["sequences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    let input = cache.join("sequences.txt");
+    std::fs::write(&input, sequences.join("\n")).unwrap();
+    let out_npy = cache.join("x.npy");
+    let spec = format!("hf:{}@main", hub_server::SHARDED_MODEL_REPO);
+    let args = [
+        "embed",
+        "--model",
+        &spec,
+        "--input",
+        input.to_str().unwrap(),
+        "--out",
+    ];
+    let out = geneb_with_hub(
+        &[&args[..], &[out_npy.to_str().unwrap()]].concat(),
+        &server.endpoint,
+        &cache,
+    );
+    ok_text(&out);
+    let got = read_npy_f32(&out_npy);
+    let want: Vec<f32> = expected["pooled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| {
+            row.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap() as f32)
+        })
+        .collect();
+    assert_eq!(got.len(), want.len());
+    let worst = got
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(worst <= 1e-4, "max |Δ| = {worst}");
+    let requests = server.requests.lock().unwrap().join("\n");
+    for file in [
+        "model.safetensors.index.json",
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+    ] {
+        assert!(
+            requests.contains(&format!("/resolve/main/{file}")),
+            "{file}: {requests}"
+        );
+    }
+    let listed = ok_json(&geneb_with_hub(&["models"], &server.endpoint, &cache));
+    assert!(
+        listed["cached"][hub_server::SHARDED_MODEL_REPO].is_array(),
+        "{}",
+        listed["cached"]
+    );
+}
