@@ -610,22 +610,48 @@ fn official_task_errors_are_one_line_with_exit_2() {
 /// `hf:owner/name@rev`: the model's files are announced, downloaded through the hub's URL
 /// layout (the weights as an LFS redirect), verified, cached, and the embeddings equal
 /// PyTorch's; with the hub gone the cached copy serves.
-#[test]
-fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
-    let server = hub_server::serve(None);
-    let cache = scratch("cli-hub-model-cache");
-    let expected: Value = serde_json::from_slice(
-        &std::fs::read(repo("tests/fixtures/models/nt_v2/pipeline.json")).unwrap(),
-    )
-    .unwrap();
-    let input = cache.join("sequences.txt");
+/// A model fixture's pipeline.json, and its sequences written one a line to `dir`.
+fn pipeline_input(fixture: &str, dir: &Path) -> (Value, PathBuf) {
+    let path = repo(&format!("tests/fixtures/models/{fixture}/pipeline.json"));
+    let expected: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let sequences: Vec<&str> = expected["sequences"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s.as_str().unwrap())
         .collect();
+    let input = dir.join("sequences.txt");
     std::fs::write(&input, sequences.join("\n")).unwrap();
+    (expected, input)
+}
+
+/// The largest |Δ| between the embeddings `geneb embed` wrote to `npy` and a fixture's
+/// pipeline.json `pooled` rows.
+fn worst_against_pipeline(npy: &Path, expected: &Value) -> f32 {
+    let got = read_npy_f32(npy);
+    let want: Vec<f32> = expected["pooled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| {
+            row.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap() as f32)
+        })
+        .collect();
+    assert_eq!(got.len(), want.len());
+    got.iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max)
+}
+
+#[test]
+fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
+    let server = hub_server::serve(None);
+    let cache = scratch("cli-hub-model-cache");
+    let (expected, input) = pipeline_input("nt_v2", &cache);
     let out_npy = cache.join("x.npy");
     let spec = format!("hf:{}@main", hub_server::MODEL_REPO);
     let embed = |endpoint: &str| {
@@ -649,24 +675,7 @@ fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let values = read_npy_f32(&out_npy);
-        let want: Vec<f32> = expected["pooled"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|row| {
-                row.as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.as_f64().unwrap() as f32)
-            })
-            .collect();
-        assert_eq!(values.len(), want.len());
-        let worst = values
-            .iter()
-            .zip(&want)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
+        let worst = worst_against_pipeline(&out_npy, &expected);
         assert!(worst <= 1e-4, "max |geneb − PyTorch| = {worst}");
     };
     let first = embed(&server.endpoint);
@@ -1340,17 +1349,7 @@ fn the_budget_charges_the_weights_held_and_chooses_half_precision_when_f32_is_ov
 fn a_sharded_checkpoint_is_fetched_shard_by_shard_from_the_hub() {
     let server = hub_server::serve(None);
     let cache = scratch("cli-hub-sharded-cache");
-    let model = repo("tests/fixtures/models/llama_sharded_bf16");
-    let expected: Value =
-        serde_json::from_slice(&std::fs::read(model.join("pipeline.json")).unwrap()).unwrap();
-    let sequences: Vec<&str> = expected["sequences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect();
-    let input = cache.join("sequences.txt");
-    std::fs::write(&input, sequences.join("\n")).unwrap();
+    let (expected, input) = pipeline_input("llama_sharded_bf16", &cache);
     let out_npy = cache.join("x.npy");
     let spec = format!("hf:{}@main", hub_server::SHARDED_MODEL_REPO);
     let args = [
@@ -1367,24 +1366,7 @@ fn a_sharded_checkpoint_is_fetched_shard_by_shard_from_the_hub() {
         &cache,
     );
     ok_text(&out);
-    let got = read_npy_f32(&out_npy);
-    let want: Vec<f32> = expected["pooled"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|row| {
-            row.as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_f64().unwrap() as f32)
-        })
-        .collect();
-    assert_eq!(got.len(), want.len());
-    let worst = got
-        .iter()
-        .zip(&want)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
+    let worst = worst_against_pipeline(&out_npy, &expected);
     assert!(worst <= 1e-4, "max |Δ| = {worst}");
     let requests = server.requests.lock().unwrap().join("\n");
     for file in [
