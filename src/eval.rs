@@ -213,7 +213,7 @@ pub async fn evaluate(
     let deviations = own_tasks(&splits)
         .into_iter()
         .chain(crate::input::split::deviations(&splits))
-        .chain(encoder.deviation())
+        .chain(encoder.deviations())
         .collect();
     let task_hashes: BTreeMap<&str, String> = tasks
         .iter()

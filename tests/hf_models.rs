@@ -762,3 +762,106 @@ fn a_decoder_tokenizer_without_a_pad_token_pads_with_its_eos_token() {
     settings.as_object_mut().unwrap().remove("pad_token");
     assert_eq!(tokenizer(&settings).pad_id(), 2);
 }
+
+/// `?weights=half` on the CPU: a bf16 checkpoint's matrices held as stored give the f32 path's
+/// embeddings bit for bit (bf16 widens to f32 exactly, and the products are f32's); an f32
+/// checkpoint's narrowed to bf16 stay within bf16's rounding of the transformers reference, are
+/// not the f32 numbers, and say so as a deviation and in their cache identity.
+#[test]
+fn half_precision_weights_are_held_as_stored_or_narrowed_and_say_so() {
+    let embed = |name: &str, options: &str| {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/models")
+            .join(name);
+        let expected: Pipeline =
+            serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
+        let spec = format!("hf:{}{options}", dir.display());
+        let encoder =
+            pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu))
+                .unwrap();
+        let got = pollster::block_on(encoder.embed(&expected.sequences)).unwrap();
+        let worst = got
+            .iter()
+            .zip(expected.pooled.concat())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        (encoder, got, worst)
+    };
+    let (f32_path, f32_embeddings, _) = embed("llama_sharded_bf16", "");
+    let (held, held_embeddings, worst) = embed("llama_sharded_bf16", "?weights=half");
+    assert_eq!(held_embeddings, f32_embeddings, "bf16 held as stored");
+    assert!(worst <= 1e-4, "bf16 held vs transformers: {worst}");
+    let described = held.describe().weights.unwrap();
+    assert!(
+        described.starts_with("bf16 as the checkpoint stores them"),
+        "{described}"
+    );
+    assert!(f32_path.describe().weights.is_none());
+    assert!(held.deviations().is_empty());
+    assert_eq!(held.cache_identity(), f32_path.cache_identity());
+
+    let (f32_path, f32_embeddings, _) = embed("llama", "");
+    let (narrowed, narrowed_embeddings, worst) = embed("llama", "?weights=half");
+    eprintln!("llama narrowed to bf16: max |geneb − PyTorch f32| = {worst:.2e}");
+    assert!(
+        worst <= NARROWED_TOLERANCE,
+        "narrowed vs transformers: {worst}"
+    );
+    assert_ne!(narrowed_embeddings, f32_embeddings, "nothing was narrowed");
+    let deviations = narrowed.deviations();
+    assert!(
+        deviations.len() == 1
+            && deviations[0].starts_with("weights NARROWED to bf16 from the checkpoint's F32"),
+        "{deviations:?}"
+    );
+    assert_ne!(narrowed.cache_identity(), f32_path.cache_identity());
+}
+
+/// bf16 keeps 8 significant bits (a relative rounding of at most 2^-9 per weight); through the
+/// tiny Llama's two blocks and its final RMSNorm that moved no pooled value by more than 6.6e-3.
+const NARROWED_TOLERANCE: f32 = 1e-2;
+
+/// A SpliceBERT folder that does not name itself (no hub id, no `_name_or_path`) is still
+/// windowed as GENEB's SpliceBERT extractor windows: its single-nucleotide BERT vocabulary says
+/// what it is. A BERT the files cannot place runs its architecture's recipe, and the result says
+/// so and how to pick another.
+#[test]
+fn a_local_folders_recipe_follows_from_its_files_or_says_how_to_pick_one() {
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/splicebert");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("unnamed-splicebert");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&fixture).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    config.as_object_mut().unwrap().remove("_name_or_path");
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    pipeline_in(&dir, BackendKind::Cpu);
+    let load = |dir: &std::path::Path| {
+        let spec = format!("hf:{}", dir.display());
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu))
+            .unwrap()
+            .describe()
+    };
+    let described = load(&dir);
+    assert_eq!(described.recipe.unwrap().name, "splicebert");
+    let source = described.recipe_source.unwrap();
+    assert!(
+        source.starts_with("recipe 'splicebert' from the files"),
+        "{source}"
+    );
+
+    let bert = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/bert");
+    let described = load(&bert);
+    assert_eq!(described.recipe.unwrap().name, "generic");
+    let source = described.recipe_source.unwrap();
+    assert!(
+        source.starts_with("recipe 'generic', its architecture's")
+            && source.contains("?recipe=NAME (geneb models lists them)"),
+        "{source}"
+    );
+}

@@ -128,6 +128,14 @@ struct ModelsArgs {
     /// Print the table of GENEB's extractor recipes (Markdown, as README.md holds it) instead.
     #[arg(long)]
     recipes_markdown: bool,
+    /// List the published leaderboard's 41 models instead, best first: parameters, the memory
+    /// their weights need at f32 and at half precision, whether geneb runs them and a tab holds
+    /// them, and why not where not.
+    #[arg(long, conflicts_with = "recipes_markdown")]
+    leaderboard: bool,
+    /// With --leaderboard: JSON instead of a table.
+    #[arg(long, requires = "leaderboard")]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -989,6 +997,32 @@ fn run_profile(args: ProfileArgs) -> Result<()> {
 fn run_models(args: &ModelsArgs) -> Result<()> {
     if args.recipes_markdown {
         print!("{}", geneb::encoder::known::recipes_markdown());
+        return Ok(());
+    }
+    if args.leaderboard {
+        let models = geneb::encoder::known::leaderboard_models()?;
+        if args.json {
+            return print_json(&models);
+        }
+        let gb = |bytes: u64| format!("{:.1} GB", bytes as f64 / 1e9);
+        println!(
+            "macro MCC  model                          parameters      f32     half  runs  tab"
+        );
+        for m in &models {
+            println!(
+                "{:>9.3}  {:<29}  {:>10}  {:>7}  {:>7}  {:<4}  {:<3}{}",
+                m.macro_mcc,
+                m.display,
+                m.parameters,
+                gb(m.f32_bytes),
+                gb(m.half_bytes),
+                if m.runs { "yes" } else { "no" },
+                if m.fits_tab { "yes" } else { "no" },
+                m.why_not
+                    .as_deref()
+                    .map_or(String::new(), |why| format!("  {why}"))
+            );
+        }
         return Ok(());
     }
     #[derive(serde::Serialize)]

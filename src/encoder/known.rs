@@ -741,6 +741,87 @@ pub fn with_published_profiles() -> crate::Result<Vec<KnownWithProfile>> {
         .collect())
 }
 
+/// One model of the published leaderboard as `geneb models --leaderboard` lists it: what its
+/// weights need, whether geneb runs it and whether it fits a tab, and why not where not.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeaderboardModel {
+    /// The leaderboard's key (`model`).
+    pub model: String,
+    pub display: String,
+    pub parameters: u64,
+    #[serde(rename = "macroMcc")]
+    pub macro_mcc: f64,
+    /// Where geneb knows the model (`KNOWN`): its hub id, if it has one.
+    #[serde(rename = "hubId")]
+    pub hub_id: Option<&'static str>,
+    /// Its weights at f32, and at half precision (bf16/f16: what a model over the memory budget
+    /// holds, `pretrained::hold_weights`).
+    #[serde(rename = "f32Bytes")]
+    pub f32_bytes: u64,
+    #[serde(rename = "halfBytes")]
+    pub half_bytes: u64,
+    /// geneb has its architecture (and a row for it).
+    pub runs: bool,
+    /// It runs and its f32 weights are within `TAB_WEIGHTS_LIMIT`.
+    #[serde(rename = "fitsTab")]
+    pub fits_tab: bool,
+    /// Why it does not run here, or not in a tab; None where it does both.
+    #[serde(rename = "whyNot")]
+    pub why_not: Option<String>,
+}
+
+/// Every model of the published full-data leaderboard, best macro MCC first, beside geneb's
+/// row for it where there is one.
+pub fn leaderboard_models() -> crate::Result<Vec<LeaderboardModel>> {
+    let mut rows: Vec<&published::PublishedRow> = published::rows(Regime::Full)?.iter().collect();
+    rows.sort_by(|a, b| b.macro_mcc.total_cmp(&a.macro_mcc));
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let known = KNOWN
+                .iter()
+                .find(|m| m.leaderboard == Some(row.model.as_str()));
+            let runs = known.is_some_and(KnownModel::supported);
+            let f32_bytes = row.params.saturating_mul(4);
+            let fits_tab = runs && f32_bytes <= TAB_WEIGHTS_LIMIT;
+            let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+            let why_not = match known {
+                None => Some(
+                    "geneb has no row for it yet: its architecture is not identified \
+                              here"
+                        .to_string(),
+                ),
+                Some(m) if !runs => Some(format!(
+                    "its architecture is not in geneb yet: {}",
+                    m.runs_on.name()
+                )),
+                Some(_) if !fits_tab => Some(format!(
+                    "its f32 weights ({:.1} GiB) are over a tab's {:.0} GiB: run it with the \
+                     CLI (geneb eval --model hf:{}), which holds them in half precision \
+                     ({:.1} GiB) where f32 is over --max-memory",
+                    gib(f32_bytes),
+                    gib(TAB_WEIGHTS_LIMIT),
+                    known.and_then(|m| m.hub_id).unwrap_or("FOLDER"),
+                    gib(row.params.saturating_mul(2))
+                )),
+                Some(_) => None,
+            };
+            LeaderboardModel {
+                model: row.model.clone(),
+                display: row.display.clone(),
+                parameters: row.params,
+                macro_mcc: row.macro_mcc,
+                hub_id: known.and_then(|m| m.hub_id),
+                f32_bytes,
+                half_bytes: row.params.saturating_mul(2),
+                runs,
+                fits_tab,
+                why_not,
+            }
+        })
+        .collect())
+}
+
 /// README.md's recipe table (`geneb models --recipes-markdown`): every recipe with the known
 /// runnable models that use it.
 pub fn recipes_markdown() -> String {
@@ -899,6 +980,39 @@ mod tests {
             listed["checked"]["description"],
             "published code, random weights of the same shape"
         );
+    }
+
+    /// All 41 of the leaderboard's models are listed, each with what its weights need and,
+    /// where geneb does not run it or a tab cannot hold it, why.
+    #[test]
+    fn the_leaderboard_listing_names_every_published_model_and_why_not_where_not() {
+        let listed = leaderboard_models().unwrap();
+        assert_eq!(listed.len(), 41);
+        assert!(listed.windows(2).all(|w| w[0].macro_mcc >= w[1].macro_mcc));
+        for model in &listed {
+            assert_eq!(model.f32_bytes, 2 * model.half_bytes, "{}", model.model);
+            assert_eq!(
+                model.why_not.is_none(),
+                model.runs && model.fits_tab,
+                "{}",
+                model.model
+            );
+            assert!(!model.fits_tab || model.runs, "{}", model.model);
+        }
+        let metagene = listed.iter().find(|m| m.model == "METAGENE-1").unwrap();
+        assert!(metagene.runs && !metagene.fits_tab);
+        assert_eq!(metagene.half_bytes, 14_000_000_000);
+        let why = metagene.why_not.as_deref().unwrap();
+        assert!(
+            why.contains("geneb eval --model hf:metagene-ai/METAGENE-1"),
+            "{why}"
+        );
+        let runnable = listed.iter().filter(|m| m.runs).count();
+        let known = known_models()
+            .iter()
+            .filter(|m| m.supported() && m.leaderboard.is_some());
+        assert_eq!(runnable, known.count());
+        assert!(listed.iter().any(|m| !m.runs && m.hub_id.is_none()));
     }
 
     #[test]

@@ -121,6 +121,8 @@ pub struct ModelList {
     /// The files of a model folder geneb reads, for the page's picks and downloads.
     #[serde(rename = "modelFiles")]
     pub model_files: crate::checkpoint::ModelFileNames,
+    /// Every model of the published leaderboard, whether geneb runs it, and why not.
+    pub leaderboard: Vec<known::LeaderboardModel>,
 }
 
 pub fn model_list() -> Result<ModelList> {
@@ -131,6 +133,7 @@ pub fn model_list() -> Result<ModelList> {
         #[cfg(feature = "burn")]
         architectures: arch::list(),
         known: known::with_published_profiles()?,
+        leaderboard: known::leaderboard_models()?,
     })
 }
 
@@ -185,9 +188,16 @@ pub struct EncoderDescription {
     /// GENEB's extractor recipe the embeddings follow, fact by fact (`recipe.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recipe: Option<&'static recipe::Recipe>,
+    /// How the recipe was chosen: named by `?recipe=`, the known model's, or what the model's
+    /// files tell, with how to pick another where they cannot tell.
+    #[serde(rename = "recipeSource", skip_serializing_if = "Option::is_none")]
+    pub recipe_source: Option<String>,
     /// What loading the model noted (a tensor the reference tolerates missing, …).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the weights are held in, where it is not f32 (`pretrained::HeldWeights`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<String>,
 }
 
 impl Encoder {
@@ -305,8 +315,13 @@ impl Encoder {
             } else {
                 format!("-layer{}", e.layer())
             };
+            // Weights narrowed from the file give other numbers too; held as stored, the same.
+            let weights = match e.weights() {
+                w if w.narrowed() => format!("-{}", w.held.name()),
+                _ => String::new(),
+            };
             return Some(format!(
-                "{}{window}{layer}-{}-{backend}-geneb{}",
+                "{}{window}{layer}-{}-{backend}{weights}-geneb{}",
                 e.fingerprint(),
                 e.recipe().name,
                 crate::VERSION
@@ -334,8 +349,8 @@ impl Encoder {
         self.spec()
     }
 
-    /// How this encoder's input departs from GENEB's protocol, for the result's deviations.
-    pub fn deviation(&self) -> Vec<String> {
+    /// How this encoder departs from GENEB's protocol, for the result's deviations.
+    pub fn deviations(&self) -> Vec<String> {
         let mut deviations = Vec::new();
         #[cfg(feature = "burn")]
         if let Encoder::Hf(e) = self {
@@ -352,6 +367,9 @@ impl Encoder {
                     e.layer(),
                     e.last_layer()
                 ));
+            }
+            if e.weights().narrowed() {
+                deviations.extend(e.weights().describe().map(|held| format!("weights {held}")));
             }
         }
         deviations
@@ -404,19 +422,22 @@ impl Encoder {
             ),
         };
         #[cfg(feature = "burn")]
-        let (architecture, parameters, context, recipe, notes) = match self {
+        let (architecture, parameters, context, recipe, notes, weights, recipe_source) = match self
+        {
             Encoder::Hf(e) => (
                 Some(e.describe_architecture()),
                 Some(e.parameters()),
                 Some(e.card().context.clone()),
                 Some(e.recipe()),
                 e.notes().to_vec(),
+                e.weights().describe(),
+                Some(e.recipe_source().to_string()),
             ),
-            _ => (None, None, None, None, Vec::new()),
+            _ => (None, None, None, None, Vec::new(), None, None),
         };
         #[cfg(not(feature = "burn"))]
-        let (architecture, parameters, context, recipe, notes) =
-            (None, None, None, None, Vec::new());
+        let (architecture, parameters, context, recipe, notes, weights, recipe_source) =
+            (None, None, None, None, Vec::new(), None, None);
         EncoderDescription {
             spec: self.spec(),
             dim: self.dim(),
@@ -427,7 +448,9 @@ impl Encoder {
             parameters,
             context,
             recipe,
+            recipe_source,
             notes,
+            weights,
         }
     }
 

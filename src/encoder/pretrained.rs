@@ -13,8 +13,8 @@ use super::arch::{self, Arch, Pooling};
 use super::backend::Compute;
 use super::card::ModelCard;
 use super::recipe::{self, Input, Padding, Recipe, SpecialTokens};
-use super::spec::{self, HfSpec, Window};
-use crate::checkpoint::{Checkpoint, ModelFiles, pytorch, safetensors};
+use super::spec::{self, HfSpec, Weights, Window};
+use crate::checkpoint::{self, Checkpoint, Held, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
 use crate::{Error, Result};
 use burn::tensor::{DType, FloatDType, Int, Tensor, TensorData};
@@ -83,6 +83,116 @@ pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     ))
 }
 
+/// Sets what a model's large matrices (linear layers, embedding tables) are held in: what the
+/// spec's `?weights=` asks for, else f32 where every float tensor of the checkpoint fits the
+/// memory budget at f32 (no widening per product), else half precision, the checkpoint's own
+/// bf16 or f16 (exact: the numbers are the f32 path's) or bf16 narrowed from a wider file.
+/// Compute is f32 either way. On the CPU natively the weights are charged to the budget as they
+/// are taken; a GPU holds them in its own memory, in f32 (or the device's `--precision f16`).
+fn hold_weights(
+    weights: Option<Weights>,
+    ckpt: &mut Checkpoint,
+    compute: &Compute,
+) -> Result<HeldWeights> {
+    let (f32_bytes, stored) = ckpt.float_bytes();
+    if compute.kind == BackendKind::Wgpu {
+        if weights == Some(Weights::Half) {
+            return Err(Error::new(
+                "?weights=half holds the weights in half precision on the CPU backend only; on \
+                 wgpu use --precision f16",
+            ));
+        }
+        return Ok(HeldWeights {
+            held: Held::F32,
+            stored,
+        });
+    }
+    let held = match weights {
+        Some(Weights::F32) => Held::F32,
+        Some(Weights::Half) => Held::half_of(stored),
+        None if f32_bytes <= crate::budget::limit() => Held::F32,
+        None => Held::half_of(stored),
+    };
+    ckpt.hold_matrices_in(held);
+    // The page checks a model's size against the tab before loading it, and its budget shrinks
+    // as the module's memory grows with the very weights being charged.
+    #[cfg(not(target_arch = "wasm32"))]
+    ckpt.charge_to_budget();
+    Ok(HeldWeights { held, stored })
+}
+
+/// What a model's matrices are held in, beside what its file stores them in.
+#[derive(Debug, Clone, Copy)]
+pub struct HeldWeights {
+    pub held: Held,
+    /// The float type of every tensor in the file, where it is one.
+    pub stored: Option<checkpoint::DType>,
+}
+
+impl HeldWeights {
+    /// Whether the weights were narrowed from what the file stores: other numbers than the f32
+    /// path's, a deviation.
+    pub fn narrowed(&self) -> bool {
+        self.held != Held::F32 && !self.stored.is_some_and(|dtype| self.held.stores(dtype))
+    }
+
+    /// For the result: None where they are held in f32.
+    pub fn describe(&self) -> Option<String> {
+        let held = self.held.name();
+        match (self.held, self.narrowed()) {
+            (Held::F32, _) => None,
+            (_, false) => Some(format!(
+                "{held} as the checkpoint stores them (the f32 path's numbers), widened to f32 \
+                 one layer at a time for its products: the f32 weights are over the memory \
+                 budget, or ?weights=half asked for it"
+            )),
+            (_, true) => Some(format!(
+                "NARROWED to {held} from the checkpoint's {}, to fit the memory budget or as \
+                 ?weights=half asked; computed in f32 (?weights=f32 and a larger --max-memory \
+                 keep f32)",
+                self.stored
+                    .map_or("mixed types".to_string(), |d| format!("{d:?}"))
+            )),
+        }
+    }
+}
+
+/// The recipe a model folder's own files determine where its architecture's structure alone
+/// does not (`structural`, `Arch::recipe` or the architecture's), and why. A BERT over single
+/// nucleotides (a vocab.txt of [PAD] [UNK] [CLS] [SEP] [MASK] and the letters A C G T N) with
+/// learned positions for 1,024 nt and its [CLS] and [SEP] is SpliceBERT-1024nt, the only such
+/// model GENEB evaluated: windowed as its extractor windows, not cut at 1,024 nt.
+fn recipe_from_files(
+    config: &serde_json::Value,
+    files: &ModelFiles,
+    structural: &'static Recipe,
+) -> (&'static Recipe, String) {
+    let single_nucleotides = || {
+        let Some(vocab) = files.get("vocab.txt") else {
+            return false;
+        };
+        let mut tokens: Vec<&str> = std::str::from_utf8(vocab)
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|t| !t.is_empty() && !(t.starts_with('[') && t.ends_with(']')))
+            .collect();
+        tokens.sort_unstable();
+        tokens == ["A", "C", "G", "N", "T"]
+    };
+    let splicebert_shape = config["model_type"].as_str() == Some("bert")
+        && config["max_position_embeddings"].as_u64() == Some(1026);
+    if splicebert_shape && structural.name == recipe::GENERIC.name && single_nucleotides() {
+        let why = "recipe 'splicebert' from the files: a BERT over single nucleotides with \
+                   1,026 positions is SpliceBERT-1024nt";
+        return (&recipe::SPLICEBERT, why.to_string());
+    }
+    (
+        structural,
+        format!("recipe '{}', its architecture's", structural.name),
+    )
+}
+
 pub struct HfModel {
     spec: String,
     /// SHA-256 of the model's files (config, tokenizer, weights): its identity for caches.
@@ -102,6 +212,9 @@ pub struct HfModel {
     recipe: &'static Recipe,
     /// The hidden state `embed` pools (`?layer=K` resolved, 0..=`last_layer`).
     layer: usize,
+    /// How `recipe` was chosen: given, named, the known model's, or what the files tell.
+    recipe_source: String,
+    weights: HeldWeights,
 }
 
 impl HfModel {
@@ -135,17 +248,26 @@ impl HfModel {
         let hub_id = spec.hub_repo().map(|(repo, _)| repo);
         let mut tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
         let mut ckpt = read_weights(&mut files)?;
+        let weights = hold_weights(spec.weights, &mut ckpt, &compute)?;
         let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
-        // The user's choice, else the known model's extractor, else its architecture's.
-        let recipe = match spec.recipe.as_deref() {
-            _ if recipe.is_some() => recipe.unwrap_or(arch_spec.recipe),
-            Some(name) => recipe::by_name(name)?,
-            None => super::card::resolve_hub_id(&source, hub_id, &config)
-                .as_deref()
-                .and_then(super::known::find)
-                .map(|known| known.recipe)
-                .or_else(|| architecture.recipe())
-                .unwrap_or(arch_spec.recipe),
+        // The user's choice, else the known model's extractor, else what the files tell, else
+        // its architecture's.
+        let known = super::card::resolve_hub_id(&source, hub_id, &config)
+            .as_deref()
+            .and_then(super::known::find);
+        let (recipe, recipe_source) = match (spec.recipe.as_deref(), known) {
+            _ if recipe.is_some() => (recipe.unwrap_or(arch_spec.recipe), "given".to_string()),
+            (Some(name), _) => (recipe::by_name(name)?, "named by ?recipe=".to_string()),
+            (None, Some(known)) => (known.recipe, format!("{}'s", known.display)),
+            (None, None) => {
+                let structural = architecture.recipe().unwrap_or(arch_spec.recipe);
+                let (recipe, why) = recipe_from_files(&config, &files, structural);
+                let chosen = format!(
+                    "{why}: the files name no model geneb knows; if this is another, pick its \
+                     recipe with hf:{source}?recipe=NAME (geneb models lists them)"
+                );
+                (recipe, chosen)
+            }
         };
         if recipe.special_tokens == SpecialTokens::None {
             tokenizer = tokenizer.without_special_tokens();
@@ -180,7 +302,14 @@ impl HfModel {
             model_parameters,
             card,
             recipe,
+            recipe_source,
+            weights,
         })
+    }
+
+    /// How the recipe was chosen (`EncoderDescription::recipe_source`).
+    pub fn recipe_source(&self) -> &str {
+        &self.recipe_source
     }
 
     pub fn recipe(&self) -> &'static Recipe {
@@ -211,6 +340,11 @@ impl HfModel {
         } else {
             self.architecture.hidden_size_at(layer)
         }
+    }
+
+    /// What the large matrices are held in.
+    pub fn weights(&self) -> HeldWeights {
+        self.weights
     }
 
     /// What loading noted (`Arch::notes`).

@@ -1,6 +1,6 @@
 //! A model as the user names it, parsed once into a typed value: `kmer:K[:canonical]`,
 //! `random-cnn[:SEED]`, `hf:FOLDER` or `hf:owner/name[@revision]`, an `hf:` model optionally
-//! with `?window=SIZE,STRIDE`, `?recipe=NAME` and/or `?layer=K` (joined by `&`). The CLI and the page parse
+//! with `?window=SIZE,STRIDE`, `?recipe=NAME`, `?layer=K` and/or `?weights=f32|half` (joined by `&`). The CLI and the page parse
 //! what the user wrote once, at their boundary; the run, the encoders and the shard plan take the
 //! typed value.
 
@@ -38,6 +38,17 @@ pub struct HfSpec {
     /// indexes them (0 = the embeddings' output, L = the last layer's), a negative K counting
     /// from the end. None (or −1) is GENEB's: the last layer, as without the option.
     pub layer: Option<i64>,
+    /// `?weights=f32|half`: what the large matrices are held in, whatever the memory budget
+    /// would choose (`pretrained::hold_weights`).
+    pub weights: Option<Weights>,
+}
+
+/// What a model's large matrices are held in, where the user says (`?weights=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weights {
+    F32,
+    /// Half precision: the checkpoint's own bf16 or f16, else bf16.
+    Half,
 }
 
 /// The layer GENEB probes: the last (`?layer=-1`).
@@ -82,7 +93,7 @@ impl ModelKind {
         let bad = |why: &str| Error::new(format!("model '{text}': {why}"));
         if let Some(rest) = text.strip_prefix("hf:") {
             let (source, options) = rest.split_once('?').unwrap_or((rest, ""));
-            let (mut window, mut recipe, mut layer) = (None, None, None);
+            let (mut window, mut recipe, mut layer, mut weights) = (None, None, None, None);
             for option in options.split('&').filter(|o| !o.is_empty()) {
                 if let Some(k) = option.strip_prefix("layer=") {
                     match k.trim().parse::<i64>() {
@@ -94,6 +105,13 @@ impl ModelKind {
                             ));
                         }
                     }
+                } else if let Some(held) = option.strip_prefix("weights=") {
+                    let held = match held.trim() {
+                        "f32" if weights.is_none() => Weights::F32,
+                        "half" if weights.is_none() => Weights::Half,
+                        _ => return Err(bad("expected ?weights=f32 or ?weights=half once")),
+                    };
+                    weights = Some(held);
                 } else if let Some(name) = option.strip_prefix("recipe=") {
                     if name.trim().is_empty() || recipe.is_some() {
                         return Err(bad("expected ?recipe=NAME once"));
@@ -104,8 +122,8 @@ impl ModelKind {
                 } else {
                     window = Some(parse_window(option).ok_or_else(|| {
                         bad(
-                            "expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE) \
-                             , ?recipe=NAME or ?layer=K",
+                            "expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE), \
+                             ?recipe=NAME, ?layer=K or ?weights=f32|half",
                         )
                     })?);
                 }
@@ -122,6 +140,7 @@ impl ModelKind {
                 window,
                 recipe,
                 layer,
+                weights,
             }));
         }
         let mut parts = text.split(':');
@@ -296,6 +315,11 @@ mod tests {
         };
         assert_eq!(both.recipe.as_deref(), Some("dnabert2-cls"));
         assert_eq!(both.window.map(|w| w.size), Some(1024));
+        assert_eq!(both.weights, None);
+        let ModelKind::Hf(half) = ModelSpec::parse("hf:m?weights=half").unwrap().kind else {
+            panic!("not hf")
+        };
+        assert_eq!(half.weights, Some(Weights::Half));
         let ModelKind::Hf(folder) = ModelSpec::parse("hf:./models/nt").unwrap().kind else {
             panic!("not hf")
         };
@@ -314,6 +338,11 @@ mod tests {
             ("hf:m?win=4,2", "expected ?window"),
             ("hf:m?recipe=", "expected ?recipe=NAME once"),
             ("hf:m?recipe=a&recipe=b", "expected ?recipe=NAME once"),
+            (
+                "hf:m?weights=f16",
+                "expected ?weights=f32 or ?weights=half once",
+            ),
+            ("hf:m?weights=half&weights=f32", "expected ?weights=f32"),
             (
                 "hf:m?window=4,2&window=4,2",
                 "expected ?window=SIZE,STRIDE once",

@@ -16,12 +16,11 @@ use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::positions::{RopeScaling, Rotary};
 use crate::encoder::layers::{
-    Activation, GroupedQueryAttention, Linear, RmsNorm, checkpoint_prefix, config_error, head_dim,
-    padding_bias, sliding_causal_bias, upload,
+    Activation, EmbeddingTable, GroupedQueryAttention, Linear, RmsNorm, checkpoint_prefix,
+    config_error, head_dim, padding_bias, sliding_causal_bias,
 };
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
-use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;
 use serde_json::Value;
@@ -140,7 +139,7 @@ struct Layer {
 }
 
 pub struct Llama {
-    embed_tokens: Tensor<2>,
+    embed_tokens: EmbeddingTable,
     layers: Vec<Layer>,
     norm: RmsNorm,
     rotary: Rotary,
@@ -198,7 +197,7 @@ impl Llama {
         let probe = "embed_tokens.weight";
         let prefix = checkpoint_prefix(ckpt, &["model.", ""], probe, "Llama")?;
         let p = |name: &str| format!("{prefix}{name}");
-        let embed_tokens = ckpt.take(&p(probe), &[vocab, hidden])?;
+        let embed_tokens = EmbeddingTable::load(ckpt, &p(probe), [vocab, hidden], device)?;
         let n_layers = check_layers("num_hidden_layers", c.num_hidden_layers, ckpt, |i| {
             p(&format!("layers.{i}.self_attn.o_proj.weight"))
         })?;
@@ -246,7 +245,7 @@ impl Llama {
         // The language-model head is not part of the decoder GENEB pools.
         ckpt.skip_prefix("lm_head.");
         Ok(Llama {
-            embed_tokens: upload(embed_tokens, [vocab, hidden], device),
+            embed_tokens,
             layers,
             norm,
             rotary: Rotary::from_theta(head_dim, c.rope_theta, scaling),
@@ -273,7 +272,7 @@ impl Llama {
         kept: &mut Kept,
     ) -> Tensor<3> {
         let tokens = input_ids.dims()[1];
-        let mut x = embedding(self.embed_tokens.clone(), input_ids);
+        let mut x = self.embed_tokens.forward(input_ids);
         let bias = padding_bias(attention_mask)
             + sliding_causal_bias(tokens, self.sliding_window, &self.device);
         let rotary = self.rotary.tables(tokens, &self.device);
@@ -301,7 +300,7 @@ impl Arch for Llama {
     }
 
     fn token_rows(&self) -> usize {
-        self.embed_tokens.dims()[0]
+        self.embed_tokens.rows()
     }
 
     fn max_tokens(&self) -> usize {
