@@ -141,6 +141,19 @@ fn olmo_matches_olmo_code_on_cpu_and_wgpu() {
     }
 }
 
+/// transformers' own GPT2LMHeadModel (dnagpt's gpt2_gene models): learned positions, Conv1D
+/// weights stored transposed, the fused c_attn split into queries, keys and values, biases.
+#[test]
+fn gpt2_matches_transformers_on_cpu_and_wgpu() {
+    for kind in [BackendKind::Cpu, BackendKind::Wgpu] {
+        check("gpt2", kind, |config, ckpt, device, ids, mask| {
+            arch::gpt2::Gpt2::load(config, ckpt, device)
+                .unwrap()
+                .forward(ids, mask)
+        });
+    }
+}
+
 /// transformers' own ESM as Nucleotide Transformer v1 configures it: learned absolute
 /// positions, token dropout's rescaling, a GELU feed-forward with biases.
 #[test]
@@ -269,6 +282,8 @@ fn model_folders_embed_like_the_reference_extractors() {
         "nt_v1",
         // omnidna.py: cut at 250 tokens.
         "olmo",
+        // The common recipe, a byte-level BPE tokenizer.json, cut at 64 positions.
+        "gpt2",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -279,6 +294,7 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("mistral", BackendKind::Wgpu);
     pipeline("nt_v1", BackendKind::Wgpu);
     pipeline("olmo", BackendKind::Wgpu);
+    pipeline("gpt2", BackendKind::Wgpu);
     pipeline("nt_v2", BackendKind::Wgpu);
     pipeline("plantcaduceus", BackendKind::Wgpu);
     pipeline("gena/lastln", BackendKind::Wgpu);
@@ -523,7 +539,7 @@ fn unsupported_models_and_missing_files_are_clear_errors() {
         Err(e) => e.to_string(),
     };
     assert!(err(&spec).contains("no config.json"), "{}", err(&spec));
-    std::fs::write(tmp.join("config.json"), r#"{"model_type": "gpt2"}"#).unwrap();
+    std::fs::write(tmp.join("config.json"), r#"{"model_type": "t5"}"#).unwrap();
     std::fs::write(
         tmp.join("vocab.txt"),
         "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nA\nC\nG\nT\nN\n",
@@ -537,7 +553,7 @@ fn unsupported_models_and_missing_files_are_clear_errors() {
     // The architecture is checked first: an unsupported model fails before its weights are read.
     let message = err(&spec);
     assert!(
-        message.contains("'gpt2' is not supported") && message.contains("DNABERT-2"),
+        message.contains("'t5' is not supported") && message.contains("DNABERT-2"),
         "{message}"
     );
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/bert");
@@ -672,7 +688,7 @@ fn the_registry_chooses_each_models_tokenizer() {
         }
         checked.push(name);
     }
-    assert_eq!(checked.len(), 13, "{checked:?}");
+    assert_eq!(checked.len(), 14, "{checked:?}");
 }
 
 /// A decoder's tokenizer.json without a pad token (OmniNA's): geneb pads with its eos token, as

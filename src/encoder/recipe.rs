@@ -347,6 +347,16 @@ pub const OMNIDNA: Recipe = Recipe {
     ..masked_mean("omnidna", "embedding_pipeline/extractors/omnidna.py")
 };
 
+/// gpt2_gene_v1 and gpt2_gene_multi_v2_ft (dnagpt's GPT-2 models): darlednik/GENEB has no
+/// extractor file for them in any stored version (its `extractors/` folder holds none naming
+/// gpt2, and neither `main.py` nor the README names one), so the published rows are taken to be
+/// the common recipe's, as `BaseEmbeddingExtractor`'s files write it: `AutoTokenizer` with its
+/// special tokens, right padding, the mask passed, the masked mean of `hidden_states[-1]`, f32.
+pub const GPT2: Recipe = masked_mean(
+    "gpt2",
+    "none (darlednik/GENEB has no gpt2 extractor file; the common recipe of the files)",
+);
+
 /// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
 pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
 
@@ -372,6 +382,7 @@ pub const RECIPES: &[&Recipe] = &[
     &GENOMEOCEAN_4B,
     &ENFORMER,
     &OMNIDNA,
+    &GPT2,
     &GENERIC,
 ];
 
@@ -465,7 +476,7 @@ impl Recipe {
         } else {
             self.deviations.join("; ")
         };
-        let reference = if self.name == GENERIC.name {
+        let reference = if self.reference.starts_with("none") {
             self.reference.to_string()
         } else {
             format!(

@@ -16,16 +16,15 @@
 //! state_dict}`) with no config.json: the model's name selects its shape, as `DNAGPT.from_name`
 //! does (`published_config`). A folder with a config.json giving the same keys runs any size.
 
+use super::gpt2::{Block, embed};
 use super::{Arch, ArchSpec, Pooling, check_layers, parse_config, size};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::{
-    Activation, LayerNorm, Linear, attention, causal_bias, checkpoint_prefix, config_error,
-    head_dim, padding_bias, silu, split_heads, upload,
+    Activation, LayerNorm, Linear, checkpoint_prefix, config_error, head_dim, silu, upload,
 };
 use crate::tokenize::TokenizerChoice;
-use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -89,16 +88,6 @@ fn published_config(weights_file: &str) -> Option<Value> {
     }))
 }
 
-struct Block {
-    ln_1: LayerNorm,
-    /// [dim → 3·dim]: queries, keys, values.
-    c_attn: Linear,
-    attn_proj: Linear,
-    ln_2: LayerNorm,
-    c_fc: Linear,
-    mlp_proj: Linear,
-}
-
 /// The masked-LM head: Linear, SiLU, LayerNorm, Linear to the vocabulary.
 struct Head {
     dense: Linear,
@@ -116,14 +105,12 @@ pub struct DnaGpt {
     dim: usize,
     vocab: usize,
     max_len: usize,
-    device: Device,
 }
 
 impl DnaGpt {
     fn load(config: &Value, ckpt: &mut Checkpoint, device: &Device) -> Result<DnaGpt> {
         let c: Config = parse_config(config)?;
         let (dim, heads, vocab, bias) = (c.embedding_dim, c.num_heads, c.vocab_size, c.bias);
-        head_dim(dim, heads)?;
         // The published checkpoints nest nothing; a DDP-saved one prefixes `module.`.
         let prefix = checkpoint_prefix(ckpt, &["", "module."], "transformer.wte.weight", "DNAGPT")?;
         let p = |name: &str| format!("{prefix}{name}");
@@ -139,15 +126,22 @@ impl DnaGpt {
             p(&format!("transformer.h.{i}.attn.c_attn.weight"))
         })?;
         let mut blocks = Vec::with_capacity(layers);
+        let scale = 1.0 / (head_dim(dim, heads)? as f64).sqrt();
         for i in 0..layers {
             let b = |name: &str| format!("transformer.h.{i}.{name}");
+            // c_attn [3·dim, dim]: the queries', keys' and values' rows.
+            let c_attn = p(&b("attn.c_attn"));
+            let [q, k, v] = Linear::load_parts(ckpt, &c_attn, dim, dim, bias, device)?;
             blocks.push(Block {
                 ln_1: norm(ckpt, &b("ln_1"))?,
-                c_attn: linear(ckpt, &b("attn.c_attn"), dim, 3 * dim)?,
+                q,
+                k,
+                v,
                 attn_proj: linear(ckpt, &b("attn.c_proj"), dim, dim)?,
                 ln_2: norm(ckpt, &b("ln_2"))?,
                 c_fc: linear(ckpt, &b("mlp.c_fc"), dim, 4 * dim)?,
                 mlp_proj: linear(ckpt, &b("mlp.c_proj"), 4 * dim, dim)?,
+                scale,
             });
         }
         let ln_f = norm(ckpt, "transformer.ln_f")?;
@@ -172,7 +166,6 @@ impl DnaGpt {
             dim,
             vocab,
             max_len: c.max_len,
-            device: device.clone(),
         })
     }
 }
@@ -208,22 +201,9 @@ impl Arch for DnaGpt {
 
     /// The masked-LM head's states before its last layer [batch, tokens, dim].
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        let tokens = input_ids.dims()[1];
-        let positions = self.wpe.clone().narrow(0, 0, tokens).unsqueeze::<3>();
-        let mut x = embedding(self.wte.clone(), input_ids) + positions;
-        let bias = padding_bias(attention_mask) + causal_bias(tokens, &self.device);
-        let scale = 1.0 / ((self.dim / self.heads) as f64).sqrt();
+        let (mut x, bias) = embed(&self.wte, &self.wpe, input_ids, attention_mask);
         for block in &self.blocks {
-            let qkv = block.c_attn.forward(block.ln_1.forward(x.clone()));
-            let mut parts = qkv.chunk(3, 2).into_iter();
-            let mut next = || split_heads(parts.next().expect("chunk(3) yields three"), self.heads);
-            let (q, k, v) = (next(), next(), next());
-            x = x + block
-                .attn_proj
-                .forward(attention(q, k, v, scale, bias.clone()));
-            let inner =
-                Activation::GeluTanh.apply(block.c_fc.forward(block.ln_2.forward(x.clone())));
-            x = x + block.mlp_proj.forward(inner);
+            x = block.forward(x, self.heads, Activation::GeluTanh, bias.clone());
         }
         let hidden = self.ln_f.forward(x);
         let head = &self.head;
