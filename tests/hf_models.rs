@@ -267,6 +267,8 @@ fn model_folders_embed_like_the_reference_extractors() {
         "genomics_fm",
         "deepgene",
         "dnagpt",
+        // dnagpt.py's newest version (dna_gpt3b_m's row): `<R>` first, ln_f's states pooled.
+        "dnagpt_hidden",
         // As JanusDNA's training saves them: `{"config": …}` and a PyTorch Lightning last.ckpt.
         "janus/w",
         "janus/wo",
@@ -302,6 +304,7 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("genomics_fm", BackendKind::Wgpu);
     pipeline("deepgene", BackendKind::Wgpu);
     pipeline("dnagpt", BackendKind::Wgpu);
+    pipeline("dnagpt_hidden", BackendKind::Wgpu);
     pipeline("janus/w", BackendKind::Wgpu);
     pipeline("splicebert", BackendKind::Wgpu);
 }
@@ -462,6 +465,33 @@ fn dnagpt_tokenizes_as_its_kmer_tokenizer_and_its_published_file_names_its_shape
     assert_eq!(arch::detect(&config).unwrap().name, "dnagpt");
     assert_eq!(config["vocab_size"], expected["vocab_size"]["false"]);
     assert_eq!(config["max_len"], 4096);
+    // dna_gpt3b_m: 60 layers of 2,048, dynamic 6-mers after `<R>` (reserved token 21), as
+    // dnagpt.py's newest version writes them.
+    let mut published = geneb::checkpoint::ModelFiles::new("dna_gpt3b_m");
+    published.insert("dna_gpt3b_m.pth", Vec::new());
+    arch::complete_published_layout(&mut published);
+    let config = published.config().unwrap();
+    assert_eq!(
+        (
+            config["num_layers"].as_u64(),
+            config["embedding_dim"].as_u64()
+        ),
+        (Some(60), Some(2048))
+    );
+    assert_eq!(
+        (&config["output"], &config["prompt"]),
+        (&serde_json::json!("hidden"), &serde_json::json!("R"))
+    );
+    let choice = arch::detect(&config).unwrap().tokenizer;
+    let tokenizer = geneb::tokenize::Tokenizer::from_files(&published, choice).unwrap();
+    let want: Vec<Vec<u32>> = serde_json::from_value(expected["ids"]["true"].clone()).unwrap();
+    for (sequence, want) in sequences.iter().zip(want) {
+        assert_eq!(
+            tokenizer.encode(sequence, None),
+            [vec![21], want].concat(),
+            "{sequence}"
+        );
+    }
 }
 
 /// DeepGene is a RoFormer (`model_type` "roformer"), its ids after [CLS] [SEP] as its extractor

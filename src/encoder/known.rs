@@ -211,7 +211,7 @@ const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u
     }
 }
 
-static KNOWN: [KnownModel; 36] = [
+static KNOWN: [KnownModel; 37] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -642,6 +642,25 @@ static KNOWN: [KnownModel; 36] = [
     },
     omni_dna("zehui127/Omni-DNA-300M", "Omni-DNA-300M", 300_000_000),
     omni_dna("zehui127/Omni-DNA-1B", "Omni-DNA-1B", 1_000_000_000),
+    KnownModel {
+        hub_id: None,
+        weights: Some(
+            "https://github.com/TencentAILabHealthcare/DNAGPT (dna_gpt3b_m.pth: links in \
+             checkpoints/README.md)",
+        ),
+        display: "DNAGPT 3B multi-species",
+        leaderboard: Some("dna_gpt3b_m"),
+        parameters: Some(3_000_000_000),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "non-overlapping 6-mers, shorter at the end (DNAGPT's KmerTokenizer), after <R>",
+        runs_on: RunsOn::Variant(
+            &family::DNAGPT,
+            "DNAGPT (GPT-2 decoder, pooled over its final LayerNorm's states)",
+        ),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::DNAGPT_HIDDEN,
+    },
     gpt2_gene("dnagpt/gpt2_gene_v1", "gpt2_gene_v1"),
     // The leaderboard's key; the hub listing seen here has dnagpt/gpt2_gene_multi_v2 and
     // gpt2_gene_multi_v1_ft, not this id.

@@ -282,6 +282,24 @@ pub const DNAGPT: Recipe = Recipe {
     ..masked_mean("dnagpt", "embedding_pipeline/extractors/dnagpt.py")
 };
 
+/// `dnagpt.py` at e3d5f45, the newest of its versions, which the 3B model's row is taken to be
+/// made with (`?recipe=dnagpt` runs the older reading on it). It imports GENEB's vendored copy of
+/// DNAGPT (`utility_modules/DNAGPT_project`, a3c3bd1), whose forward returns `(logits, x)`,
+/// writes `_, hidden = model(input_ids)` and pools `x`, `ln_f`'s output, over the non-pad ids of
+/// `tokenizer.encode("<R>" + seq, max_len)`; no mask reaches the model (causal, padded on the
+/// right: the real tokens see no padding). The versions disagree: 9fcbcbd imports the
+/// upstream package, whose forward returns the head's logits alone, and pools `outputs[-1]`
+/// (`recipe::DNAGPT`), and there with `main.py`'s batches of 4 `outputs[-1]` is the batch's last
+/// sequence's logits, broadcast over every row; 17be5b0 pools `outputs[-1]` of
+/// `utility_modules/DNAGPT` (not in the stored repository), with no `<R>`. Which version ran is
+/// not recorded; this one is the only one whose output is each sequence's own hidden states.
+pub const DNAGPT_HIDDEN: Recipe = Recipe {
+    mask_to_model: false,
+    reference_dtype: "f16",
+    deviations: &["runs in f32 where the reference casts the model to f16 on CUDA"],
+    ..masked_mean("dnagpt-hidden", "embedding_pipeline/extractors/dnagpt.py")
+};
+
 /// `omnina.py` (OmniNA): the common recipe; it sets the pad token to the eos token, which the
 /// mask keeps out of every result.
 pub const OMNINA: Recipe = masked_mean("omnina", "embedding_pipeline/extractors/omnina.py");
@@ -374,6 +392,7 @@ pub const RECIPES: &[&Recipe] = &[
     &GENOMICS_FM,
     &DEEPGENE,
     &DNAGPT,
+    &DNAGPT_HIDDEN,
     &GENALM,
     &JANUSDNA,
     &OMNINA,

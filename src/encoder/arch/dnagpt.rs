@@ -12,6 +12,11 @@
 //! It runs one sequence per batch (its default); geneb batches with right padding, which a causal
 //! model's real tokens never see.
 //!
+//! dnagpt.py's newest version (e3d5f45) runs GENEB's vendored copy of DNAGPT, whose forward
+//! returns `(logits, x)`, and pools `x`, `ln_f`'s output, over `<R>` and the sequence's k-mers:
+//! config.json's `"output": "hidden"` and `"prompt": "R"` (which the published name
+//! dna_gpt3b_m implies) run that recipe (`recipe::DNAGPT_HIDDEN`); the head is then not read.
+//!
 //! The published weights are one `torch.save` file per model (`dna_gpt0.1b_h.pth`, `{"model":
 //! state_dict}`) with no config.json: the model's name selects its shape, as `DNAGPT.from_name`
 //! does (`published_config`). A folder with a config.json giving the same keys runs any size.
@@ -38,7 +43,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     serves: "DNAGPT (TencentAILabHealthcare/DNAGPT: dna_gpt0.1b_h, dna_gpt0.1b_m)",
     matches,
     tokenizer: TokenizerChoice::DnaGptKmers,
-    poolings: &[Pooling::HeadLogitsMean],
+    poolings: &[Pooling::HeadLogitsMean, Pooling::MaskedMean],
     load: |config, ckpt, compute| Ok(Box::new(DnaGpt::load(config, ckpt, &compute.device)?)),
     recipe: &crate::encoder::recipe::DNAGPT,
     published_config: Some(published_config),
@@ -58,6 +63,18 @@ struct Config {
     #[serde(deserialize_with = "size")]
     embedding_dim: usize,
     bias: bool,
+    #[serde(default)]
+    output: Output,
+}
+
+/// What the extractor pools: the masked-LM head's logits (the upstream forward's only output),
+/// or `ln_f`'s hidden states (the second of the vendored forward's `(logits, x)`).
+#[derive(Deserialize, Default, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+enum Output {
+    #[default]
+    HeadLogits,
+    Hidden,
 }
 
 pub fn matches(config: &Value) -> bool {
@@ -75,7 +92,9 @@ fn published_config(weights_file: &str) -> Option<Value> {
         _ => return None,
     };
     let kmer = 6;
-    Some(json!({
+    // The 3B model's published row: dnagpt.py at e3d5f45 (recipe::DNAGPT_HIDDEN).
+    let hidden = weights_file == "dna_gpt3b_m.pth";
+    let mut config = json!({
         "model_type": "dnagpt",
         "vocab_size": crate::tokenize::dnagpt_vocab_size(kmer, dynamic),
         "max_len": max_len,
@@ -85,7 +104,12 @@ fn published_config(weights_file: &str) -> Option<Value> {
         "bias": false,
         "kmer": kmer,
         "dynamic_kmer": dynamic,
-    }))
+    });
+    if hidden {
+        config["output"] = json!("hidden");
+        config["prompt"] = json!("R");
+    }
+    Some(config)
 }
 
 /// The masked-LM head: Linear, SiLU, LayerNorm, Linear to the vocabulary.
@@ -96,11 +120,13 @@ struct Head {
 }
 
 pub struct DnaGpt {
+    output: Output,
     wte: Tensor<2>,
     wpe: Tensor<2>,
     blocks: Vec<Block>,
     ln_f: LayerNorm,
-    head: Head,
+    /// None where the hidden states are pooled.
+    head: Option<Head>,
     heads: usize,
     dim: usize,
     vocab: usize,
@@ -145,10 +171,16 @@ impl DnaGpt {
             });
         }
         let ln_f = norm(ckpt, "transformer.ln_f")?;
-        let head = Head {
-            dense: linear(ckpt, "mlm_head.0", dim, dim)?,
-            norm: norm(ckpt, "mlm_head.2")?,
-            decoder: linear(ckpt, "mlm_head.3", dim, vocab)?,
+        let head = match c.output {
+            Output::HeadLogits => Some(Head {
+                dense: linear(ckpt, "mlm_head.0", dim, dim)?,
+                norm: norm(ckpt, "mlm_head.2")?,
+                decoder: linear(ckpt, "mlm_head.3", dim, vocab)?,
+            }),
+            Output::Hidden => {
+                ckpt.skip_prefix(&p("mlm_head."));
+                None
+            }
         };
         // Heads for DNAGPT's numeric inputs and outputs, unused by the extractor.
         ckpt.skip_prefix(&p("number_embedding."));
@@ -157,6 +189,7 @@ impl DnaGpt {
             return Err(config_error("'max_len' is 0"));
         }
         Ok(DnaGpt {
+            output: c.output,
             wte: upload(wte, [vocab, dim], device),
             wpe: upload(wpe, [c.max_len, dim], device),
             blocks,
@@ -171,19 +204,29 @@ impl DnaGpt {
 }
 
 impl Arch for DnaGpt {
-    /// The states the head's last layer reads.
+    /// The states the head's last layer reads, or ln_f's.
     fn hidden_size(&self) -> usize {
         self.dim
     }
 
     /// The logits the extractor pools: one value per vocabulary entry.
     fn embedding_size(&self) -> usize {
-        self.vocab
+        match self.head {
+            Some(_) => self.vocab,
+            None => self.dim,
+        }
     }
 
     /// The masked-LM head's last layer, on the mean of the states it reads.
     fn after_pooling(&self, pooled: Tensor<2>) -> Tensor<2> {
-        self.head.decoder.forward(pooled)
+        match &self.head {
+            Some(head) => head.decoder.forward(pooled),
+            None => pooled,
+        }
+    }
+
+    fn recipe(&self) -> Option<&'static crate::encoder::recipe::Recipe> {
+        (self.output == Output::Hidden).then_some(&crate::encoder::recipe::DNAGPT_HIDDEN)
     }
 
     fn token_rows(&self) -> usize {
@@ -199,15 +242,18 @@ impl Arch for DnaGpt {
         4 * self.dim
     }
 
-    /// The masked-LM head's states before its last layer [batch, tokens, dim].
+    /// The masked-LM head's states before its last layer [batch, tokens, dim], or ln_f's output
+    /// where the extractor pools that.
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
         let (mut x, bias) = embed(&self.wte, &self.wpe, input_ids, attention_mask);
         for block in &self.blocks {
             x = block.forward(x, self.heads, Activation::GeluTanh, bias.clone());
         }
         let hidden = self.ln_f.forward(x);
-        let head = &self.head;
-        head.norm.forward(silu(head.dense.forward(hidden)))
+        match &self.head {
+            Some(head) => head.norm.forward(silu(head.dense.forward(hidden))),
+            None => hidden,
+        }
     }
 
     fn family(&self) -> &'static str {
