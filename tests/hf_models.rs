@@ -205,6 +205,27 @@ fn a_mismatched_checkpoint_is_refused_naming_the_tensor() {
         .unwrap()
         .to_string();
     assert!(err.contains("no BERT embeddings"), "{err}");
+    // GPT-2: a config whose n_inner disagrees with the Conv1D weights names the tensor in one
+    // line; a cross-attention decoder is refused by its key.
+    let (config, mut ckpt, _) = fixture("gpt2");
+    let device = &backend::cpu().device;
+    let mut wrong = config.clone();
+    wrong["n_inner"] = serde_json::json!(65);
+    let err = arch::gpt2::Gpt2::load(&wrong, &mut ckpt, device)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("h.0.mlp.c_fc.weight") && err.contains("[32, 65]") && !err.contains('\n'),
+        "{err}"
+    );
+    wrong = config.clone();
+    wrong["add_cross_attention"] = serde_json::json!(true);
+    let err = arch::gpt2::Gpt2::load(&wrong, &mut ckpt, device)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("'add_cross_attention'"), "{err}");
 }
 
 #[derive(Deserialize)]
