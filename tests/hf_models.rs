@@ -141,6 +141,19 @@ fn olmo_matches_olmo_code_on_cpu_and_wgpu() {
     }
 }
 
+/// transformers' own GPT2LMHeadModel (dnagpt's gpt2_gene models): learned positions, Conv1D
+/// weights stored transposed, the fused c_attn split into queries, keys and values, biases.
+#[test]
+fn gpt2_matches_transformers_on_cpu_and_wgpu() {
+    for kind in [BackendKind::Cpu, BackendKind::Wgpu] {
+        check("gpt2", kind, |config, ckpt, device, ids, mask| {
+            arch::gpt2::Gpt2::load(config, ckpt, device)
+                .unwrap()
+                .forward(ids, mask)
+        });
+    }
+}
+
 /// transformers' own ESM as Nucleotide Transformer v1 configures it: learned absolute
 /// positions, token dropout's rescaling, a GELU feed-forward with biases.
 #[test]
@@ -192,6 +205,27 @@ fn a_mismatched_checkpoint_is_refused_naming_the_tensor() {
         .unwrap()
         .to_string();
     assert!(err.contains("no BERT embeddings"), "{err}");
+    // GPT-2: a config whose n_inner disagrees with the Conv1D weights names the tensor in one
+    // line; a cross-attention decoder is refused by its key.
+    let (config, mut ckpt, _) = fixture("gpt2");
+    let device = &backend::cpu().device;
+    let mut wrong = config.clone();
+    wrong["n_inner"] = serde_json::json!(65);
+    let err = arch::gpt2::Gpt2::load(&wrong, &mut ckpt, device)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("h.0.mlp.c_fc.weight") && err.contains("[32, 65]") && !err.contains('\n'),
+        "{err}"
+    );
+    wrong = config.clone();
+    wrong["add_cross_attention"] = serde_json::json!(true);
+    let err = arch::gpt2::Gpt2::load(&wrong, &mut ckpt, device)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("'add_cross_attention'"), "{err}");
 }
 
 #[derive(Deserialize)]
@@ -254,6 +288,8 @@ fn model_folders_embed_like_the_reference_extractors() {
         "genomics_fm",
         "deepgene",
         "dnagpt",
+        // dnagpt.py's newest version (dna_gpt3b_m's row): `<R>` first, ln_f's states pooled.
+        "dnagpt_hidden",
         // As JanusDNA's training saves them: `{"config": …}` and a PyTorch Lightning last.ckpt.
         "janus/w",
         "janus/wo",
@@ -271,6 +307,8 @@ fn model_folders_embed_like_the_reference_extractors() {
         "olmo",
         // evo.py: bytes, Hyena blocks with modal filters and a rotary attention block.
         "evo",
+        // The common recipe, a byte-level BPE tokenizer.json, cut at 64 positions.
+        "gpt2",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -281,6 +319,7 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("mistral", BackendKind::Wgpu);
     pipeline("nt_v1", BackendKind::Wgpu);
     pipeline("olmo", BackendKind::Wgpu);
+    pipeline("gpt2", BackendKind::Wgpu);
     pipeline("nt_v2", BackendKind::Wgpu);
     pipeline("plantcaduceus", BackendKind::Wgpu);
     pipeline("gena/lastln", BackendKind::Wgpu);
@@ -288,6 +327,7 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("genomics_fm", BackendKind::Wgpu);
     pipeline("deepgene", BackendKind::Wgpu);
     pipeline("dnagpt", BackendKind::Wgpu);
+    pipeline("dnagpt_hidden", BackendKind::Wgpu);
     pipeline("janus/w", BackendKind::Wgpu);
     pipeline("splicebert", BackendKind::Wgpu);
     pipeline("evo", BackendKind::Wgpu);
@@ -449,6 +489,33 @@ fn dnagpt_tokenizes_as_its_kmer_tokenizer_and_its_published_file_names_its_shape
     assert_eq!(arch::detect(&config).unwrap().name, "dnagpt");
     assert_eq!(config["vocab_size"], expected["vocab_size"]["false"]);
     assert_eq!(config["max_len"], 4096);
+    // dna_gpt3b_m: 60 layers of 2,048, dynamic 6-mers after `<R>` (reserved token 21), as
+    // dnagpt.py's newest version writes them.
+    let mut published = geneb::checkpoint::ModelFiles::new("dna_gpt3b_m");
+    published.insert("dna_gpt3b_m.pth", Vec::new());
+    arch::complete_published_layout(&mut published);
+    let config = published.config().unwrap();
+    assert_eq!(
+        (
+            config["num_layers"].as_u64(),
+            config["embedding_dim"].as_u64()
+        ),
+        (Some(60), Some(2048))
+    );
+    assert_eq!(
+        (&config["output"], &config["prompt"]),
+        (&serde_json::json!("hidden"), &serde_json::json!("R"))
+    );
+    let choice = arch::detect(&config).unwrap().tokenizer;
+    let tokenizer = geneb::tokenize::Tokenizer::from_files(&published, choice).unwrap();
+    let want: Vec<Vec<u32>> = serde_json::from_value(expected["ids"]["true"].clone()).unwrap();
+    for (sequence, want) in sequences.iter().zip(want) {
+        assert_eq!(
+            tokenizer.encode(sequence, None),
+            [vec![21], want].concat(),
+            "{sequence}"
+        );
+    }
 }
 
 /// DeepGene is a RoFormer (`model_type` "roformer"), its ids after [CLS] [SEP] as its extractor
@@ -591,7 +658,7 @@ fn unsupported_models_and_missing_files_are_clear_errors() {
         Err(e) => e.to_string(),
     };
     assert!(err(&spec).contains("no config.json"), "{}", err(&spec));
-    std::fs::write(tmp.join("config.json"), r#"{"model_type": "gpt2"}"#).unwrap();
+    std::fs::write(tmp.join("config.json"), r#"{"model_type": "t5"}"#).unwrap();
     std::fs::write(
         tmp.join("vocab.txt"),
         "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nA\nC\nG\nT\nN\n",
@@ -605,7 +672,7 @@ fn unsupported_models_and_missing_files_are_clear_errors() {
     // The architecture is checked first: an unsupported model fails before its weights are read.
     let message = err(&spec);
     assert!(
-        message.contains("'gpt2' is not supported") && message.contains("DNABERT-2"),
+        message.contains("'t5' is not supported") && message.contains("DNABERT-2"),
         "{message}"
     );
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/bert");
@@ -740,7 +807,7 @@ fn the_registry_chooses_each_models_tokenizer() {
         }
         checked.push(name);
     }
-    assert_eq!(checked.len(), 13, "{checked:?}");
+    assert_eq!(checked.len(), 14, "{checked:?}");
 }
 
 /// A decoder's tokenizer.json without a pad token (OmniNA's): geneb pads with its eos token, as

@@ -61,6 +61,10 @@ pub const LLAMA: Family = Family::new(
 );
 pub const MISTRAL: Family =
     Family::new("mistral", "Mistral (Llama with a sliding attention window)");
+pub const GPT2: Family = Family::new(
+    "gpt2",
+    "GPT-2 (learned positions, LayerNorm, GELU, biases; causal)",
+);
 pub const OLMO: Family = Family::new(
     "olmo",
     "OLMo (LayerNorm, rotary, fused projections, SwiGLU; causal)",

@@ -175,6 +175,24 @@ const fn generator(
     }
 }
 
+/// dnagpt's GPT-2 models (`arch/gpt2.rs`). Context: GPT2Config's default `n_positions`, 1,024;
+/// their config.json is not readable here, and the loader reads the real one.
+const fn gpt2_gene(hub_id: &'static str, leaderboard: &'static str) -> KnownModel {
+    KnownModel {
+        hub_id: Some(hub_id),
+        weights: None,
+        display: leaderboard,
+        leaderboard: Some(leaderboard),
+        parameters: Some(200_000_000),
+        context: 1024,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "byte-level BPE (tokenizer.json)",
+        runs_on: RunsOn::Family(&family::GPT2),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::GPT2,
+    }
+}
+
 /// Omni-DNA on OLMo's decoder (`arch/olmo.rs`), trained on and cut at 250 tokens (its
 /// `max_sequence_length`; omnidna.py's `max_length`).
 const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u64) -> KnownModel {
@@ -193,7 +211,7 @@ const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u
     }
 }
 
-static KNOWN: [KnownModel; 38] = [
+static KNOWN: [KnownModel; 41] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -686,6 +704,29 @@ static KNOWN: [KnownModel; 38] = [
     },
     omni_dna("zehui127/Omni-DNA-300M", "Omni-DNA-300M", 300_000_000),
     omni_dna("zehui127/Omni-DNA-1B", "Omni-DNA-1B", 1_000_000_000),
+    KnownModel {
+        hub_id: None,
+        weights: Some(
+            "https://github.com/TencentAILabHealthcare/DNAGPT (dna_gpt3b_m.pth: links in \
+             checkpoints/README.md)",
+        ),
+        display: "DNAGPT 3B multi-species",
+        leaderboard: Some("dna_gpt3b_m"),
+        parameters: Some(3_000_000_000),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "non-overlapping 6-mers, shorter at the end (DNAGPT's KmerTokenizer), after <R>",
+        runs_on: RunsOn::Variant(
+            &family::DNAGPT,
+            "DNAGPT (GPT-2 decoder, pooled over its final LayerNorm's states)",
+        ),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::DNAGPT_HIDDEN,
+    },
+    gpt2_gene("dnagpt/gpt2_gene_v1", "gpt2_gene_v1"),
+    // The leaderboard's key; the hub listing seen here has dnagpt/gpt2_gene_multi_v2 and
+    // gpt2_gene_multi_v1_ft, not this id.
+    gpt2_gene("dnagpt/gpt2_gene_multi_v2_ft", "gpt2_gene_multi_v2_ft"),
 ];
 
 /// A model's published GENEB scores (full-data regime, MCC), as the leaderboard gives them.

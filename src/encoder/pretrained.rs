@@ -1202,6 +1202,19 @@ mod tests {
                 "batches independent",
                 Box::new(|r: &mut Recipe| r.batching = Batching::Independent),
             ),
+            // dnagpt.py's newest version: `<R>` before the sequence, the mean over its ids.
+            (
+                "dnagpt_hidden",
+                "",
+                "no special tokens",
+                Box::new(|r: &mut Recipe| r.special_tokens = SpecialTokens::None),
+            ),
+            (
+                "dnagpt_hidden",
+                "",
+                "unmasked mean",
+                Box::new(|r: &mut Recipe| r.pooling = Pooling::UnmaskedMean),
+            ),
         ];
         for (name, query, what, flip) in &flips {
             let raw = *what == "input as given";

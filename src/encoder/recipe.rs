@@ -288,6 +288,24 @@ pub const DNAGPT: Recipe = Recipe {
     ..masked_mean("dnagpt", "embedding_pipeline/extractors/dnagpt.py")
 };
 
+/// `dnagpt.py` at e3d5f45, the newest of its versions, which the 3B model's row is taken to be
+/// made with (`?recipe=dnagpt` runs the older reading on it). It imports GENEB's vendored copy of
+/// DNAGPT (`utility_modules/DNAGPT_project`, a3c3bd1), whose forward returns `(logits, x)`,
+/// writes `_, hidden = model(input_ids)` and pools `x`, `ln_f`'s output, over the non-pad ids of
+/// `tokenizer.encode("<R>" + seq, max_len)`; no mask reaches the model (causal, padded on the
+/// right: the real tokens see no padding). The versions disagree: 9fcbcbd imports the
+/// upstream package, whose forward returns the head's logits alone, and pools `outputs[-1]`
+/// (`recipe::DNAGPT`), and there with `main.py`'s batches of 4 `outputs[-1]` is the batch's last
+/// sequence's logits, broadcast over every row; 17be5b0 pools `outputs[-1]` of
+/// `utility_modules/DNAGPT` (not in the stored repository), with no `<R>`. Which version ran is
+/// not recorded; this one is the only one whose output is each sequence's own hidden states.
+pub const DNAGPT_HIDDEN: Recipe = Recipe {
+    mask_to_model: false,
+    reference_dtype: "f16",
+    deviations: &["runs in f32 where the reference casts the model to f16 on CUDA"],
+    ..masked_mean("dnagpt-hidden", "embedding_pipeline/extractors/dnagpt.py")
+};
+
 /// `omnina.py` (OmniNA): the common recipe; it sets the pad token to the eos token, which the
 /// mask keeps out of every result.
 pub const OMNINA: Recipe = masked_mean("omnina", "embedding_pipeline/extractors/omnina.py");
@@ -422,6 +440,15 @@ pub const ECCDNAMAMBA: Recipe = Recipe {
         "embedding_pipeline/extractors/eccdnamamba.py",
     )
 };
+/// gpt2_gene_v1 and gpt2_gene_multi_v2_ft (dnagpt's GPT-2 models): darlednik/GENEB has no
+/// extractor file for them in any stored version (its `extractors/` folder holds none naming
+/// gpt2, and neither `main.py` nor the README names one), so the published rows are taken to be
+/// the common recipe's, as `BaseEmbeddingExtractor`'s files write it: `AutoTokenizer` with its
+/// special tokens, right padding, the mask passed, the masked mean of `hidden_states[-1]`, f32.
+pub const GPT2: Recipe = masked_mean(
+    "gpt2",
+    "none (darlednik/GENEB has no gpt2 extractor file; the common recipe of the files)",
+);
 
 /// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
 pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
@@ -440,6 +467,7 @@ pub const RECIPES: &[&Recipe] = &[
     &GENOMICS_FM,
     &DEEPGENE,
     &DNAGPT,
+    &DNAGPT_HIDDEN,
     &GENALM,
     &JANUSDNA,
     &OMNINA,
@@ -452,6 +480,7 @@ pub const RECIPES: &[&Recipe] = &[
     &OMNIDNA,
     &LUCAONE,
     &ECCDNAMAMBA,
+    &GPT2,
     &GENERIC,
 ];
 
@@ -545,7 +574,7 @@ impl Recipe {
         } else {
             self.deviations.join("; ")
         };
-        let reference = if self.name == GENERIC.name {
+        let reference = if self.reference.starts_with("none") {
             self.reference.to_string()
         } else {
             format!(

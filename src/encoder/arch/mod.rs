@@ -15,6 +15,7 @@ pub mod dnagpt;
 pub mod eccdnamamba;
 pub mod enformer;
 pub mod evo;
+pub mod gpt2;
 pub mod hyena;
 pub mod janus;
 pub mod llama;
@@ -212,6 +213,7 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &lucaone::SPEC,
     &evo::SPEC,
     &eccdnamamba::SPEC,
+    &gpt2::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.
@@ -417,11 +419,11 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), names.len(), "{names:?}");
-        let unknown = detect(&serde_json::json!({"model_type": "gpt2"}))
+        let unknown = detect(&serde_json::json!({"model_type": "t5"}))
             .err()
-            .expect("gpt2 is not supported");
+            .expect("t5 is not supported");
         assert!(
-            unknown.to_string().contains("'gpt2' is not supported"),
+            unknown.to_string().contains("'t5' is not supported"),
             "{unknown}"
         );
     }

@@ -134,13 +134,58 @@ impl Linear {
         bias: bool,
         device: &Device,
     ) -> Result<[Linear; N]> {
-        let mut weight =
+        let weight =
             ckpt.take_matrix(&format!("{name}.weight"), &[N * out_features, in_features])?;
-        let mut bias = if bias {
+        let bias = if bias {
             Some(ckpt.take(&format!("{name}.bias"), &[N * out_features])?)
         } else {
             None
         };
+        Ok(Linear::from_rows(
+            weight,
+            bias,
+            in_features,
+            out_features,
+            device,
+        ))
+    }
+
+    /// `load_parts` for GPT-2's `Conv1D` (`{name}.weight` stored [in, N·out], y = x W + b,
+    /// always with a bias): transposed on the host, one tensor at a time, then split alike.
+    pub fn load_conv1d_parts<const N: usize>(
+        ckpt: &mut Checkpoint,
+        name: &str,
+        in_features: usize,
+        out_features: usize,
+        device: &Device,
+    ) -> Result<[Linear; N]> {
+        let columns = N * out_features;
+        let stored = ckpt.take(&format!("{name}.weight"), &[in_features, columns])?;
+        let mut weight = vec![0f32; stored.len()];
+        for (i, row) in stored.chunks_exact(columns.max(1)).enumerate() {
+            for (o, value) in row.iter().enumerate() {
+                weight[o * in_features + i] = *value;
+            }
+        }
+        drop(stored);
+        let bias = ckpt.take(&format!("{name}.bias"), &[columns])?;
+        Ok(Linear::from_rows(
+            Matrix::F32(weight),
+            Some(bias),
+            in_features,
+            out_features,
+            device,
+        ))
+    }
+
+    /// `N` layers from a weight [N·out, in] (row-major) and bias [N·out] stacking their rows.
+    fn from_rows<const N: usize>(
+        mut weight: Matrix,
+        mut bias: Option<Vec<f32>>,
+        in_features: usize,
+        out_features: usize,
+        device: &Device,
+    ) -> [Linear; N] {
         // Parts after the first are split off the end; the first keeps the vectors read, so a
         // single layer's weights are never copied.
         let mut parts: Vec<(Matrix, Option<Vec<f32>>)> = (1..N)
@@ -154,10 +199,10 @@ impl Linear {
         parts.push((weight, bias));
         parts.reverse();
         let mut parts = parts.into_iter();
-        Ok(std::array::from_fn(|_| {
+        std::array::from_fn(|_| {
             let (weight, bias) = parts.next().expect("N parts were split off");
             Linear::from_matrix(weight, bias, in_features, out_features, device)
-        }))
+        })
     }
 
     /// From a matrix as taken: f32 as `new`; half-precision kept so (`Linear::Half`).
