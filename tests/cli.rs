@@ -191,6 +191,68 @@ fn eval_counts_the_sequences_cut_at_the_models_maximum_length() {
     );
 }
 
+/// `?layer=K` and `--layers`: a bad K is one line with exit 2, a sweep is one submission per
+/// layer (each but the last a deviation), and a layer of the sweep scores as its single run.
+#[test]
+fn layers_are_chosen_one_by_one_or_swept_in_one_pass() {
+    let model = repo("tests/fixtures/models/nt_v2");
+    let mut csv = String::from("text,label,split\n");
+    let mut state = 11u64;
+    for row in 0..24 {
+        let dna: String = (0..30)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                b"ACGT"[(state >> 62) as usize] as char
+            })
+            .collect();
+        let split = if row < 16 { "train" } else { "test" };
+        csv.push_str(&format!("{dna},{},{split}\n", row % 2));
+    }
+    let task = scratch("layers-task").join("layer_task.csv");
+    std::fs::write(&task, csv).unwrap();
+    let eval = |spec: &str, extra: &[&str]| {
+        let mut args = vec!["eval", "--model", spec, "--task", task.to_str().unwrap()];
+        args.extend(["--regimes", "full", "--quiet", "--no-cache"]);
+        args.extend(extra);
+        geneb(&args)
+    };
+    let at = |options: &str| format!("hf:{}{options}", model.display());
+    let too_deep = refusal(&eval(&at("?layer=3"), &[]), "layer 3 of 2");
+    assert!(
+        too_deep.contains("no layer 3") && too_deep.contains("K must be from -3 to 2"),
+        "{too_deep}"
+    );
+    let malformed = refusal(&eval(&at("?layer=x"), &[]), "layer x");
+    assert!(malformed.contains("expected ?layer=K"), "{malformed}");
+    let sweep = refusal(&eval(&at(""), &["--layers", "1,,2"]), "--layers 1,,2");
+    assert!(sweep.contains("expected all, or layers K"), "{sweep}");
+
+    let swept = ok_json(&eval(&at(""), &["--layers", "all"]));
+    let submissions = swept["submissions"].as_array().unwrap();
+    let ids: Vec<&str> = submissions
+        .iter()
+        .map(|s| s["model_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [at("?layer=0"), at("?layer=1"), at("?layer=2")]);
+    for (k, submission) in submissions.iter().enumerate() {
+        let deviates = submission["protocol"]["deviations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| {
+                d.as_str()
+                    .unwrap()
+                    .contains("where GENEB probes the last layer")
+            });
+        assert_eq!(deviates, k < 2, "layer {k}");
+    }
+    let single = ok_json(&eval(&at("?layer=1"), &[]));
+    assert_eq!(single["results"], submissions[1]["results"]);
+    assert_eq!(single["model_id"], at("?layer=1"));
+}
+
 #[test]
 fn eval_writes_out_and_profile_reads_several_models() {
     let dir = scratch("eval_profile");

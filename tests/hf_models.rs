@@ -333,6 +333,75 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("evo", BackendKind::Wgpu);
 }
 
+#[derive(Deserialize)]
+struct Layers {
+    sequences: usize,
+    /// K → the pooled state K of each sequence (tests/oracle/make_layer_fixtures.py).
+    pooled: std::collections::BTreeMap<i64, Vec<Vec<f32>>>,
+}
+
+/// `?layer=K` against the reference's hidden states (layers.json), every K from one sweep, and
+/// the sweep against single-layer runs: a middle layer (a pass stopped early) and the last,
+/// which is also today's embedding bit for bit.
+fn layers_in(dir: &std::path::Path, kind: BackendKind) {
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    let expected: Layers = serde_json::from_slice(&read("layers.json")).unwrap();
+    let pipeline: Pipeline = serde_json::from_slice(&read("pipeline.json")).unwrap();
+    let sequences: Vec<String> = pipeline.sequences[..expected.sequences]
+        .iter()
+        .map(|s| geneb::input::normalize_sequence(s).unwrap())
+        .collect();
+    let load = |options: &str| {
+        let spec = format!("hf:{}{options}", dir.display());
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind)).unwrap()
+    };
+    let model = load("");
+    // `--layers all`: views of the one loaded model at every layer, embedded in one pass.
+    let views = model.at_layers(None).unwrap().unwrap();
+    assert_eq!(views.len(), expected.pooled.len(), "hidden states 0..=L");
+    let views: Vec<&Encoder> = views.iter().collect();
+    let swept = pollster::block_on(model.embed_views(&sequences, &views)).unwrap();
+    for ((k, want), got) in expected.pooled.iter().zip(&swept) {
+        let mut worst = 0f32;
+        for (row, want) in got.rows().into_iter().zip(want) {
+            assert_eq!(row.len(), want.len(), "layer {k}'s width");
+            for (a, b) in row.iter().zip(want) {
+                worst = worst.max((a - b).abs());
+            }
+        }
+        assert!(
+            worst <= 1e-4,
+            "{} layer {k} on {kind:?}: max |geneb − reference| = {worst}",
+            dir.display()
+        );
+    }
+    let last = expected.pooled.len() - 1;
+    let middle = last / 2;
+    let today = pollster::block_on(model.embed(&sequences)).unwrap();
+    assert_eq!(
+        swept[last], today,
+        "the sweep's last layer is today's embedding"
+    );
+    for (options, index) in [("?layer=-1", last), (&format!("?layer={middle}"), middle)] {
+        let single = pollster::block_on(load(options).embed(&sequences)).unwrap();
+        assert_eq!(
+            single, swept[index],
+            "{options}: the sweep's equals the single run's"
+        );
+    }
+}
+
+#[test]
+fn hidden_layers_match_the_reference_and_a_sweep_the_single_layer_runs() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
+    for name in ["bert", "nt_v2", "llama", "mistral", "hyena/tiny"] {
+        layers_in(&dir.join(name), BackendKind::Cpu);
+    }
+    for name in ["bert", "llama"] {
+        layers_in(&dir.join(name), BackendKind::Wgpu);
+    }
+}
+
 /// On a GPU a batch runs at a shape from a small set (more masked columns, rows repeating the
 /// first sequence) so new lengths reuse compiled pipelines and buffers: a sequence embedded
 /// alone, at its own padded shape, gets what it gets in a batch of others at another shape.

@@ -4,7 +4,7 @@
 use clap::{Args, Parser, Subcommand};
 use geneb::atomic_file::write_whole;
 use geneb::encoder::card::MetaOverrides;
-use geneb::encoder::spec::ModelSpec;
+use geneb::encoder::spec::{LayerSweep, ModelSpec};
 use geneb::encoder::{BackendKind, Encoder, Precision};
 use geneb::eval::{self, Progress};
 use geneb::hub::{Hub, Located, official};
@@ -251,6 +251,11 @@ struct EvalArgs {
     /// `geneb predict`.
     #[arg(long, conflicts_with = "embeddings")]
     save_probe: Option<PathBuf>,
+    /// Probe these hidden layers of each hf: model from one forward pass, each a submission
+    /// of its own (hf:MODEL?layer=K, a deviation from GENEB unless K = -1): `all`, or K
+    /// separated by commas (0 = the embeddings' output, -1 = the last layer's).
+    #[arg(long, value_name = "all|K,K…", value_parser = LayerSweep::parse, conflicts_with_all = ["embeddings", "out_dir", "save_probe"])]
+    layers: Option<LayerSweep>,
     #[command(flatten)]
     meta: MetaArgs,
 }
@@ -667,6 +672,7 @@ fn run_eval(args: EvalArgs) -> Result<()> {
         regimes,
         meta: args.meta.overrides(),
         save_probe: args.save_probe.is_some(),
+        layers: args.layers.clone(),
     };
     run.check()?; // before the cache or a shard plan is touched
     let store =

@@ -502,6 +502,47 @@ impl Encoder {
         }
     }
 
+    /// This encoder at each `?layer=K` of `ks` (None: every layer, 0 to the last), sharing
+    /// its weights (`geneb eval --layers`): each view names its layer in its spec and is
+    /// evaluated as a model of its own. None for the encoders without layers (the baselines),
+    /// which run as they are.
+    pub fn at_layers(&self, ks: Option<&[i64]>) -> Option<Result<Vec<Encoder>>> {
+        #[cfg(feature = "burn")]
+        if let Encoder::Hf(e) = self {
+            let every: Vec<i64> = (0..=e.last_layer() as i64).collect();
+            let views = ks
+                .unwrap_or(&every)
+                .iter()
+                .map(|&k| Ok(Encoder::Hf(Box::new(e.at_layer(k)?))))
+                .collect();
+            return Some(views);
+        }
+        let _ = ks;
+        None
+    }
+
+    /// The embeddings of each of `views` (this encoder's `at_layers`) from one forward pass
+    /// per batch, in order; an encoder without layers gives its one embedding to each.
+    pub async fn embed_views(
+        &self,
+        sequences: &[String],
+        views: &[&Encoder],
+    ) -> Result<Vec<Array2<f32>>> {
+        #[cfg(feature = "burn")]
+        if let Encoder::Hf(e) = self {
+            let layers = views
+                .iter()
+                .map(|view| match view {
+                    Encoder::Hf(view) => Ok(view.layer()),
+                    _ => Err(Error::new("internal error: a view of another encoder")),
+                })
+                .collect::<Result<Vec<usize>>>()?;
+            return e.embed_layers(sequences, &layers).await;
+        }
+        let embedded = self.embed(sequences).await?;
+        Ok(vec![embedded; views.len()])
+    }
+
     pub async fn embed(&self, sequences: &[String]) -> Result<Array2<f32>> {
         match self {
             Encoder::Kmer(e) => Ok(e.embed(sequences)),

@@ -19,6 +19,7 @@ use crate::tokenize::Tokenizer;
 use crate::{Error, Result};
 use burn::tensor::{DType, FloatDType, Int, Tensor, TensorData};
 use ndarray::Array2;
+use std::sync::Arc;
 
 /// Token positions per forward pass (batch × padded length). The CPU backend is faster with
 /// activations that stay in cache (HyenaDNA-tiny at 200 nt: 12 % faster at 2,048 than at 8,192,
@@ -193,13 +194,15 @@ fn recipe_from_files(
     )
 }
 
+/// Cloned only as another layer's view (`at_layer`): the weights and tokenizer are shared.
+#[derive(Clone)]
 pub struct HfModel {
     spec: String,
     /// SHA-256 of the model's files (config, tokenizer, weights): its identity for caches.
     fingerprint: String,
     window: Option<Window>,
-    architecture: Box<dyn Arch>,
-    tokenizer: Tokenizer,
+    architecture: Arc<dyn Arch>,
+    tokenizer: Arc<Tokenizer>,
     compute: Compute,
     /// Tokens per sequence after truncation (special tokens included).
     max_length: usize,
@@ -294,8 +297,8 @@ impl HfModel {
             spec: spec.text.clone(),
             fingerprint,
             window,
-            architecture,
-            tokenizer,
+            architecture: Arc::from(architecture),
+            tokenizer: Arc::new(tokenizer),
             compute,
             max_length,
             parameters,
@@ -325,6 +328,17 @@ impl HfModel {
     /// them (0 for an architecture that gives only its last, `Arch::layers`).
     pub fn last_layer(&self) -> usize {
         self.architecture.layers().unwrap_or(0)
+    }
+
+    /// The same loaded model at `?layer=K` (`geneb eval --layers`): its spec names the layer,
+    /// the weights are shared.
+    pub fn at_layer(&self, k: i64) -> Result<HfModel> {
+        let layer = self.resolve_layers(&[Some(k)])?[0];
+        Ok(HfModel {
+            spec: HfSpec::parse(&self.spec)?.at_layer(k).text,
+            layer,
+            ..self.clone()
+        })
     }
 
     /// `?layer=K` values resolved against this model (`resolve_layers`).

@@ -54,6 +54,52 @@ pub enum Weights {
 /// The layer GENEB probes: the last (`?layer=-1`).
 pub const LAST_LAYER: i64 = -1;
 
+/// `geneb eval --layers`: which layers of each `hf:` model run, each as a submission of its
+/// own (`hf:MODEL?layer=K`), from one forward pass.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub enum LayerSweep {
+    /// Every hidden state, 0 (the embeddings' output) to the last.
+    All,
+    /// These K (negative from the end), in the order given.
+    Only(Vec<i64>),
+}
+
+impl LayerSweep {
+    /// `all`, or K values separated by commas (`0,6,-1`).
+    pub fn parse(text: &str) -> Result<LayerSweep> {
+        if text.trim() == "all" {
+            return Ok(LayerSweep::All);
+        }
+        let ks = text
+            .split(',')
+            .map(|k| k.trim().parse::<i64>())
+            .collect::<std::result::Result<Vec<i64>, _>>();
+        match ks {
+            Ok(ks) if !ks.is_empty() => Ok(LayerSweep::Only(ks)),
+            _ => Err(Error::new(format!(
+                "--layers '{text}': expected all, or layers K separated by commas (0 = the \
+                 embeddings' output, -1 = the last layer's)"
+            ))),
+        }
+    }
+
+    /// The K asked for, None for all.
+    pub fn ks(&self) -> Option<&[i64]> {
+        match self {
+            LayerSweep::All => None,
+            LayerSweep::Only(ks) => Some(ks),
+        }
+    }
+}
+
+impl TryFrom<String> for LayerSweep {
+    type Error = Error;
+    fn try_from(text: String) -> Result<LayerSweep> {
+        LayerSweep::parse(&text)
+    }
+}
+
 /// `?layer=K` for a model of `layers` layers (hidden states 0..=layers): the state's index, or
 /// None where K is outside −(layers + 1)…layers.
 pub fn resolve_layer(k: i64, layers: usize) -> Option<usize> {
@@ -392,6 +438,19 @@ mod tests {
         }
         for k in [5, -6, i64::MIN, i64::MAX] {
             assert_eq!(resolve_layer(k, 4), None, "K = {k}");
+        }
+    }
+
+    #[test]
+    fn a_sweep_is_all_layers_or_a_list() {
+        assert_eq!(LayerSweep::parse("all").unwrap(), LayerSweep::All);
+        assert_eq!(
+            LayerSweep::parse("0, 6,-1").unwrap(),
+            LayerSweep::Only(vec![0, 6, -1])
+        );
+        for bad in ["", "1,,2", "last", "1.5"] {
+            let err = LayerSweep::parse(bad).unwrap_err().to_string();
+            assert!(err.contains("expected all, or layers K"), "{bad}: {err}");
         }
     }
 
