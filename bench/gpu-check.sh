@@ -6,16 +6,26 @@
 #      beside native wgpu, where node, node_modules/webgpu and www/pkg are there,
 #   4. browser: WebGPU vs the wasm CPU backend in headless Chromium, where there is one,
 # for the four bench models (NT-v2-50m, DNABERT-2-117M, HyenaDNA-tiny, Caduceus-PH-1k) at 200
-# and 1,000 nt. Such a machine has no package registry and gets the working tree plus named
+# and 1,000 nt;
+#   5. kernel by kernel (bench/dawn_profile.mjs): GPU µs per kernel on Dawn and native wgpu joined
+#      by kernel, the adapter as each engine sees it, time per call at 1, 2 and 12 layers
+#      (NT-v2-50m's and DNABERT-2-117M's shapes), Dawn's robustness, validation and
+#      workgroup-zeroing toggles each off; where node, node_modules/webgpu and www/pkg are there. Such a machine has no package registry and gets the working tree plus named
 # build outputs (64 MiB): the release binary is carried, the checkpoints are written there from
 # a seed by bench/random_models.py (python3 + numpy). Each part that cannot run says why and the
 # others still run; the exit status is 1 when a part that ran failed.
 #
 #   bash bench/gpu-check.sh [--geneb PATH] [--quick] [--models a,b] [--lengths 200,1000]
+#                           [--parts 1,2,3,4,5] [--carried DIR]
 #
 # --geneb: the release binary, or it compressed (.gz or .xz; default $CARGO_TARGET_DIR or
 #          target, release/geneb);
-# --quick: 4 sequences per length instead of 16 (a dry run on a machine without a GPU).
+# --quick: 4 sequences per length instead of 16 (a dry run on a machine without a GPU), and
+#          part 5 with fewer calls and the toggles on NT-v2 only;
+# --parts: which parts to run (default all);
+# --carried: a folder with pkg.tgz (www/pkg, the one-thread wasm core) and webgpu.tgz (npm
+#          webgpu's index.js, package.json and dist/linux-x64), unpacked where they are missing:
+#          packed, they keep the carry under 64 MiB (bench/README.md, "Kernel by kernel").
 # Output folder: $GPU_CHECK_OUT (default target/gpu-check).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,13 +33,18 @@ GENEB="${CARGO_TARGET_DIR:-$ROOT/target}/release/geneb"
 COUNT=16
 MODELS=nt-v2-50m,dnabert2-117m,hyenadna-tiny,caduceus-ph-1k
 LENGTHS=200,1000
+PARTS=1,2,3,4,5
+CARRIED=
+QUICK=
 while [ $# -gt 0 ]; do
   case "$1" in
     --geneb) GENEB="$2"; shift 2 ;;
-    --quick) COUNT=4; shift ;;
+    --quick) COUNT=4; QUICK=--quick; shift ;;
     --models) MODELS="$2"; shift 2 ;;
     --lengths) LENGTHS="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --parts) PARTS="$2"; shift 2 ;;
+    --carried) CARRIED="$2"; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -55,57 +70,93 @@ if ! python3 -c 'import numpy' 2>/dev/null; then
   echo "gpu-check: needs python3 with numpy (for the checkpoints and the timing harness)" >&2
   exit 2
 fi
+# The page's wasm core and Dawn's Node binding, carried packed.
+if [ -n "$CARRIED" ]; then
+  if [ -f "$CARRIED/pkg.tgz" ] && ! ls www/pkg/*.wasm >/dev/null 2>&1; then
+    mkdir -p www && tar -C www -xzf "$CARRIED/pkg.tgz"
+  fi
+  if [ -f "$CARRIED/webgpu.tgz" ] && ! [ -e node_modules/webgpu ]; then
+    mkdir -p node_modules && tar -C node_modules -xzf "$CARRIED/webgpu.tgz"
+  fi
+fi
+part() { [[ ",$PARTS," == *",$1,"* ]]; }
+# Why Dawn cannot run here, or nothing.
+dawn_missing() {
+  if ! command -v node >/dev/null; then echo "no node"
+  elif ! node -e 'import("webgpu").catch(() => process.exit(1))' 2>/dev/null; then
+    echo "no node_modules/webgpu: carry it (--carried) or run npm ci where a registry is"
+  elif ! ls www/pkg/*.wasm >/dev/null 2>&1; then
+    echo "no wasm build in www/pkg: carry it (--carried) from GENEB_WASM_THREADS=0 scripts/build-wasm.sh"
+  fi
+}
 status=0
+# on_dawn LABEL COMMAND...: runs a Dawn part, or says why it cannot run here.
+on_dawn() {
+  local label="$1" missing
+  shift
+  missing=$(dawn_missing)
+  if [ -n "$missing" ]; then
+    echo "$label: skipped ($missing)"
+  else
+    "$@" || status=1
+  fi
+}
 echo "gpu-check $(date -u +%FT%TZ) on $(uname -n): $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "geneb: $GENEB ($("$GENEB" --version))"
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/GPU: /'
 fi
 
-echo
-echo "== 1. native: geneb wgpu vs geneb CPU, random checkpoints of the bench shapes (seed 0), $COUNT sequences per length"
-python3 bench/gpu_check.py --geneb "$GENEB" --out "$OUT" --models "$MODELS" --lengths "$LENGTHS" --count "$COUNT" || status=1
-
-echo
-echo "== 2. PyTorch vs geneb wgpu (bench/model_bench.py)"
-if python3 -c 'import torch, transformers, safetensors, tokenizers' 2>/dev/null; then
-  device=$(python3 -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")')
-  echo "PyTorch $(python3 -c 'import torch; print(torch.__version__)') on $device"
-  for model in ${MODELS//,/ }; do
-    # A model whose reference is missing here (HyenaDNA-tiny's real weights, a Caduceus
-    # checkout) is named by model_bench.py and skipped; the others still run.
-    python3 bench/model_bench.py --quick --geneb "$GENEB" --backends wgpu --torch-device "$device" \
-      --models "$model" --lengths "$LENGTHS" --timeout 300 || echo "PyTorch: $model skipped or failed (above)"
-  done
-else
-  echo "PyTorch: skipped (python3 here cannot import torch, transformers, safetensors and tokenizers)"
+if part 1; then
+  echo
+  echo "== 1. native: geneb wgpu vs geneb CPU, random checkpoints of the bench shapes (seed 0), $COUNT sequences per length"
+  python3 bench/gpu_check.py --geneb "$GENEB" --out "$OUT" --models "$MODELS" --lengths "$LENGTHS" --count "$COUNT" || status=1
 fi
 
-echo
-echo "== 3. the page's core on Dawn, Chrome's WebGPU engine, beside native wgpu (bench/dawn_bench.mjs)"
-if ! command -v node >/dev/null; then
-  echo "Dawn: skipped (no node)"
-elif ! node -e 'import("webgpu").catch(() => process.exit(1))' 2>/dev/null; then
-  echo "Dawn: skipped (no node_modules/webgpu: carry it or run npm ci where a registry is)"
-elif ! ls www/pkg/*.wasm >/dev/null 2>&1; then
-  echo "Dawn: skipped (no wasm build in www/pkg: carry it from scripts/build-wasm.sh)"
-else
-  node bench/dawn_bench.mjs --models-dir "$OUT" --models "$MODELS" --lengths "$LENGTHS" --timeout 300 || status=1
+if part 2; then
+  echo
+  echo "== 2. PyTorch vs geneb wgpu (bench/model_bench.py)"
+  if python3 -c 'import torch, transformers, safetensors, tokenizers' 2>/dev/null; then
+    device=$(python3 -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")')
+    echo "PyTorch $(python3 -c 'import torch; print(torch.__version__)') on $device"
+    for model in ${MODELS//,/ }; do
+      # A model whose reference is missing here (HyenaDNA-tiny's real weights, a Caduceus
+      # checkout) is named by model_bench.py and skipped; the others still run.
+      python3 bench/model_bench.py --quick --geneb "$GENEB" --backends wgpu --torch-device "$device" \
+        --models "$model" --lengths "$LENGTHS" --timeout 300 || echo "PyTorch: $model skipped or failed (above)"
+    done
+  else
+    echo "PyTorch: skipped (python3 here cannot import torch, transformers, safetensors and tokenizers)"
+  fi
 fi
 
-echo
-echo "== 4. browser: WebGPU vs the wasm CPU backend (bench/browser_bench.mjs)"
-chromium="${GENEB_CHROMIUM:-/usr/bin/chromium}"
-if ! command -v node >/dev/null; then
-  echo "browser: skipped (no node)"
-elif ! [ -x "$chromium" ]; then
-  echo "browser: skipped (no Chromium at $chromium; set GENEB_CHROMIUM)"
-elif ! node -e 'require.resolve("playwright-core")' 2>/dev/null; then
-  echo "browser: skipped (no node_modules/playwright-core: carry node_modules or run npm ci where a registry is)"
-elif ! ls www/pkg/*.wasm >/dev/null 2>&1; then
-  echo "browser: skipped (no wasm build in www/pkg: carry it from scripts/build-wasm.sh)"
-else
-  node bench/browser_bench.mjs --quick --models "$MODELS" --lengths "$LENGTHS" --models-dir "$OUT" \
-    --reference geneb_cpu.npy --timeout 300 || status=1
+if part 3; then
+  echo
+  echo "== 3. the page's core on Dawn, Chrome's WebGPU engine, beside native wgpu (bench/dawn_bench.mjs; needs part 1's runs)"
+  on_dawn Dawn node bench/dawn_bench.mjs --models-dir "$OUT" --models "$MODELS" --lengths "$LENGTHS" --timeout 300
+fi
+
+if part 4; then
+  echo
+  echo "== 4. browser: WebGPU vs the wasm CPU backend (bench/browser_bench.mjs)"
+  chromium="${GENEB_CHROMIUM:-/usr/bin/chromium}"
+  if ! command -v node >/dev/null; then
+    echo "browser: skipped (no node)"
+  elif ! [ -x "$chromium" ]; then
+    echo "browser: skipped (no Chromium at $chromium; set GENEB_CHROMIUM)"
+  elif ! node -e 'require.resolve("playwright-core")' 2>/dev/null; then
+    echo "browser: skipped (no node_modules/playwright-core: carry node_modules or run npm ci where a registry is)"
+  elif ! ls www/pkg/*.wasm >/dev/null 2>&1; then
+    echo "browser: skipped (no wasm build in www/pkg: carry it from scripts/build-wasm.sh)"
+  else
+    node bench/browser_bench.mjs --quick --models "$MODELS" --lengths "$LENGTHS" --models-dir "$OUT" \
+      --reference geneb_cpu.npy --timeout 300 || status=1
+  fi
+fi
+
+if part 5; then
+  echo
+  echo "== 5. kernel by kernel: GPU time per kernel on Dawn and native wgpu, the adapter each sees, time per call at 1, 2 and 12 layers, Dawn's toggles (bench/dawn_profile.mjs)"
+  on_dawn profile node bench/dawn_profile.mjs --geneb "$GENEB" --out "$OUT" $QUICK --timeout 300
 fi
 exit $status

@@ -95,13 +95,46 @@ pub async fn evaluate(
     keep_full_probes: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Evaluated> {
-    let spec = encoder.spec();
-    let identity = encoder.cache_identity();
-    let cache = store.zip(identity.as_deref());
-    let mut out = Collected {
+    let mut evaluated = evaluate_views(
+        &[encoder],
+        tasks,
+        audits,
+        regimes,
+        store,
         keep_full_probes,
-        ..Collected::default()
+        progress,
+    )
+    .await?;
+    evaluated
+        .pop()
+        .ok_or_else(|| crate::Error::new("internal error: no evaluation"))
+}
+
+/// `evaluate` for views of one model at several layers (`Encoder::at_layers`, `geneb eval
+/// --layers`): each task is embedded once for all of them (one forward pass per batch, each
+/// layer cached under its own identity), then every layer is probed as a model of its own.
+/// One `Evaluated` per view, in order; the embedding pass's seconds are each one's.
+pub async fn evaluate_views(
+    views: &[&Encoder],
+    tasks: &[TaskData],
+    audits: &[TaskAudit],
+    regimes: &[Regime],
+    store: Option<&dyn EmbeddingStore>,
+    keep_full_probes: bool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<Evaluated>> {
+    let Some(first) = views.first() else {
+        return Ok(Vec::new());
     };
+    let specs: Vec<String> = views.iter().map(|view| view.spec()).collect();
+    let identities: Vec<Option<String>> = views.iter().map(|view| view.cache_identity()).collect();
+    let mut outs: Vec<Collected> = views
+        .iter()
+        .map(|_| Collected {
+            keep_full_probes,
+            ..Collected::default()
+        })
+        .collect();
     // The leak audit is the input's (`crate::input::audit`); the evaluation records it and
     // scores the rows that did not leak beside all of them.
     if audits.len() != tasks.len() || audits.iter().zip(tasks).any(|(a, t)| a.task != t.task.id) {
@@ -113,13 +146,16 @@ pub async fn evaluate(
         .iter()
         .map(|a| a.leaked_test_rows.as_slice())
         .collect();
-    out.audit = audits.iter().map(|a| (a.task.clone(), a.clone())).collect();
-    // Task id → the splits whose embeddings an earlier run had stored.
-    let mut from_cache: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for out in &mut outs {
+        out.audit = audits.iter().map(|a| (a.task.clone(), a.clone())).collect();
+    }
+    // Per view: task id → the splits whose embeddings an earlier run had stored.
+    let mut from_cache: Vec<BTreeMap<String, Vec<&str>>> = vec![BTreeMap::new(); views.len()];
     // Task id → how many of its sequences lost tokens to the encoder's maximum length.
     let mut truncated: BTreeMap<&str, usize> = BTreeMap::new();
-    let (mut embed_seconds, mut probe_seconds) = (0.0, 0.0);
-    let mut batch: Vec<Embedded> = Vec::new();
+    let mut embed_seconds = 0.0;
+    let mut probe_seconds = vec![0.0; views.len()];
+    let mut batches: Vec<Vec<Embedded>> = views.iter().map(|_| Vec::new()).collect();
     let mut held = 0;
     let mut meters = Meters {
         embed: Meter::new(
@@ -132,30 +168,35 @@ pub async fn evaluate(
             tasks
                 .iter()
                 .map(|t| probe_rows(&Labelled::of(t, None), regimes))
-                .sum(),
+                .sum::<u64>()
+                * views.len() as u64,
         ),
     };
+    let dims: usize = views.iter().map(|view| view.dim()).sum();
 
     for (i, task) in tasks.iter().enumerate() {
         let id = task.task.id.as_str();
         let data = &task.data;
-        check_memory(id, data.train.len() + data.test.len(), encoder.dim())?;
-        let cut =
-            encoder.truncated(&data.train.sequences) + encoder.truncated(&data.test.sequences);
+        check_memory(id, data.train.len() + data.test.len(), dims)?;
+        let cut = first.truncated(&data.train.sequences) + first.truncated(&data.test.sequences);
         if cut > 0 {
             truncated.insert(id, cut);
         }
         let started = Instant::now();
         let total = data.train.len() + data.test.len();
         let place = Place {
-            spec: &spec,
+            spec: &specs[0],
             task: id,
             offset: 0,
             total,
         };
+        let cache = Cache {
+            store,
+            identities: &identities,
+        };
         meters.embed.resume();
-        let (x_train, train_cached) = embed_all(
-            encoder,
+        let train = embed_all(
+            views,
             &data.train.sequences,
             cache,
             place,
@@ -167,8 +208,8 @@ pub async fn evaluate(
             offset: data.train.len(),
             ..place
         };
-        let (x_test, test_cached) = embed_all(
-            encoder,
+        let test = embed_all(
+            views,
             &data.test.sequences,
             cache,
             place,
@@ -177,72 +218,82 @@ pub async fn evaluate(
         )
         .await?;
         meters.embed.pause();
-        let cached_splits: Vec<&str> = [("train", train_cached), ("test", test_cached)]
-            .into_iter()
-            .filter_map(|(split, cached)| cached.then_some(split))
-            .collect();
-        if !cached_splits.is_empty() {
-            from_cache.insert(id.to_string(), cached_splits);
-        }
         embed_seconds += started.elapsed().as_secs_f64();
-        held += (x_train.len() + x_test.len()) * size_of::<f32>();
-        batch.push(Embedded {
-            task: Labelled::of(task, Some(leaked[i])),
-            x_train,
-            x_test,
-        });
+        for (v, ((x_train, train_cached), (x_test, test_cached))) in
+            train.into_iter().zip(test).enumerate()
+        {
+            let cached_splits: Vec<&str> = [("train", train_cached), ("test", test_cached)]
+                .into_iter()
+                .filter_map(|(split, cached)| cached.then_some(split))
+                .collect();
+            if !cached_splits.is_empty() {
+                from_cache[v].insert(id.to_string(), cached_splits);
+            }
+            held += (x_train.len() + x_test.len()) * size_of::<f32>();
+            batches[v].push(Embedded {
+                task: Labelled::of(task, Some(leaked[i])),
+                x_train,
+                x_test,
+            });
+        }
         if held >= PROBE_BATCH_BYTES || i + 1 == tasks.len() {
-            let started = Instant::now();
-            meters.probe.resume();
-            probe_batch(
-                &spec,
-                &batch,
-                regimes,
-                &mut meters.probe,
-                progress,
-                &mut out,
-            )?;
-            meters.probe.pause();
-            probe_seconds += started.elapsed().as_secs_f64();
-            batch.clear();
+            for (v, batch) in batches.iter_mut().enumerate() {
+                let started = Instant::now();
+                meters.probe.resume();
+                probe_batch(
+                    &specs[v],
+                    batch,
+                    regimes,
+                    &mut meters.probe,
+                    progress,
+                    &mut outs[v],
+                )?;
+                meters.probe.pause();
+                probe_seconds[v] += started.elapsed().as_secs_f64();
+                batch.clear();
+            }
             held = 0;
         }
     }
-    let meta = encoder.meta();
     let splits = crate::input::split::splits_of(tasks);
-    let deviations = own_tasks(&splits)
-        .into_iter()
-        .chain(crate::input::split::deviations(&splits))
-        .chain(encoder.deviation())
-        .collect();
     let task_hashes: BTreeMap<&str, String> = tasks
         .iter()
         .map(|t| (t.task.id.as_str(), t.data.content_hash()))
         .collect();
-    // What depends on where the embeddings came from; `merge` reads the cache hits and hashes.
-    let encoder_block = json!({
-        "encoder": encoder.describe(),
-        "backend": encoder.backend_info(),
-        "embeddings_from_cache": from_cache,
-        "task_data_sha256": task_hashes,
-        "truncated_sequences": truncated,
-    });
-    let timings = [embed_seconds, probe_seconds];
-    let full_probes = std::mem::take(&mut out.full_probes);
-    let mut submission = assemble(
-        &spec,
-        meta,
-        out,
-        encoder_block,
-        regimes,
-        deviations,
-        timings,
-    );
-    crate::submission::folds::merge(&mut submission, &splits)?;
-    Ok(Evaluated {
-        submission,
-        full_probes,
-    })
+    let mut evaluated = Vec::with_capacity(views.len());
+    for (v, (view, mut out)) in views.iter().zip(outs).enumerate() {
+        let deviations = own_tasks(&splits)
+            .into_iter()
+            .chain(crate::input::split::deviations(&splits))
+            .chain(view.deviations())
+            .collect();
+        // What depends on where the embeddings came from; `merge` reads the cache hits and
+        // hashes.
+        let encoder_block = json!({
+            "encoder": view.describe(),
+            "backend": view.backend_info(),
+            "embeddings_from_cache": from_cache[v],
+            "task_data_sha256": task_hashes,
+            "truncated_sequences": truncated,
+        });
+        let timings = [embed_seconds, probe_seconds[v]];
+        let full_probes = std::mem::take(&mut out.full_probes);
+        let mut submission = assemble(
+            &specs[v],
+            view.meta(),
+            out,
+            encoder_block,
+            regimes,
+            deviations,
+            timings,
+        );
+        crate::submission::folds::merge(&mut submission, &splits)?;
+        evaluated.push(Evaluated {
+            submission,
+            full_probes,
+        });
+    }
+    Ok(evaluated)
 }
 
 /// The GENEB protocol on the user's embeddings: every regime's fits, as [`evaluate`] runs them
@@ -733,19 +784,35 @@ pub async fn embed_sequences(encoder: &Encoder, sequences: &[String]) -> Result<
         total: sequences.len(),
     };
     let mut meter = Meter::new(sequences.len() as u64);
-    let (embeddings, _) =
-        embed_all(encoder, sequences, None, place, &mut meter, &mut |_| {}).await?;
+    let cache = Cache {
+        store: None,
+        identities: &[],
+    };
+    let mut embedded =
+        embed_all(&[encoder], sequences, cache, place, &mut meter, &mut |_| {}).await?;
+    let (embeddings, _) = embedded
+        .pop()
+        .ok_or_else(|| crate::Error::new("internal error: no embeddings"))?;
     Ok(embeddings)
 }
 
+/// The embedding store and each view's identity in it (None: not cached).
+#[derive(Clone, Copy)]
+struct Cache<'a> {
+    store: Option<&'a dyn EmbeddingStore>,
+    identities: &'a [Option<String>],
+}
+
+/// Each view's embeddings of `sequences` and whether they came from the cache: the views the
+/// cache lacks computed together, one forward pass per batch, and stored.
 async fn embed_all(
-    encoder: &Encoder,
+    views: &[&Encoder],
     sequences: &[String],
-    cache: Option<(&dyn EmbeddingStore, &str)>,
+    cache: Cache<'_>,
     place: Place<'_>,
     meter: &mut Meter,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(Array2<f32>, bool)> {
+) -> Result<Vec<(Array2<f32>, bool)>> {
     let report = |done: usize, from_cache: bool, meter: &Meter| {
         let run = meter.rate();
         Progress {
@@ -759,27 +826,54 @@ async fn embed_all(
             pace: run.pace(Some("seq")),
         }
     };
-    let key = cache.map(|(_, identity)| format!("{identity}/{}", sequences_hash(sequences)));
-    if let (Some((store, _)), Some(key)) = (cache, &key)
-        && let Some(hit) = store.get(key, sequences.len(), encoder.dim()).await
-    {
+    let hash = sequences_hash(sequences);
+    let keys: Vec<Option<String>> = (0..views.len())
+        .map(|v| {
+            let identity = cache.identities.get(v).cloned().flatten();
+            cache.store.and(identity).map(|id| format!("{id}/{hash}"))
+        })
+        .collect();
+    let mut found: Vec<Option<Array2<f32>>> = Vec::with_capacity(views.len());
+    for (view, key) in views.iter().zip(&keys) {
+        found.push(match (cache.store, key) {
+            (Some(store), Some(key)) => store.get(key, sequences.len(), view.dim()).await,
+            _ => None,
+        });
+    }
+    let missing: Vec<usize> = (0..views.len()).filter(|&v| found[v].is_none()).collect();
+    let Some(&computing) = missing.first() else {
         meter.advance(sequences.len() as u64, true);
         progress(report(sequences.len(), true, meter));
-        return Ok((hit, true));
-    }
-    let mut out = Array2::<f32>::zeros((sequences.len(), encoder.dim()));
+        return Ok(found.into_iter().flatten().map(|x| (x, true)).collect());
+    };
+    let missing_views: Vec<&Encoder> = missing.iter().map(|&v| views[v]).collect();
+    let mut computed: Vec<Array2<f32>> = missing_views
+        .iter()
+        .map(|view| Array2::<f32>::zeros((sequences.len(), view.dim())))
+        .collect();
     for (i, chunk) in sequences.chunks(EMBED_CHUNK).enumerate() {
         let start = i * EMBED_CHUNK;
-        let embedded = encoder.embed(chunk).await?;
-        out.slice_mut(ndarray::s![start..start + chunk.len(), ..])
-            .assign(&embedded);
+        let embedded = views[computing].embed_views(chunk, &missing_views).await?;
+        for (out, embedded) in computed.iter_mut().zip(embedded) {
+            out.slice_mut(ndarray::s![start..start + chunk.len(), ..])
+                .assign(&embedded);
+        }
         meter.advance(chunk.len() as u64, false);
         progress(report(start + chunk.len(), false, meter));
     }
-    if let (Some((store, _)), Some(key)) = (cache, &key) {
-        store.put(key, &out).await?;
+    for (&v, embeddings) in missing.iter().zip(&computed) {
+        if let (Some(store), Some(key)) = (cache.store, &keys[v]) {
+            store.put(key, embeddings).await?;
+        }
     }
-    Ok((out, false))
+    let mut computed = computed.into_iter();
+    Ok(found
+        .into_iter()
+        .map(|hit| match hit {
+            Some(x) => (x, true),
+            None => (computed.next().unwrap_or_default(), false),
+        })
+        .collect())
 }
 
 fn mean_scores(scores: impl Iterator<Item = Scores>) -> Scores {

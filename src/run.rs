@@ -4,7 +4,7 @@
 //! [`Outcome`] into files or views.
 
 use crate::encoder::card::MetaOverrides;
-use crate::encoder::spec::ModelSpec;
+use crate::encoder::spec::{LayerSweep, ModelSpec};
 use crate::encoder::{BackendInfo, Encoder};
 use crate::eval::{self, EmbeddingStore, Progress};
 use crate::input::audit;
@@ -31,6 +31,9 @@ pub struct Run {
     pub meta: MetaOverrides,
     /// Keep the full-data probe of the one model on the one task (`crate::predict`).
     pub save_probe: bool,
+    /// `--layers`: each `hf:` model's layers, each its own submission from one pass (None:
+    /// the model's spec alone, its `?layer=` or the last).
+    pub layers: Option<LayerSweep>,
 }
 
 /// Embeddings the user brought, and the model id their submission goes under
@@ -85,6 +88,11 @@ impl Run {
         let models = self.running_models().len();
         self.meta
             .check_models(models + usize::from(self.own.is_some()))?;
+        if self.save_probe && self.layers.is_some() {
+            return Err(Error::new(
+                "saving the probe takes one model at one layer: leave out --layers",
+            ));
+        }
         if self.save_probe {
             if models != 1 || self.tasks.len() != 1 || self.own.is_some() {
                 return Err(Error::new(format!(
@@ -119,7 +127,7 @@ impl Run {
         let models = self.running_models();
         let mut order: Vec<usize> = (0..models.len()).collect();
         order.sort_by_key(|&i| !encoders.holds(&models[i]));
-        let mut done = vec![None; models.len()];
+        let mut done: Vec<Vec<(Submission, BackendInfo)>> = vec![Vec::new(); models.len()];
         let mut probe = None;
         // One audit per task, however many models run on it.
         let audits = match models.is_empty() {
@@ -128,8 +136,14 @@ impl Run {
         };
         for i in order {
             let encoder = encoders.load(&models[i]).await?;
-            let mut evaluated = eval::evaluate(
-                &encoder,
+            let sweep = self.layers.as_ref().and_then(|l| encoder.at_layers(l.ks()));
+            let views = sweep.transpose()?;
+            let views: Vec<&Encoder> = match &views {
+                Some(views) => views.iter().collect(),
+                None => vec![&*encoder],
+            };
+            let evaluated = eval::evaluate_views(
+                &views,
                 &self.tasks,
                 &audits,
                 &self.regimes,
@@ -138,10 +152,12 @@ impl Run {
                 progress,
             )
             .await?;
-            if self.save_probe {
-                probe = Some(self.saved_probe(&encoder, &mut evaluated)?);
+            for (view, mut evaluated) in views.iter().zip(evaluated) {
+                if self.save_probe {
+                    probe = Some(self.saved_probe(view, &mut evaluated)?);
+                }
+                done[i].push((evaluated.submission, view.backend_info()));
             }
-            done[i] = Some((evaluated.submission, encoder.backend_info()));
         }
         let (mut submissions, mut backends): (Vec<_>, Vec<_>) = done.into_iter().flatten().unzip();
         if let Some(own) = self.own {
@@ -301,6 +317,7 @@ mod tests {
             regimes: vec![Regime::Full],
             meta: MetaOverrides::default(),
             save_probe: false,
+            layers: None,
         }
     }
 

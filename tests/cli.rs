@@ -191,6 +191,68 @@ fn eval_counts_the_sequences_cut_at_the_models_maximum_length() {
     );
 }
 
+/// `?layer=K` and `--layers`: a bad K is one line with exit 2, a sweep is one submission per
+/// layer (each but the last a deviation), and a layer of the sweep scores as its single run.
+#[test]
+fn layers_are_chosen_one_by_one_or_swept_in_one_pass() {
+    let model = repo("tests/fixtures/models/nt_v2");
+    let mut csv = String::from("text,label,split\n");
+    let mut state = 11u64;
+    for row in 0..24 {
+        let dna: String = (0..30)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                b"ACGT"[(state >> 62) as usize] as char
+            })
+            .collect();
+        let split = if row < 16 { "train" } else { "test" };
+        csv.push_str(&format!("{dna},{},{split}\n", row % 2));
+    }
+    let task = scratch("layers-task").join("layer_task.csv");
+    std::fs::write(&task, csv).unwrap();
+    let eval = |spec: &str, extra: &[&str]| {
+        let mut args = vec!["eval", "--model", spec, "--task", task.to_str().unwrap()];
+        args.extend(["--regimes", "full", "--quiet", "--no-cache"]);
+        args.extend(extra);
+        geneb(&args)
+    };
+    let at = |options: &str| format!("hf:{}{options}", model.display());
+    let too_deep = refusal(&eval(&at("?layer=3"), &[]), "layer 3 of 2");
+    assert!(
+        too_deep.contains("no layer 3") && too_deep.contains("K must be from -3 to 2"),
+        "{too_deep}"
+    );
+    let malformed = refusal(&eval(&at("?layer=x"), &[]), "layer x");
+    assert!(malformed.contains("expected ?layer=K"), "{malformed}");
+    let sweep = refusal(&eval(&at(""), &["--layers", "1,,2"]), "--layers 1,,2");
+    assert!(sweep.contains("expected all, or layers K"), "{sweep}");
+
+    let swept = ok_json(&eval(&at(""), &["--layers", "all"]));
+    let submissions = swept["submissions"].as_array().unwrap();
+    let ids: Vec<&str> = submissions
+        .iter()
+        .map(|s| s["model_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [at("?layer=0"), at("?layer=1"), at("?layer=2")]);
+    for (k, submission) in submissions.iter().enumerate() {
+        let deviates = submission["protocol"]["deviations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| {
+                d.as_str()
+                    .unwrap()
+                    .contains("where GENEB probes the last layer")
+            });
+        assert_eq!(deviates, k < 2, "layer {k}");
+    }
+    let single = ok_json(&eval(&at("?layer=1"), &[]));
+    assert_eq!(single["results"], submissions[1]["results"]);
+    assert_eq!(single["model_id"], at("?layer=1"));
+}
+
 #[test]
 fn eval_writes_out_and_profile_reads_several_models() {
     let dir = scratch("eval_profile");
@@ -610,22 +672,48 @@ fn official_task_errors_are_one_line_with_exit_2() {
 /// `hf:owner/name@rev`: the model's files are announced, downloaded through the hub's URL
 /// layout (the weights as an LFS redirect), verified, cached, and the embeddings equal
 /// PyTorch's; with the hub gone the cached copy serves.
-#[test]
-fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
-    let server = hub_server::serve(None);
-    let cache = scratch("cli-hub-model-cache");
-    let expected: Value = serde_json::from_slice(
-        &std::fs::read(repo("tests/fixtures/models/nt_v2/pipeline.json")).unwrap(),
-    )
-    .unwrap();
-    let input = cache.join("sequences.txt");
+/// A model fixture's pipeline.json, and its sequences written one a line to `dir`.
+fn pipeline_input(fixture: &str, dir: &Path) -> (Value, PathBuf) {
+    let path = repo(&format!("tests/fixtures/models/{fixture}/pipeline.json"));
+    let expected: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let sequences: Vec<&str> = expected["sequences"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s.as_str().unwrap())
         .collect();
+    let input = dir.join("sequences.txt");
     std::fs::write(&input, sequences.join("\n")).unwrap();
+    (expected, input)
+}
+
+/// The largest |Δ| between the embeddings `geneb embed` wrote to `npy` and a fixture's
+/// pipeline.json `pooled` rows.
+fn worst_against_pipeline(npy: &Path, expected: &Value) -> f32 {
+    let got = read_npy_f32(npy);
+    let want: Vec<f32> = expected["pooled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| {
+            row.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap() as f32)
+        })
+        .collect();
+    assert_eq!(got.len(), want.len());
+    got.iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max)
+}
+
+#[test]
+fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
+    let server = hub_server::serve(None);
+    let cache = scratch("cli-hub-model-cache");
+    let (expected, input) = pipeline_input("nt_v2", &cache);
     let out_npy = cache.join("x.npy");
     let spec = format!("hf:{}@main", hub_server::MODEL_REPO);
     let embed = |endpoint: &str| {
@@ -649,24 +737,7 @@ fn hub_models_are_fetched_cached_and_embed_like_pytorch() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let values = read_npy_f32(&out_npy);
-        let want: Vec<f32> = expected["pooled"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|row| {
-                row.as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.as_f64().unwrap() as f32)
-            })
-            .collect();
-        assert_eq!(values.len(), want.len());
-        let worst = values
-            .iter()
-            .zip(&want)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
+        let worst = worst_against_pipeline(&out_npy, &expected);
         assert!(worst <= 1e-4, "max |geneb − PyTorch| = {worst}");
     };
     let first = embed(&server.endpoint);
@@ -814,6 +885,17 @@ fn the_readme_recipe_table_is_the_generated_one() {
 #[test]
 fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profiles() {
     let listing = ok_json(&geneb(&["models"]));
+    // The leaderboard's 41 models: as JSON, in the listing, and as a table of one line each.
+    let board = ok_json(&geneb(&["models", "--leaderboard", "--json"]));
+    assert_eq!(board.as_array().map(Vec::len), Some(41));
+    assert_eq!(listing["leaderboard"], board);
+    let table = ok_text(&geneb(&["models", "--leaderboard"]));
+    assert_eq!(table.lines().count(), 42, "{table}");
+    let metagene = table.lines().find(|l| l.contains("METAGENE-1")).unwrap();
+    assert!(
+        metagene.contains("28.0 GB") && metagene.contains("14.0 GB"),
+        "{metagene}"
+    );
     let builtin = listing["builtin"].as_array().expect("builtin list");
     assert!(builtin.iter().any(|m| m["spec"] == "kmer:4"));
     let known = listing["known"].as_array().expect("known list");
@@ -1276,5 +1358,93 @@ fn windowed_embeddings_are_the_mean_of_each_windows_own_embedding_and_say_so() {
     assert_eq!(
         result["protocol"]["truncated_sequences"],
         serde_json::json!({})
+    );
+}
+
+/// The memory budget charges a model's weights at what they hold: the tiny bf16 Llama's
+/// (16,896 matrix values, 160 norm values) need 68,224 bytes held in f32 and 34,432 in bf16,
+/// its file's floats 80,512 at f32 (the skipped lm_head too). Under 80,512 the model holds its
+/// matrices in bf16 on its own and embeds the f32 path's numbers; `?weights=f32` then needs
+/// 68,224 and is refused below it; under 34,432 nothing fits.
+#[test]
+fn the_budget_charges_the_weights_held_and_chooses_half_precision_when_f32_is_over_it() {
+    let dir = scratch("weights-budget");
+    let model = repo("tests/fixtures/models/llama_sharded_bf16");
+    let input = dir.join("sequences.txt");
+    std::fs::write(&input, "ACGTACGGTTCA\nGGGCATTACA\n").unwrap();
+    let embed = |budget: &str, options: &str, name: &str| {
+        let out = dir.join(format!("{name}.npy"));
+        let spec = format!("hf:{}{options}", model.display());
+        let args = ["--max-memory", budget, "embed", "--model", &spec, "--input"];
+        let run = geneb(
+            &[
+                &args[..],
+                &[input.to_str().unwrap(), "--out", out.to_str().unwrap()],
+            ]
+            .concat(),
+        );
+        (run, out)
+    };
+    let (run, out) = embed("2GiB", "", "f32");
+    ok_text(&run);
+    let f32_values = read_npy_f32(&out);
+    let (run, out) = embed("60000", "", "bf16");
+    ok_text(&run);
+    assert_eq!(read_npy_f32(&out), f32_values, "bf16 held as stored");
+    let (run, _) = embed("70000", "?weights=f32", "forced");
+    ok_text(&run);
+    for (budget, options, held) in [("60000", "?weights=f32", "f32"), ("34000", "", "bf16")] {
+        let (run, _) = embed(budget, options, "refused");
+        let stderr = refusal(&run, budget);
+        assert!(
+            stderr.contains(&format!(
+                "holding the model's weights in {held} needs more than"
+            )),
+            "{stderr}"
+        );
+    }
+}
+
+/// A sharded checkpoint from the hub: its index, then every shard the index names, each
+/// verified against the hub's checksum as any weights file, then embedded like transformers.
+#[test]
+fn a_sharded_checkpoint_is_fetched_shard_by_shard_from_the_hub() {
+    let server = hub_server::serve(None);
+    let cache = scratch("cli-hub-sharded-cache");
+    let (expected, input) = pipeline_input("llama_sharded_bf16", &cache);
+    let out_npy = cache.join("x.npy");
+    let spec = format!("hf:{}@main", hub_server::SHARDED_MODEL_REPO);
+    let args = [
+        "embed",
+        "--model",
+        &spec,
+        "--input",
+        input.to_str().unwrap(),
+        "--out",
+    ];
+    let out = geneb_with_hub(
+        &[&args[..], &[out_npy.to_str().unwrap()]].concat(),
+        &server.endpoint,
+        &cache,
+    );
+    ok_text(&out);
+    let worst = worst_against_pipeline(&out_npy, &expected);
+    assert!(worst <= 1e-4, "max |Δ| = {worst}");
+    let requests = server.requests.lock().unwrap().join("\n");
+    for file in [
+        "model.safetensors.index.json",
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+    ] {
+        assert!(
+            requests.contains(&format!("/resolve/main/{file}")),
+            "{file}: {requests}"
+        );
+    }
+    let listed = ok_json(&geneb_with_hub(&["models"], &server.endpoint, &cache));
+    assert!(
+        listed["cached"][hub_server::SHARDED_MODEL_REPO].is_array(),
+        "{}",
+        listed["cached"]
     );
 }

@@ -6,9 +6,14 @@
 //! and a longer one centre-cropped and counted; a checkpoint missing a tensor refused in one
 //! line, exit 2; and, when `GENEB_ENFORMER_REAL_SHAPE` names the folder the oracle's
 //! `--real-shape` wrote, the published shape on two sequences (ignored by default: minutes).
+//!
+//! SPACE, on the same trunk, against its own modeling code as GENEB vendors it (tests/oracle/
+//! make_space_fixtures.py): a tiny random `TrainingSpace` checkpoint with species experts, on the
+//! CPU and on wgpu, a longer sequence centre-cropped to 131,072 bp, and a missing tensor refused
+//! (Evo-1's too, from tests/hf_models.rs's fixture).
 #![cfg(feature = "burn")]
 
-use geneb::checkpoint::pytorch;
+use geneb::checkpoint::{pytorch, safetensors};
 use geneb::encoder::BackendKind;
 use geneb::encoder::Encoder;
 use serde::Deserialize;
@@ -18,8 +23,8 @@ use std::time::Instant;
 
 const TOLERANCE: f32 = 1e-4;
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/enformer")
+fn models(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/models/{name}"))
 }
 
 #[derive(Deserialize)]
@@ -54,45 +59,50 @@ fn load(dir: &Path, kind: BackendKind) -> Encoder {
     pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind)).unwrap()
 }
 
-fn embeds_as_the_extractor(kind: BackendKind) {
-    let expected = read_pipeline(&fixture());
-    let encoder = load(&fixture(), kind);
+/// The fixture `name` embedded from its folder on `kind`: within the tolerance of its oracle,
+/// `width` values a sequence, every input centred to `length` bp (one sequence longer, cropped
+/// and counted as truncated), the recipe named after the model.
+fn embeds_as_the_extractor(name: &str, kind: BackendKind, length: usize, width: usize) {
+    let expected = read_pipeline(&models(name));
+    let encoder = load(&models(name), kind);
     // The raw text: the recipe upper-cases, turns U into T and centres, as the extractor.
     let got = pollster::block_on(encoder.embed(&expected.sequences)).unwrap();
     let worst = worst(&got, &expected.pooled);
-    eprintln!("enformer tiny on {kind:?}: max |geneb − PyTorch| = {worst:.2e}");
+    eprintln!("{name} tiny on {kind:?}: max |geneb − PyTorch| = {worst:.2e}");
     assert!(worst <= TOLERANCE, "{kind:?}: max |Δ| = {worst}");
-    // One sequence is longer than 196,608 bp: cropped, and counted as truncated.
     assert_eq!(encoder.truncated(&expected.sequences), 1);
     let described = encoder.describe();
+    let note = format!("centre-cropped or N-padded to {length} bp");
     assert!(
-        described
-            .notes
-            .iter()
-            .any(|n| n.contains("centre-cropped or N-padded to 196608 bp")),
+        described.notes.iter().any(|n| n.contains(&note)),
         "{:?}",
         described.notes
     );
-    assert_eq!(described.recipe.expect("a recipe").name, "enformer");
-    assert_eq!(got.ncols(), 10, "the human head's tracks");
+    assert_eq!(described.recipe.expect("a recipe").name, name);
+    assert_eq!(got.ncols(), width);
 }
 
 #[test]
 fn enformer_embeds_as_its_extractor_on_cpu() {
-    embeds_as_the_extractor(BackendKind::Cpu);
+    // The human head's 10 tracks.
+    embeds_as_the_extractor("enformer", BackendKind::Cpu, 196_608, 10);
 }
 
 #[test]
 fn enformer_embeds_as_its_extractor_on_wgpu() {
-    embeds_as_the_extractor(BackendKind::Wgpu);
+    embeds_as_the_extractor("enformer", BackendKind::Wgpu, 196_608, 10);
 }
 
 /// The fixture's float tensors without those whose name ends in `drop` (under both of its
 /// names), as a safetensors file.
-fn safetensors_without(drop: &str) -> Vec<u8> {
-    let bin = fixture().join("pytorch_model.bin");
-    let mut ckpt =
-        pytorch::read("pytorch_model.bin", Box::new(std::fs::read(bin).unwrap())).unwrap();
+fn safetensors_without(dir: &Path, drop: &str) -> Vec<u8> {
+    let mut ckpt = if dir.join("model.safetensors").exists() {
+        let file = std::fs::read(dir.join("model.safetensors")).unwrap();
+        safetensors::read("model.safetensors", Box::new(file)).unwrap()
+    } else {
+        let bin = std::fs::read(dir.join("pytorch_model.bin")).unwrap();
+        pytorch::read("pytorch_model.bin", Box::new(bin)).unwrap()
+    };
     let names: Vec<String> = ckpt.names().map(str::to_string).collect();
     let mut header = serde_json::Map::new();
     let mut data = Vec::new();
@@ -116,14 +126,14 @@ fn safetensors_without(drop: &str) -> Vec<u8> {
     out
 }
 
-#[test]
-fn enformer_refuses_a_checkpoint_missing_a_tensor_in_one_line() {
-    let dir = std::env::temp_dir().join(format!("geneb-enformer-missing-{}", std::process::id()));
+/// `geneb eval` on the fixture `name` less the tensor `drop`: one line naming it, exit 2.
+fn refuses_a_checkpoint_missing(name: &str, drop: &str) {
+    let dir = std::env::temp_dir().join(format!("geneb-{name}-missing-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(fixture().join("config.json"), dir.join("config.json")).unwrap();
+    std::fs::copy(models(name).join("config.json"), dir.join("config.json")).unwrap();
     std::fs::write(
         dir.join("model.safetensors"),
-        safetensors_without("final_pointwise.1.2.bias"),
+        safetensors_without(&models(name), drop),
     )
     .unwrap();
     let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/fixtures/e2e_gc_vs_at.csv");
@@ -144,9 +154,39 @@ fn enformer_refuses_a_checkpoint_missing_a_tensor_in_one_line() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(
-        stderr.contains("final_pointwise.1.2.bias") && !stderr.contains("panicked"),
+        stderr.contains(drop) && !stderr.contains("panicked"),
         "{stderr}"
     );
+}
+
+#[test]
+fn enformer_refuses_a_checkpoint_missing_a_tensor_in_one_line() {
+    refuses_a_checkpoint_missing("enformer", "final_pointwise.1.2.bias");
+}
+
+#[test]
+fn evo_refuses_a_checkpoint_missing_a_pole_in_one_line() {
+    // Evo-1's fixture (tests/hf_models.rs embeds it) through the same CLI path.
+    refuses_a_checkpoint_missing("evo", "backbone.blocks.2.filter.poles");
+}
+
+#[test]
+fn space_refuses_a_checkpoint_missing_an_expert_in_one_line() {
+    refuses_a_checkpoint_missing(
+        "space",
+        "transformer.transformer.1.feed_forward.output.bias",
+    );
+}
+
+#[test]
+fn space_embeds_as_its_extractor_on_cpu() {
+    // final_pointwise's 2·dim features.
+    embeds_as_the_extractor("space", BackendKind::Cpu, 131_072, 96);
+}
+
+#[test]
+fn space_embeds_as_its_extractor_on_wgpu() {
+    embeds_as_the_extractor("space", BackendKind::Wgpu, 131_072, 96);
 }
 
 /// The published shape (dim 1536, depth 11, 8 heads, 896 bins, 5,313 human tracks) with random

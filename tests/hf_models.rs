@@ -141,6 +141,19 @@ fn olmo_matches_olmo_code_on_cpu_and_wgpu() {
     }
 }
 
+/// transformers' own GPT2LMHeadModel (dnagpt's gpt2_gene models): learned positions, Conv1D
+/// weights stored transposed, the fused c_attn split into queries, keys and values, biases.
+#[test]
+fn gpt2_matches_transformers_on_cpu_and_wgpu() {
+    for kind in [BackendKind::Cpu, BackendKind::Wgpu] {
+        check("gpt2", kind, |config, ckpt, device, ids, mask| {
+            arch::gpt2::Gpt2::load(config, ckpt, device)
+                .unwrap()
+                .forward(ids, mask)
+        });
+    }
+}
+
 /// transformers' own ESM as Nucleotide Transformer v1 configures it: learned absolute
 /// positions, token dropout's rescaling, a GELU feed-forward with biases.
 #[test]
@@ -192,6 +205,27 @@ fn a_mismatched_checkpoint_is_refused_naming_the_tensor() {
         .unwrap()
         .to_string();
     assert!(err.contains("no BERT embeddings"), "{err}");
+    // GPT-2: a config whose n_inner disagrees with the Conv1D weights names the tensor in one
+    // line; a cross-attention decoder is refused by its key.
+    let (config, mut ckpt, _) = fixture("gpt2");
+    let device = &backend::cpu().device;
+    let mut wrong = config.clone();
+    wrong["n_inner"] = serde_json::json!(65);
+    let err = arch::gpt2::Gpt2::load(&wrong, &mut ckpt, device)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("h.0.mlp.c_fc.weight") && err.contains("[32, 65]") && !err.contains('\n'),
+        "{err}"
+    );
+    wrong = config.clone();
+    wrong["add_cross_attention"] = serde_json::json!(true);
+    let err = arch::gpt2::Gpt2::load(&wrong, &mut ckpt, device)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("'add_cross_attention'"), "{err}");
 }
 
 #[derive(Deserialize)]
@@ -254,6 +288,8 @@ fn model_folders_embed_like_the_reference_extractors() {
         "genomics_fm",
         "deepgene",
         "dnagpt",
+        // dnagpt.py's newest version (dna_gpt3b_m's row): `<R>` first, ln_f's states pooled.
+        "dnagpt_hidden",
         // As JanusDNA's training saves them: `{"config": …}` and a PyTorch Lightning last.ckpt.
         "janus/w",
         "janus/wo",
@@ -269,6 +305,10 @@ fn model_folders_embed_like_the_reference_extractors() {
         "nt_v1",
         // omnidna.py: cut at 250 tokens.
         "olmo",
+        // evo.py: bytes, Hyena blocks with modal filters and a rotary attention block.
+        "evo",
+        // The common recipe, a byte-level BPE tokenizer.json, cut at 64 positions.
+        "gpt2",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -279,6 +319,7 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("mistral", BackendKind::Wgpu);
     pipeline("nt_v1", BackendKind::Wgpu);
     pipeline("olmo", BackendKind::Wgpu);
+    pipeline("gpt2", BackendKind::Wgpu);
     pipeline("nt_v2", BackendKind::Wgpu);
     pipeline("plantcaduceus", BackendKind::Wgpu);
     pipeline("gena/lastln", BackendKind::Wgpu);
@@ -286,8 +327,79 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("genomics_fm", BackendKind::Wgpu);
     pipeline("deepgene", BackendKind::Wgpu);
     pipeline("dnagpt", BackendKind::Wgpu);
+    pipeline("dnagpt_hidden", BackendKind::Wgpu);
     pipeline("janus/w", BackendKind::Wgpu);
     pipeline("splicebert", BackendKind::Wgpu);
+    pipeline("evo", BackendKind::Wgpu);
+}
+
+#[derive(Deserialize)]
+struct Layers {
+    sequences: usize,
+    /// K → the pooled state K of each sequence (tests/oracle/make_layer_fixtures.py).
+    pooled: std::collections::BTreeMap<i64, Vec<Vec<f32>>>,
+}
+
+/// `?layer=K` against the reference's hidden states (layers.json), every K from one sweep, and
+/// the sweep against single-layer runs: a middle layer (a pass stopped early) and the last,
+/// which is also today's embedding bit for bit.
+fn layers_in(dir: &std::path::Path, kind: BackendKind) {
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    let expected: Layers = serde_json::from_slice(&read("layers.json")).unwrap();
+    let pipeline: Pipeline = serde_json::from_slice(&read("pipeline.json")).unwrap();
+    let sequences: Vec<String> = pipeline.sequences[..expected.sequences]
+        .iter()
+        .map(|s| geneb::input::normalize_sequence(s).unwrap())
+        .collect();
+    let load = |options: &str| {
+        let spec = format!("hf:{}{options}", dir.display());
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind)).unwrap()
+    };
+    let model = load("");
+    // `--layers all`: views of the one loaded model at every layer, embedded in one pass.
+    let views = model.at_layers(None).unwrap().unwrap();
+    assert_eq!(views.len(), expected.pooled.len(), "hidden states 0..=L");
+    let views: Vec<&Encoder> = views.iter().collect();
+    let swept = pollster::block_on(model.embed_views(&sequences, &views)).unwrap();
+    for ((k, want), got) in expected.pooled.iter().zip(&swept) {
+        let mut worst = 0f32;
+        for (row, want) in got.rows().into_iter().zip(want) {
+            assert_eq!(row.len(), want.len(), "layer {k}'s width");
+            for (a, b) in row.iter().zip(want) {
+                worst = worst.max((a - b).abs());
+            }
+        }
+        assert!(
+            worst <= 1e-4,
+            "{} layer {k} on {kind:?}: max |geneb − reference| = {worst}",
+            dir.display()
+        );
+    }
+    let last = expected.pooled.len() - 1;
+    let middle = last / 2;
+    let today = pollster::block_on(model.embed(&sequences)).unwrap();
+    assert_eq!(
+        swept[last], today,
+        "the sweep's last layer is today's embedding"
+    );
+    for (options, index) in [("?layer=-1", last), (&format!("?layer={middle}"), middle)] {
+        let single = pollster::block_on(load(options).embed(&sequences)).unwrap();
+        assert_eq!(
+            single, swept[index],
+            "{options}: the sweep's equals the single run's"
+        );
+    }
+}
+
+#[test]
+fn hidden_layers_match_the_reference_and_a_sweep_the_single_layer_runs() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
+    for name in ["bert", "nt_v2", "llama", "mistral", "hyena/tiny"] {
+        layers_in(&dir.join(name), BackendKind::Cpu);
+    }
+    for name in ["bert", "llama"] {
+        layers_in(&dir.join(name), BackendKind::Wgpu);
+    }
 }
 
 /// On a GPU a batch runs at a shape from a small set (more masked columns, rows repeating the
@@ -446,6 +558,33 @@ fn dnagpt_tokenizes_as_its_kmer_tokenizer_and_its_published_file_names_its_shape
     assert_eq!(arch::detect(&config).unwrap().name, "dnagpt");
     assert_eq!(config["vocab_size"], expected["vocab_size"]["false"]);
     assert_eq!(config["max_len"], 4096);
+    // dna_gpt3b_m: 60 layers of 2,048, dynamic 6-mers after `<R>` (reserved token 21), as
+    // dnagpt.py's newest version writes them.
+    let mut published = geneb::checkpoint::ModelFiles::new("dna_gpt3b_m");
+    published.insert("dna_gpt3b_m.pth", Vec::new());
+    arch::complete_published_layout(&mut published);
+    let config = published.config().unwrap();
+    assert_eq!(
+        (
+            config["num_layers"].as_u64(),
+            config["embedding_dim"].as_u64()
+        ),
+        (Some(60), Some(2048))
+    );
+    assert_eq!(
+        (&config["output"], &config["prompt"]),
+        (&serde_json::json!("hidden"), &serde_json::json!("R"))
+    );
+    let choice = arch::detect(&config).unwrap().tokenizer;
+    let tokenizer = geneb::tokenize::Tokenizer::from_files(&published, choice).unwrap();
+    let want: Vec<Vec<u32>> = serde_json::from_value(expected["ids"]["true"].clone()).unwrap();
+    for (sequence, want) in sequences.iter().zip(want) {
+        assert_eq!(
+            tokenizer.encode(sequence, None),
+            [vec![21], want].concat(),
+            "{sequence}"
+        );
+    }
 }
 
 /// DeepGene is a RoFormer (`model_type` "roformer"), its ids after [CLS] [SEP] as its extractor
@@ -588,7 +727,7 @@ fn unsupported_models_and_missing_files_are_clear_errors() {
         Err(e) => e.to_string(),
     };
     assert!(err(&spec).contains("no config.json"), "{}", err(&spec));
-    std::fs::write(tmp.join("config.json"), r#"{"model_type": "gpt2"}"#).unwrap();
+    std::fs::write(tmp.join("config.json"), r#"{"model_type": "t5"}"#).unwrap();
     std::fs::write(
         tmp.join("vocab.txt"),
         "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nA\nC\nG\nT\nN\n",
@@ -602,7 +741,7 @@ fn unsupported_models_and_missing_files_are_clear_errors() {
     // The architecture is checked first: an unsupported model fails before its weights are read.
     let message = err(&spec);
     assert!(
-        message.contains("'gpt2' is not supported") && message.contains("DNABERT-2"),
+        message.contains("'t5' is not supported") && message.contains("DNABERT-2"),
         "{message}"
     );
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/bert");
@@ -737,7 +876,7 @@ fn the_registry_chooses_each_models_tokenizer() {
         }
         checked.push(name);
     }
-    assert_eq!(checked.len(), 13, "{checked:?}");
+    assert_eq!(checked.len(), 14, "{checked:?}");
 }
 
 /// A decoder's tokenizer.json without a pad token (OmniNA's): geneb pads with its eos token, as
@@ -758,4 +897,107 @@ fn a_decoder_tokenizer_without_a_pad_token_pads_with_its_eos_token() {
     assert_eq!(tokenizer(&settings).pad_id(), 3);
     settings.as_object_mut().unwrap().remove("pad_token");
     assert_eq!(tokenizer(&settings).pad_id(), 2);
+}
+
+/// `?weights=half` on the CPU: a bf16 checkpoint's matrices held as stored give the f32 path's
+/// embeddings bit for bit (bf16 widens to f32 exactly, and the products are f32's); an f32
+/// checkpoint's narrowed to bf16 stay within bf16's rounding of the transformers reference, are
+/// not the f32 numbers, and say so as a deviation and in their cache identity.
+#[test]
+fn half_precision_weights_are_held_as_stored_or_narrowed_and_say_so() {
+    let embed = |name: &str, options: &str| {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/models")
+            .join(name);
+        let expected: Pipeline =
+            serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
+        let spec = format!("hf:{}{options}", dir.display());
+        let encoder =
+            pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu))
+                .unwrap();
+        let got = pollster::block_on(encoder.embed(&expected.sequences)).unwrap();
+        let worst = got
+            .iter()
+            .zip(expected.pooled.concat())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        (encoder, got, worst)
+    };
+    let (f32_path, f32_embeddings, _) = embed("llama_sharded_bf16", "");
+    let (held, held_embeddings, worst) = embed("llama_sharded_bf16", "?weights=half");
+    assert_eq!(held_embeddings, f32_embeddings, "bf16 held as stored");
+    assert!(worst <= 1e-4, "bf16 held vs transformers: {worst}");
+    let described = held.describe().weights.unwrap();
+    assert!(
+        described.starts_with("bf16 as the checkpoint stores them"),
+        "{described}"
+    );
+    assert!(f32_path.describe().weights.is_none());
+    assert!(held.deviations().is_empty());
+    assert_eq!(held.cache_identity(), f32_path.cache_identity());
+
+    let (f32_path, f32_embeddings, _) = embed("llama", "");
+    let (narrowed, narrowed_embeddings, worst) = embed("llama", "?weights=half");
+    eprintln!("llama narrowed to bf16: max |geneb − PyTorch f32| = {worst:.2e}");
+    assert!(
+        worst <= NARROWED_TOLERANCE,
+        "narrowed vs transformers: {worst}"
+    );
+    assert_ne!(narrowed_embeddings, f32_embeddings, "nothing was narrowed");
+    let deviations = narrowed.deviations();
+    assert!(
+        deviations.len() == 1
+            && deviations[0].starts_with("weights NARROWED to bf16 from the checkpoint's F32"),
+        "{deviations:?}"
+    );
+    assert_ne!(narrowed.cache_identity(), f32_path.cache_identity());
+}
+
+/// bf16 keeps 8 significant bits (a relative rounding of at most 2^-9 per weight); through the
+/// tiny Llama's two blocks and its final RMSNorm that moved no pooled value by more than 6.6e-3.
+const NARROWED_TOLERANCE: f32 = 1e-2;
+
+/// A SpliceBERT folder that does not name itself (no hub id, no `_name_or_path`) is still
+/// windowed as GENEB's SpliceBERT extractor windows: its single-nucleotide BERT vocabulary says
+/// what it is. A BERT the files cannot place runs its architecture's recipe, and the result says
+/// so and how to pick another.
+#[test]
+fn a_local_folders_recipe_follows_from_its_files_or_says_how_to_pick_one() {
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/splicebert");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("unnamed-splicebert");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&fixture).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    config.as_object_mut().unwrap().remove("_name_or_path");
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    pipeline_in(&dir, BackendKind::Cpu);
+    let load = |dir: &std::path::Path| {
+        let spec = format!("hf:{}", dir.display());
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu))
+            .unwrap()
+            .describe()
+    };
+    let described = load(&dir);
+    assert_eq!(described.recipe.unwrap().name, "splicebert");
+    let source = described.recipe_source.unwrap();
+    assert!(
+        source.starts_with("recipe 'splicebert' from the files"),
+        "{source}"
+    );
+
+    let bert = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/bert");
+    let described = load(&bert);
+    assert_eq!(described.recipe.unwrap().name, "generic");
+    let source = described.recipe_source.unwrap();
+    assert!(
+        source.starts_with("recipe 'generic', its architecture's")
+            && source.contains("?recipe=NAME (geneb models lists them)"),
+        "{source}"
+    );
 }

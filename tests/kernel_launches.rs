@@ -154,8 +154,9 @@ fn dnabert2_117m(dir: &Path, layers: usize) {
     );
 }
 
-/// (kernel launches, host reads) of one forward pass on one 200-nt sequence.
-fn launches(model: &Path) -> (usize, usize) {
+/// `geneb embed --backend wgpu` of one 200-nt sequence with `watch` (the flags that watch its
+/// kernels); its stderr.
+fn embed_one(model: &Path, watch: &[&std::ffi::OsStr]) -> String {
     let fasta = model.join("one.fa");
     let bases = b"ACGT";
     let sequence: String = (0..200usize)
@@ -169,11 +170,18 @@ fn launches(model: &Path) -> (usize, usize) {
         .arg(&fasta)
         .arg("--out")
         .arg(model.join("one.npy"))
-        .args(["--backend", "wgpu", "--count-kernels"])
+        .args(["--backend", "wgpu"])
+        .args(watch)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
+/// (kernel launches, host reads) of one forward pass on one 200-nt sequence.
+fn launches(model: &Path) -> (usize, usize) {
+    let stderr = embed_one(model, &["--count-kernels".as_ref()]);
     let summary = stderr
         .lines()
         .find(|l| l.contains("kernel launches"))
@@ -222,5 +230,75 @@ fn dnabert2_117m_pass_stays_within_its_launch_budget() {
     assert!(
         launches <= DNABERT2_117M_BUDGET,
         "DNABERT-2-117M: {launches} launches per pass, budget {DNABERT2_117M_BUDGET}"
+    );
+}
+
+/// `--profile-kernels` times the very launches `--count-kernels` counts: its table is one row per
+/// kernel, its launches (in order and by kernel) sum to the count, each with a GPU time from
+/// lavapipe's timestamp queries, and it names the adapter's limits for the join with Dawn's.
+#[test]
+fn kernel_profile_times_every_counted_launch() {
+    let dir = std::env::temp_dir().join(format!("geneb-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    nt_v2_50m(&dir, 1);
+    let (counted, _) = launches(&dir);
+    let json = dir.join("profile.json");
+    embed_one(&dir, &["--profile-kernels".as_ref(), json.as_os_str()]);
+    let profile: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+
+    assert_eq!(profile["launches"], counted, "{profile:#}");
+    assert_eq!(
+        profile["timing"], "device",
+        "lavapipe has timestamp queries"
+    );
+    assert_eq!(profile["sequences"], 1);
+    assert_eq!(profile["call_ms"].as_array().unwrap().len(), 5);
+    let order = profile["order"].as_array().unwrap();
+    assert_eq!(order.len(), counted, "one entry per launch");
+    assert!(
+        order
+            .iter()
+            .all(|launch| launch[1].as_f64().is_some_and(|us| us > 0.0))
+    );
+    let kernels = profile["kernels"].as_array().unwrap();
+    let mut names = std::collections::HashSet::new();
+    let (mut launched, mut total) = (0, 0.0);
+    for kernel in kernels {
+        let name = kernel["name"].as_str().unwrap();
+        assert!(names.insert(name), "{name} listed twice");
+        let n = kernel["launches"].as_u64().unwrap() as usize;
+        assert_eq!(kernel["timed"], n, "{kernel}");
+        let in_order: Vec<f64> = order
+            .iter()
+            .filter(|launch| launch[0] == name)
+            .map(|launch| launch[1].as_f64().unwrap())
+            .collect();
+        assert_eq!(
+            in_order.len(),
+            n,
+            "{name}: launches in order and by kernel differ"
+        );
+        let kernel_total = kernel["total_us"].as_f64().unwrap();
+        assert!((kernel_total - in_order.iter().sum::<f64>()).abs() < 1e-6 * kernel_total.max(1.0));
+        let median = kernel["median_us"].as_f64().unwrap();
+        assert!(in_order.iter().any(|&us| us <= median) && in_order.iter().any(|&us| us >= median));
+        launched += n;
+        total += kernel_total;
+    }
+    assert_eq!(launched, counted);
+    assert!((profile["gpu_us"].as_f64().unwrap() - total).abs() < 1e-6 * total);
+    let sorted = kernels
+        .windows(2)
+        .all(|w| w[0]["total_us"].as_f64() >= w[1]["total_us"].as_f64());
+    assert!(sorted, "most GPU time first");
+    assert!(profile["adapter"]["limits"]["maxStorageBufferBindingSize"].as_u64() > Some(0));
+    assert!(
+        profile["adapter"]["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "timestamp-query")
     );
 }

@@ -194,9 +194,9 @@ fn tokenizer_json_error(component: &str, value: Value) -> String {
 
 #[test]
 fn unsupported_components_are_refused_by_name() {
-    let err = tokenizer_json_error("pre_tokenizer", json!({"type": "ByteLevel"}));
+    let err = tokenizer_json_error("pre_tokenizer", json!({"type": "Metaspace"}));
     assert!(
-        err.starts_with("dnabert2/tokenizer.json: pre-tokenizer ByteLevel is not supported"),
+        err.starts_with("dnabert2/tokenizer.json: pre-tokenizer Metaspace is not supported"),
         "{err}"
     );
     let err = tokenizer_json_error("normalizer", json!({"type": "Precompiled"}));
@@ -220,9 +220,9 @@ fn unsupported_components_are_refused_by_name() {
         json!({"type": "Split", "pattern": {"String": "-"}, "behavior": "Contiguous"}),
     );
     assert!(err.contains("Split with behavior Contiguous"), "{err}");
-    let err = tokenizer_json_error("post_processor", json!({"type": "ByteLevel"}));
+    let err = tokenizer_json_error("post_processor", json!({"type": "Sequence"}));
     assert!(
-        err.contains("post-processor ByteLevel is not supported"),
+        err.contains("post-processor Sequence is not supported"),
         "{err}"
     );
     let err = tokenizer_json_error("model.type", json!("Unigram"));
@@ -382,4 +382,12 @@ fn any_text_gives_ids_in_the_vocabulary() {
             }
         }
     }
+}
+
+/// GPT-2's byte-level BPE (dnagpt's gpt2_gene models): the ByteLevel pre-tokenizer's split
+/// pattern (the corpus's spaces, tabs and punctuation), its byte alphabet (NUL, DEL) and its
+/// post-processor, which adds no token.
+#[test]
+fn gpt2_byte_level_bpe_matches_hf() {
+    check_against_oracle(&["gpt2"]);
 }

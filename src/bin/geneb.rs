@@ -4,7 +4,7 @@
 use clap::{Args, Parser, Subcommand};
 use geneb::atomic_file::write_whole;
 use geneb::encoder::card::MetaOverrides;
-use geneb::encoder::spec::ModelSpec;
+use geneb::encoder::spec::{LayerSweep, ModelSpec};
 use geneb::encoder::{BackendKind, Encoder, Precision};
 use geneb::eval::{self, Progress};
 use geneb::hub::{Hub, Located, official};
@@ -128,6 +128,14 @@ struct ModelsArgs {
     /// Print the table of GENEB's extractor recipes (Markdown, as README.md holds it) instead.
     #[arg(long)]
     recipes_markdown: bool,
+    /// List the published leaderboard's 41 models instead, best first: parameters, the memory
+    /// their weights need at f32 and at half precision, whether geneb runs them and a tab holds
+    /// them, and why not where not.
+    #[arg(long, conflicts_with = "recipes_markdown")]
+    leaderboard: bool,
+    /// With --leaderboard: JSON instead of a table.
+    #[arg(long, requires = "leaderboard")]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -151,6 +159,13 @@ struct EmbedArgs {
     /// and per-length caches are not counted.
     #[arg(long)]
     count_kernels: bool,
+    /// Write a kernel-by-kernel GPU profile of the embedding to this JSON file (wgpu only):
+    /// after the warm first sequence, the wall time of 5 unobserved calls, then one call with
+    /// every kernel timed by the GPU's timestamps (per kernel: launches, total and median µs;
+    /// each launch in order; the adapter's limits and features). bench/dawn_profile.mjs joins it
+    /// with Dawn's.
+    #[arg(long, value_name = "JSON", conflicts_with = "count_kernels")]
+    profile_kernels: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -236,6 +251,11 @@ struct EvalArgs {
     /// `geneb predict`.
     #[arg(long, conflicts_with = "embeddings")]
     save_probe: Option<PathBuf>,
+    /// Probe these hidden layers of each hf: model from one forward pass, each a submission
+    /// of its own (hf:MODEL?layer=K, a deviation from GENEB unless K = -1): `all`, or K
+    /// separated by commas (0 = the embeddings' output, -1 = the last layer's).
+    #[arg(long, value_name = "all|K,K…", value_parser = LayerSweep::parse, conflicts_with_all = ["embeddings", "out_dir", "save_probe"])]
+    layers: Option<LayerSweep>,
     #[command(flatten)]
     meta: MetaArgs,
 }
@@ -652,6 +672,7 @@ fn run_eval(args: EvalArgs) -> Result<()> {
         regimes,
         meta: args.meta.overrides(),
         save_probe: args.save_probe.is_some(),
+        layers: args.layers.clone(),
     };
     run.check()?; // before the cache or a shard plan is touched
     let store =
@@ -786,23 +807,25 @@ fn run_merge(args: MergeArgs) -> Result<()> {
 fn run_embed(args: EmbedArgs) -> Result<()> {
     let backend = BackendKind::parse(&args.backend)?;
     args.precision.apply(backend)?;
-    if args.count_kernels && backend != BackendKind::Wgpu {
+    if (args.count_kernels || args.profile_kernels.is_some()) && backend != BackendKind::Wgpu {
         return Err(Error::new(
-            "--count-kernels counts GPU kernel launches: use it with --backend wgpu",
+            "--count-kernels and --profile-kernels watch GPU kernels: use them with --backend wgpu",
         ));
     }
     let sequences = input::read_sequences(&read_file(&args.input)?)?;
     let model = ModelSpec::parse(&args.model)?;
     let encoder = pollster::block_on(load_encoder(&model, backend, false, true))?;
     let texts: Vec<String> = sequences.into_iter().map(|s| s.sequence).collect();
-    if args.count_kernels
+    if (args.count_kernels || args.profile_kernels.is_some())
         && let Some(first) = texts.first()
     {
         pollster::block_on(encoder.embed(std::slice::from_ref(first)))?;
     }
-    let embeddings = counting_kernels(args.count_kernels, &encoder, texts.len(), || {
-        pollster::block_on(encoder.embed(&texts))
-    })?;
+    let embed_all = || pollster::block_on(encoder.embed(&texts));
+    let embeddings = match &args.profile_kernels {
+        Some(path) => profiling_kernels(path, texts.len(), embed_all)?,
+        None => counting_kernels(args.count_kernels, &encoder, texts.len(), embed_all)?,
+    };
     let mut npy = Vec::new();
     ndarray_npy::WriteNpyExt::write_npy(&embeddings, &mut npy)
         .map_err(|e| Error::new(format!("cannot encode the .npy: {e}")))?;
@@ -842,6 +865,40 @@ fn counting_kernels<T>(
         }
     }
     Ok(out)
+}
+
+/// `work` profiled kernel by kernel (`--profile-kernels`), the profile written to `path` as JSON.
+#[cfg(feature = "wgpu")]
+fn profiling_kernels<T>(
+    path: &Path,
+    sequences: usize,
+    work: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    const WARM_CALLS: usize = 5;
+    let (out, profile) = geneb::encoder::backend::launches::profile(WARM_CALLS, work)?;
+    let mut json = serde_json::to_value(&profile)
+        .map_err(|e| Error::new(format!("cannot encode the kernel profile: {e}")))?;
+    json["sequences"] = sequences.into();
+    write_whole(
+        path,
+        serde_json::to_string_pretty(&json).unwrap_or_default(),
+    )?;
+    eprintln!(
+        "geneb: {} kernel launches, {:.0} µs of GPU time ({} timing), {:.1} ms a call; profile in {}",
+        profile.launches,
+        profile.gpu_us,
+        profile.timing,
+        profile.call_ms_median.unwrap_or(f64::NAN),
+        path.display()
+    );
+    Ok(out)
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn profiling_kernels<T>(_: &Path, _: usize, _: impl FnMut() -> Result<T>) -> Result<T> {
+    Err(Error::new(
+        "this build of geneb has no GPU backend to profile",
+    ))
 }
 
 /// A build without the GPU backend has no kernels to count (`run_embed` refused the flag
@@ -946,6 +1003,32 @@ fn run_profile(args: ProfileArgs) -> Result<()> {
 fn run_models(args: &ModelsArgs) -> Result<()> {
     if args.recipes_markdown {
         print!("{}", geneb::encoder::known::recipes_markdown());
+        return Ok(());
+    }
+    if args.leaderboard {
+        let models = geneb::encoder::known::leaderboard_models()?;
+        if args.json {
+            return print_json(&models);
+        }
+        let gb = |bytes: u64| format!("{:.1} GB", bytes as f64 / 1e9);
+        println!(
+            "macro MCC  model                          parameters      f32     half  runs  tab"
+        );
+        for m in &models {
+            println!(
+                "{:>9.3}  {:<29}  {:>10}  {:>7}  {:>7}  {:<4}  {:<3}{}",
+                m.macro_mcc,
+                m.display,
+                m.parameters,
+                gb(m.f32_bytes),
+                gb(m.half_bytes),
+                if m.runs { "yes" } else { "no" },
+                if m.fits_tab { "yes" } else { "no" },
+                m.why_not
+                    .as_deref()
+                    .map_or(String::new(), |why| format!("  {why}"))
+            );
+        }
         return Ok(());
     }
     #[derive(serde::Serialize)]

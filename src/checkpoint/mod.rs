@@ -9,7 +9,7 @@ pub mod source;
 pub mod tensors;
 
 pub use source::ByteSource;
-pub use tensors::{Checkpoint, DType};
+pub use tensors::{Checkpoint, DType, Held, Matrix};
 
 use crate::{Error, Result};
 use std::collections::BTreeMap;

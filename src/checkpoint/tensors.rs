@@ -3,6 +3,11 @@
 //! built tensor by tensor and never holds the file's bytes beside its weights; it checks the
 //! shape and records that the tensor was consumed. `finish` then names every tensor nobody took,
 //! so a renamed or unsupported layer can never be silently ignored.
+//!
+//! A model too large for f32 holds its large matrices (`take_matrix`: linear layers, embedding
+//! tables) in half precision instead ([`Held`]): as the file stores them where it stores bf16 or
+//! f16, so nothing is lost, and each is widened to f32 only for the product that uses it. What a
+//! model holds is charged to the memory budget as it is taken (`charge_to_budget`).
 
 use super::ByteSource;
 use crate::{Error, Result};
@@ -125,6 +130,77 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     strides
 }
 
+/// What an architecture's large matrices are held in once taken (`Checkpoint::take_matrix`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Held {
+    #[default]
+    F32,
+    Bf16,
+    F16,
+}
+
+impl Held {
+    /// Bytes per element held.
+    pub fn size(self) -> u64 {
+        match self {
+            Held::F32 => 4,
+            Held::Bf16 | Held::F16 => 2,
+        }
+    }
+
+    /// The half type a checkpoint stored in `dtype` is held in when it must be: its own where it
+    /// is half already (exact), else bf16, which keeps f32's range (f16 would overflow at 65,504).
+    pub fn half_of(dtype: Option<DType>) -> Held {
+        match dtype {
+            Some(DType::F16) => Held::F16,
+            _ => Held::Bf16,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Held::F32 => "f32",
+            Held::Bf16 => "bf16",
+            Held::F16 => "f16",
+        }
+    }
+
+    /// Whether `dtype` is this type (so values are taken as they are).
+    pub fn stores(self, dtype: DType) -> bool {
+        matches!(
+            (self, dtype),
+            (Held::F32, DType::F32) | (Held::Bf16, DType::BF16) | (Held::F16, DType::F16)
+        )
+    }
+}
+
+/// A matrix as taken (`Checkpoint::take_matrix`): contiguous row-major values of the held type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Matrix {
+    F32(Vec<f32>),
+    Bf16(Vec<half::bf16>),
+    F16(Vec<half::f16>),
+}
+
+impl Matrix {
+    /// Splits off the values from `at` on, as `Vec::split_off` (a fused weight's later parts).
+    pub fn split_off(&mut self, at: usize) -> Matrix {
+        match self {
+            Matrix::F32(v) => Matrix::F32(v.split_off(at)),
+            Matrix::Bf16(v) => Matrix::Bf16(v.split_off(at)),
+            Matrix::F16(v) => Matrix::F16(v.split_off(at)),
+        }
+    }
+
+    pub fn held(&self) -> Held {
+        match self {
+            Matrix::F32(_) => Held::F32,
+            Matrix::Bf16(_) => Held::Bf16,
+            Matrix::F16(_) => Held::F16,
+        }
+    }
+}
+
 pub struct Checkpoint {
     /// The file name the user gave, for messages.
     source: String,
@@ -137,6 +213,10 @@ pub struct Checkpoint {
     heads: Vec<String>,
     /// While `collect_missing` is on: the tensors asked for and absent.
     missing: Option<Vec<String>>,
+    /// What `take_matrix` holds matrices in.
+    matrices: Held,
+    /// What the tensors taken so far hold, charged to the budget (`charge_to_budget`).
+    held: Option<crate::budget::Meter>,
 }
 
 /// The most elements a stand-in for a missing tensor may have (`collect_missing`): beyond it
@@ -197,6 +277,8 @@ impl Checkpoint {
             taken: Vec::new(),
             heads: Vec::new(),
             missing: None,
+            matrices: Held::F32,
+            held: None,
         })
     }
 
@@ -248,32 +330,112 @@ impl Checkpoint {
         ))
     }
 
-    /// Takes a float tensor as contiguous row-major f32, checking its shape.
-    pub fn take(&mut self, name: &str, expected_shape: &[usize]) -> Result<Vec<f32>> {
-        let elements = expected_shape
-            .iter()
-            .try_fold(1usize, |n, &d| n.checked_mul(d));
-        if let (Some(missing), Some(elements)) = (&mut self.missing, elements)
-            && !self.entries.contains_key(name)
-            && elements <= MISSING_STAND_IN_ELEMENTS
-        {
-            missing.push(name.to_string());
-            return Ok(vec![0.0; elements]);
+    /// From now on `take_matrix` holds matrices in `held`.
+    pub fn hold_matrices_in(&mut self, held: Held) {
+        self.matrices = held;
+    }
+
+    /// From now on every tensor taken is charged to the memory budget at what it holds (f32,
+    /// or `take_matrix`'s type), before it is read: the model's weights are one reader's.
+    pub fn charge_to_budget(&mut self) {
+        let what = match self.matrices {
+            Held::F32 => "holding the model's weights in f32",
+            Held::Bf16 => "holding the model's weights in bf16",
+            Held::F16 => "holding the model's weights in f16",
+        };
+        self.held = Some(crate::budget::Meter::new(&self.source, what));
+    }
+
+    /// Bytes the float tensors hold at f32 (all of them: heads the architecture skips too, which
+    /// are not known before it loads), and the float type the file stores them in when it is
+    /// one type for all.
+    pub fn float_bytes(&self) -> (u64, Option<DType>) {
+        let floats = self.entries.values().filter(|e| e.dtype.is_float());
+        let bytes = floats.clone().map(|e| e.numel() as u64 * 4).sum();
+        let mut dtypes = floats.map(|e| e.dtype);
+        let first = dtypes.next();
+        let one = first.filter(|&first| dtypes.all(|d| d == first));
+        (bytes, one)
+    }
+
+    fn charge(&mut self, elements: usize, each: u64) -> Result<()> {
+        match &mut self.held {
+            Some(meter) => meter.add((elements as u64).saturating_mul(each)),
+            None => Ok(()),
         }
-        let (shape, data) = self.take_any(name)?;
-        if shape != expected_shape {
+    }
+
+    /// Takes a large matrix (a linear layer's weight, an embedding table) of `expected_shape`
+    /// in the type `hold_matrices_in` chose: values the file stores in that type are taken as
+    /// they are, others converted.
+    pub fn take_matrix(&mut self, name: &str, expected_shape: &[usize]) -> Result<Matrix> {
+        let held = self.matrices;
+        if held == Held::F32 || !self.entries.contains_key(name) {
+            return self.take(name, expected_shape).map(Matrix::F32);
+        }
+        // Cloned: charging needs the checkpoint mutably (an entry is a few numbers).
+        let entry = &self.float_entry(name)?.clone();
+        if entry.shape != expected_shape {
+            return Err(self.shape_error(name, &entry.shape, expected_shape));
+        }
+        self.charge(entry.numel(), held.size())?;
+        let bytes = self.read(entry)?;
+        let matrix = match (held, held.stores(entry.dtype)) {
+            (Held::Bf16, true) => Matrix::Bf16(gather(&bytes, entry, |b| {
+                half::bf16::from_le_bytes([b[0], b[1]])
+            })),
+            (Held::F16, true) => Matrix::F16(gather(&bytes, entry, |b| {
+                half::f16::from_le_bytes([b[0], b[1]])
+            })),
+            (Held::Bf16, false) => Matrix::Bf16(gather(&bytes, entry, |b| {
+                half::bf16::from_f32(decode(b, entry.dtype))
+            })),
+            (Held::F16, false) => Matrix::F16(gather(&bytes, entry, |b| {
+                half::f16::from_f32(decode(b, entry.dtype))
+            })),
+            (Held::F32, _) => unreachable!("taken as f32 above"),
+        };
+        let not_finite = match &matrix {
+            Matrix::Bf16(v) => v.iter().position(|x| !x.is_finite()),
+            Matrix::F16(v) => v.iter().position(|x| !x.is_finite()),
+            Matrix::F32(_) => None,
+        };
+        if let Some(at) = not_finite {
             return Err(Error::in_file(
                 &self.source,
                 format!(
-                    "tensor '{name}' has shape {shape:?}, but config.json implies {expected_shape:?}"
+                    "tensor '{name}' is not finite at element {at} in {}: the weights are \
+                     corrupt{}",
+                    held.name(),
+                    if held.stores(entry.dtype) {
+                        ""
+                    } else {
+                        ", or too large for it (hold them in f32: hf:MODEL?weights=f32)"
+                    }
                 ),
             ));
         }
-        Ok(data)
+        self.consume(name);
+        Ok(matrix)
     }
 
-    /// Takes a float tensor of whatever shape it has.
-    pub fn take_any(&mut self, name: &str) -> Result<(Vec<usize>, Vec<f32>)> {
+    fn shape_error(&self, name: &str, shape: &[usize], expected_shape: &[usize]) -> Error {
+        Error::in_file(
+            &self.source,
+            format!(
+                "tensor '{name}' has shape {shape:?}, but config.json implies {expected_shape:?}"
+            ),
+        )
+    }
+
+    fn consume(&mut self, name: &str) {
+        if self.consumed.insert(name.to_string()) {
+            self.taken.push(name.to_string());
+        }
+    }
+
+    /// The entry of float tensor `name`, or why there is none.
+    fn float_entry(&self, name: &str) -> Result<&TensorEntry> {
         let entry = self.entries.get(name).ok_or_else(|| {
             Error::in_file(
                 &self.source,
@@ -289,6 +451,32 @@ impl Checkpoint {
                 ),
             ));
         }
+        Ok(entry)
+    }
+
+    /// Takes a float tensor as contiguous row-major f32, checking its shape.
+    pub fn take(&mut self, name: &str, expected_shape: &[usize]) -> Result<Vec<f32>> {
+        let elements = expected_shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d));
+        if let (Some(missing), Some(elements)) = (&mut self.missing, elements)
+            && !self.entries.contains_key(name)
+            && elements <= MISSING_STAND_IN_ELEMENTS
+        {
+            missing.push(name.to_string());
+            return Ok(vec![0.0; elements]);
+        }
+        let (shape, data) = self.take_any(name)?;
+        if shape != expected_shape {
+            return Err(self.shape_error(name, &shape, expected_shape));
+        }
+        Ok(data)
+    }
+
+    /// Takes a float tensor of whatever shape it has.
+    pub fn take_any(&mut self, name: &str) -> Result<(Vec<usize>, Vec<f32>)> {
+        let entry = &self.float_entry(name)?.clone();
+        self.charge(entry.numel(), 4)?;
         let data = to_f32(&self.read(entry)?, entry);
         // A NaN or infinite weight makes every embedding NaN, and the probe would then fit
         // garbage quietly: refuse the model here, naming the tensor.
@@ -303,9 +491,7 @@ impl Checkpoint {
             ));
         }
         let shape = entry.shape.clone();
-        if self.consumed.insert(name.to_string()) {
-            self.taken.push(name.to_string());
-        }
+        self.consume(name);
         Ok((shape, data))
     }
 
@@ -476,18 +662,28 @@ const PREFIX_BYTES: usize = 64;
 
 /// `bytes` (the tensor's span, `TensorEntry::span`) as contiguous row-major f32.
 fn to_f32(bytes: &[u8], entry: &TensorEntry) -> Vec<f32> {
+    gather(bytes, entry, |b| decode(b, entry.dtype))
+}
+
+/// One stored float element as f32.
+fn decode(b: &[u8], dtype: DType) -> f32 {
+    match dtype {
+        DType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        DType::F64 => f64::from_le_bytes(b.try_into().expect("8 bytes")) as f32,
+        DType::F16 => half::f16::from_le_bytes([b[0], b[1]]).to_f32(),
+        DType::BF16 => half::bf16::from_le_bytes([b[0], b[1]]).to_f32(),
+        _ => unreachable!("float_entry admits floating-point tensors only"),
+    }
+}
+
+/// `bytes` (the tensor's span) as contiguous row-major values, each element's bytes read by
+/// `read`.
+fn gather<T>(bytes: &[u8], entry: &TensorEntry, read: impl Fn(&[u8]) -> T) -> Vec<T> {
     let n = entry.numel();
     let size = entry.dtype.size();
-    let read = |element: usize| -> f32 {
+    let read = |element: usize| -> T {
         let at = (element - entry.element_offset) * size;
-        let b = &bytes[at..at + size];
-        match entry.dtype {
-            DType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-            DType::F64 => f64::from_le_bytes(b.try_into().expect("8 bytes")) as f32,
-            DType::F16 => half::f16::from_le_bytes([b[0], b[1]]).to_f32(),
-            DType::BF16 => half::bf16::from_le_bytes([b[0], b[1]]).to_f32(),
-            _ => unreachable!("take_any admits floating-point tensors only"),
-        }
+        read(&bytes[at..at + size])
     };
     if entry.strides == contiguous_strides(&entry.shape) {
         return (0..n).map(|i| read(entry.element_offset + i)).collect();

@@ -145,6 +145,7 @@ mod cached {
                 .map_err(init_error)?;
             let adapter = describe(&setup, None);
             note_binding_limit(&setup);
+            launches::note_adapter(&setup.adapter);
             let precision = *PRECISION.lock().unwrap_or_else(|e| e.into_inner());
             if precision == Precision::F16 {
                 if !setup.adapter.features().contains(Features::SHADER_F16) {
@@ -216,8 +217,10 @@ mod cached {
 #[cfg(all(feature = "wgpu", not(target_arch = "wasm32")))]
 pub mod launches {
     use burn::cubecl::config::{TypeNameFormatLevel, type_name_format};
-    use burn::cubecl::logging::{LaunchObservation, LaunchObserver};
-    use std::collections::BTreeMap;
+    use burn::cubecl::logging::{
+        Duration, LaunchObservation, LaunchObserver, ProfileDuration, TimingMethod, TimingRequest,
+    };
+    use std::collections::{BTreeMap, BTreeSet};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
@@ -233,6 +236,24 @@ pub mod launches {
         /// `GENEB_LAUNCH_ORDER=1`: also print each launch as it happens, to map launches to
         /// the ops of a forward pass (bench/README.md).
         print_order: bool,
+        /// Whether each launch is timed (`geneb embed --profile-kernels`); fixed for the
+        /// observation's life, as CubeCL requires.
+        timed: bool,
+        /// Each launch in issue order with its measurement once it arrives (CubeCL hands it over
+        /// on the issuing thread right after the launch; none where the profile was refused).
+        measurements: Mutex<Vec<(&'static str, Option<Measurement>)>>,
+    }
+
+    /// A launch's GPU time: kept unread while the pass runs (so its kernels still run back to
+    /// back), or already read where CubeCL's profiling logger took the measurement first.
+    enum Measurement {
+        Unread(ProfileDuration),
+        Read(Duration, TimingMethod),
+    }
+
+    /// A poisoned lock only means another launching thread panicked; keep what it holds.
+    fn held<T>(lock: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        lock.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     impl LaunchObserver for ByKernel {
@@ -243,9 +264,40 @@ pub mod launches {
                     type_name_format(kernel, TypeNameFormatLevel::Balanced)
                 );
             }
-            // A poisoned lock only means another counting thread panicked; keep counting.
-            let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-            *counts.entry(kernel).or_default() += 1;
+            *held(&self.counts).entry(kernel).or_default() += 1;
+            if self.timed {
+                held(&self.measurements).push((kernel, None));
+            }
+        }
+
+        fn timing(&self) -> TimingRequest {
+            if self.timed {
+                TimingRequest::Deferred
+            } else {
+                TimingRequest::None
+            }
+        }
+
+        fn profiled(&self, kernel: &'static str, profile: ProfileDuration) {
+            self.measured(kernel, Measurement::Unread(profile));
+        }
+
+        fn timed(&self, kernel: &'static str, duration: Duration, method: TimingMethod) {
+            self.measured(kernel, Measurement::Read(duration, method));
+        }
+    }
+
+    impl ByKernel {
+        /// Pairs a measurement with its launch, the latest of that kernel still without one.
+        fn measured(&self, kernel: &'static str, measurement: Measurement) {
+            let mut launches = held(&self.measurements);
+            if let Some((_, slot)) = launches
+                .iter_mut()
+                .rev()
+                .find(|(k, m)| *k == kernel && m.is_none())
+            {
+                *slot = Some(measurement);
+            }
         }
     }
 
@@ -266,8 +318,13 @@ pub mod launches {
     }
 
     pub fn start() -> Counting {
+        observe(false)
+    }
+
+    fn observe(timed: bool) -> Counting {
         let counts = Arc::new(ByKernel {
             print_order: std::env::var_os("GENEB_LAUNCH_ORDER").is_some_and(|v| v == "1"),
+            timed,
             ..ByKernel::default()
         });
         Counting {
@@ -280,7 +337,7 @@ pub mod launches {
     impl Counting {
         pub fn finish(self) -> Counts {
             let reads = READS.load(Ordering::Relaxed) - self.reads_before;
-            let counts = self.counts.counts.lock().unwrap_or_else(|e| e.into_inner());
+            let counts = held(&self.counts.counts);
             let mut named: BTreeMap<String, usize> = BTreeMap::new();
             for (kernel, n) in counts.iter() {
                 *named
@@ -296,5 +353,161 @@ pub mod launches {
                 by_kernel,
             }
         }
+    }
+
+    /// A kernel-by-kernel GPU profile of one call (`geneb embed --profile-kernels`), as JSON.
+    #[derive(Debug, Clone, serde::Serialize)]
+    pub struct Profile {
+        /// How launches were timed: `device` (timestamp queries: the kernels' own GPU time),
+        /// `system` (host wall around a blocking submit, where the adapter has no timestamps:
+        /// submission and waiting included, not kernel time), or both.
+        pub timing: String,
+        /// Wall time of each warm call made before the profiled one, unobserved, in ms.
+        pub call_ms: Vec<f64>,
+        pub call_ms_median: Option<f64>,
+        pub launches: usize,
+        pub reads: usize,
+        /// The launches' GPU times summed, µs (their pass took at least this long).
+        pub gpu_us: f64,
+        /// By kernel name (shortened as CubeCL's profiler shortens it), most GPU time first.
+        pub kernels: Vec<KernelTime>,
+        /// Every launch in issue order with its GPU µs (null where a profile was refused): another
+        /// engine's dispatches of the same pass join these by position.
+        pub order: Vec<(String, Option<f64>)>,
+        /// What wgpu saw of the adapter: limits under WebGPU's names, features, subgroup sizes.
+        pub adapter: Option<serde_json::Value>,
+    }
+
+    #[derive(Debug, Clone, serde::Serialize)]
+    pub struct KernelTime {
+        pub name: String,
+        pub launches: usize,
+        /// Launches with a GPU time (all of them unless a profile was refused).
+        pub timed: usize,
+        pub total_us: f64,
+        pub median_us: Option<f64>,
+    }
+
+    /// `call` made `warm_calls` times unobserved and timed by the wall clock, then once more with
+    /// every launch timed on the GPU; that last call's result and the profile.
+    pub fn profile<T>(
+        warm_calls: usize,
+        mut call: impl FnMut() -> crate::Result<T>,
+    ) -> crate::Result<(T, Profile)> {
+        let mut call_ms = Vec::with_capacity(warm_calls);
+        for _ in 0..warm_calls {
+            let started = std::time::Instant::now();
+            call()?;
+            call_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        }
+        let observing = observe(true);
+        let out = call()?;
+        let measured = std::mem::take(&mut *held(&observing.counts.measurements));
+        let counts = observing.finish();
+        let mut methods = BTreeSet::new();
+        let order: Vec<(String, Option<f64>)> = measured
+            .into_iter()
+            .map(|(kernel, measurement)| {
+                let read = match measurement {
+                    Some(Measurement::Unread(profile)) => {
+                        let method = profile.timing_method();
+                        burn::cubecl::future::block_on(profile.resolve())
+                            .map(|ticks| (ticks.duration(), method))
+                    }
+                    Some(Measurement::Read(duration, method)) => Some((duration, method)),
+                    None => None,
+                };
+                let us = read.map(|(duration, method)| {
+                    methods.insert(method.to_string());
+                    duration.as_secs_f64() * 1e6
+                });
+                (type_name_format(kernel, TypeNameFormatLevel::Balanced), us)
+            })
+            .collect();
+        let mut by_name: BTreeMap<&str, (usize, Vec<f64>)> = BTreeMap::new();
+        for (name, us) in &order {
+            let entry = by_name.entry(name).or_default();
+            entry.0 += 1;
+            entry.1.extend(us);
+        }
+        let mut kernels: Vec<KernelTime> = by_name
+            .into_iter()
+            .map(|(name, (launches, mut times))| {
+                times.sort_by(f64::total_cmp);
+                KernelTime {
+                    name: name.to_string(),
+                    launches,
+                    timed: times.len(),
+                    total_us: times.iter().sum(),
+                    median_us: median(&times),
+                }
+            })
+            .collect();
+        kernels.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
+        let mut sorted_calls = call_ms.clone();
+        sorted_calls.sort_by(f64::total_cmp);
+        let profile = Profile {
+            timing: methods.into_iter().collect::<Vec<_>>().join("+"),
+            call_ms_median: median(&sorted_calls),
+            call_ms,
+            launches: counts.launches,
+            reads: counts.reads,
+            gpu_us: kernels.iter().map(|k| k.total_us).sum(),
+            kernels,
+            order,
+            adapter: ADAPTER.get().cloned(),
+        };
+        Ok((out, profile))
+    }
+
+    /// The middle of sorted values (the mean of the two middle ones for an even count).
+    fn median(sorted: &[f64]) -> Option<f64> {
+        let n = sorted.len();
+        (n > 0).then(|| (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0)
+    }
+
+    static ADAPTER: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+
+    /// Keeps what the process's wgpu adapter offers, for profiles: limits under WebGPU's names (so
+    /// they sit beside what Dawn reports), features, subgroup sizes, driver.
+    pub(super) fn note_adapter(adapter: &burn::tensor::wgpu::wgpu::Adapter) {
+        let info = adapter.get_info();
+        let l = adapter.limits();
+        let features: Vec<&str> = adapter
+            .features()
+            .iter()
+            .filter_map(|f| f.as_str())
+            .collect();
+        let facts = serde_json::json!({
+            "name": info.name,
+            "vendor": info.vendor,
+            "device": info.device,
+            "device_type": format!("{:?}", info.device_type),
+            "backend": format!("{:?}", info.backend),
+            "driver": info.driver,
+            "driver_info": info.driver_info,
+            "subgroupMinSize": info.subgroup_min_size,
+            "subgroupMaxSize": info.subgroup_max_size,
+            "features": features,
+            "limits": {
+                "maxBindGroups": l.max_bind_groups,
+                "maxBindingsPerBindGroup": l.max_bindings_per_bind_group,
+                "maxStorageBuffersPerShaderStage": l.max_storage_buffers_per_shader_stage,
+                "maxUniformBuffersPerShaderStage": l.max_uniform_buffers_per_shader_stage,
+                "maxUniformBufferBindingSize": l.max_uniform_buffer_binding_size,
+                "maxStorageBufferBindingSize": l.max_storage_buffer_binding_size,
+                "maxBufferSize": l.max_buffer_size,
+                "minUniformBufferOffsetAlignment": l.min_uniform_buffer_offset_alignment,
+                "minStorageBufferOffsetAlignment": l.min_storage_buffer_offset_alignment,
+                "maxComputeWorkgroupStorageSize": l.max_compute_workgroup_storage_size,
+                "maxComputeInvocationsPerWorkgroup": l.max_compute_invocations_per_workgroup,
+                "maxComputeWorkgroupSizeX": l.max_compute_workgroup_size_x,
+                "maxComputeWorkgroupSizeY": l.max_compute_workgroup_size_y,
+                "maxComputeWorkgroupSizeZ": l.max_compute_workgroup_size_z,
+                "maxComputeWorkgroupsPerDimension": l.max_compute_workgroups_per_dimension,
+                "maxImmediateSize": l.max_immediate_size,
+            },
+        });
+        ADAPTER.set(facts).ok();
     }
 }

@@ -42,6 +42,14 @@ pub const LUCAONE: Family = Family::new(
     "lucaone",
     "LucaOne (pre-LayerNorm transformer, rotary, token types)",
 );
+pub const SPACE: Family = Family::new(
+    "space",
+    "SPACE (Enformer's trunk with species mixture-of-experts feed-forward blocks)",
+);
+pub const EVO: Family = Family::new(
+    "stripedhyena",
+    "Evo-1 (StripedHyena: modal long filters and rotary attention over bytes; causal)",
+);
 pub const JANUSDNA: Family = Family::new(
     "janusdna",
     "JanusDNA (bidirectional Mamba, attention, mixture of experts)",
@@ -53,6 +61,10 @@ pub const LLAMA: Family = Family::new(
 );
 pub const MISTRAL: Family =
     Family::new("mistral", "Mistral (Llama with a sliding attention window)");
+pub const GPT2: Family = Family::new(
+    "gpt2",
+    "GPT-2 (learned positions, LayerNorm, GELU, biases; causal)",
+);
 pub const OLMO: Family = Family::new(
     "olmo",
     "OLMo (LayerNorm, rotary, fused projections, SwiGLU; causal)",

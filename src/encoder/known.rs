@@ -175,6 +175,24 @@ const fn generator(
     }
 }
 
+/// dnagpt's GPT-2 models (`arch/gpt2.rs`). Context: GPT2Config's default `n_positions`, 1,024;
+/// their config.json is not readable here, and the loader reads the real one.
+const fn gpt2_gene(hub_id: &'static str, leaderboard: &'static str) -> KnownModel {
+    KnownModel {
+        hub_id: Some(hub_id),
+        weights: None,
+        display: leaderboard,
+        leaderboard: Some(leaderboard),
+        parameters: Some(200_000_000),
+        context: 1024,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "byte-level BPE (tokenizer.json)",
+        runs_on: RunsOn::Family(&family::GPT2),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::GPT2,
+    }
+}
+
 /// Omni-DNA on OLMo's decoder (`arch/olmo.rs`), trained on and cut at 250 tokens (its
 /// `max_sequence_length`; omnidna.py's `max_length`).
 const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u64) -> KnownModel {
@@ -193,7 +211,7 @@ const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u
     }
 }
 
-static KNOWN: [KnownModel; 36] = [
+static KNOWN: [KnownModel; 41] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -638,6 +656,35 @@ static KNOWN: [KnownModel; 36] = [
         recipe: &recipe::LUCAONE,
     },
     KnownModel {
+        hub_id: Some("yangyz1230/space"),
+        weights: None,
+        display: "SPACE",
+        leaderboard: Some("space"),
+        parameters: Some(588_750_000),
+        // Every sequence is centred to this length, cropped or padded with N (recipe.rs).
+        context: recipe::SPACE_SEQUENCE_LENGTH as u64,
+        context_unit: ContextUnit::Nucleotides,
+        tokenizer: "one-hot A C G T (N and other characters as zeros), centred to 131,072 bp",
+        runs_on: RunsOn::Family(&family::SPACE),
+        // tests/enformer.rs's SPACE fixture (tests/oracle/make_space_fixtures.py).
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::SPACE,
+    },
+    KnownModel {
+        hub_id: Some("togethercomputer/evo-1-131k-base"),
+        weights: None,
+        display: "Evo-1 131k base (revision 1.1_fix)",
+        leaderboard: Some("evo-1-131k-base"),
+        parameters: Some(7_000_000_000),
+        context: recipe::EVO_CONTEXT as u64,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "bytes (CharLevelTokenizer, 512 ids)",
+        runs_on: RunsOn::Family(&family::EVO),
+        // tests/hf_models.rs's evo fixture (tests/oracle/make_evo_fixtures.py).
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::EVO,
+    },
+    KnownModel {
         hub_id: None,
         weights: Some(
             "zzq1zh/eccDNAMamba (Hugging Face organisation eccDNAMamba; GenAI-Lab's README links \
@@ -658,6 +705,29 @@ static KNOWN: [KnownModel; 36] = [
     },
     omni_dna("zehui127/Omni-DNA-300M", "Omni-DNA-300M", 300_000_000),
     omni_dna("zehui127/Omni-DNA-1B", "Omni-DNA-1B", 1_000_000_000),
+    KnownModel {
+        hub_id: None,
+        weights: Some(
+            "https://github.com/TencentAILabHealthcare/DNAGPT (dna_gpt3b_m.pth: links in \
+             checkpoints/README.md)",
+        ),
+        display: "DNAGPT 3B multi-species",
+        leaderboard: Some("dna_gpt3b_m"),
+        parameters: Some(3_000_000_000),
+        context: 512,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "non-overlapping 6-mers, shorter at the end (DNAGPT's KmerTokenizer), after <R>",
+        runs_on: RunsOn::Variant(
+            &family::DNAGPT,
+            "DNAGPT (GPT-2 decoder, pooled over its final LayerNorm's states)",
+        ),
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::DNAGPT_HIDDEN,
+    },
+    gpt2_gene("dnagpt/gpt2_gene_v1", "gpt2_gene_v1"),
+    // The leaderboard's key; the hub listing seen here has dnagpt/gpt2_gene_multi_v2 and
+    // gpt2_gene_multi_v1_ft, not this id.
+    gpt2_gene("dnagpt/gpt2_gene_multi_v2_ft", "gpt2_gene_multi_v2_ft"),
 ];
 
 /// A model's published GENEB scores (full-data regime, MCC), as the leaderboard gives them.
@@ -709,6 +779,87 @@ pub fn with_published_profiles() -> crate::Result<Vec<KnownWithProfile>> {
                     macro_mcc: row.macro_mcc,
                     category_mcc: row.category_mcc.clone(),
                 }),
+        })
+        .collect())
+}
+
+/// One model of the published leaderboard as `geneb models --leaderboard` lists it: what its
+/// weights need, whether geneb runs it and whether it fits a tab, and why not where not.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeaderboardModel {
+    /// The leaderboard's key (`model`).
+    pub model: String,
+    pub display: String,
+    pub parameters: u64,
+    #[serde(rename = "macroMcc")]
+    pub macro_mcc: f64,
+    /// Where geneb knows the model (`KNOWN`): its hub id, if it has one.
+    #[serde(rename = "hubId")]
+    pub hub_id: Option<&'static str>,
+    /// Its weights at f32, and at half precision (bf16/f16: what a model over the memory budget
+    /// holds, `pretrained::hold_weights`).
+    #[serde(rename = "f32Bytes")]
+    pub f32_bytes: u64,
+    #[serde(rename = "halfBytes")]
+    pub half_bytes: u64,
+    /// geneb has its architecture (and a row for it).
+    pub runs: bool,
+    /// It runs and its f32 weights are within `TAB_WEIGHTS_LIMIT`.
+    #[serde(rename = "fitsTab")]
+    pub fits_tab: bool,
+    /// Why it does not run here, or not in a tab; None where it does both.
+    #[serde(rename = "whyNot")]
+    pub why_not: Option<String>,
+}
+
+/// Every model of the published full-data leaderboard, best macro MCC first, beside geneb's
+/// row for it where there is one.
+pub fn leaderboard_models() -> crate::Result<Vec<LeaderboardModel>> {
+    let mut rows: Vec<&published::PublishedRow> = published::rows(Regime::Full)?.iter().collect();
+    rows.sort_by(|a, b| b.macro_mcc.total_cmp(&a.macro_mcc));
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let known = KNOWN
+                .iter()
+                .find(|m| m.leaderboard == Some(row.model.as_str()));
+            let runs = known.is_some_and(KnownModel::supported);
+            let f32_bytes = row.params.saturating_mul(4);
+            let fits_tab = runs && f32_bytes <= TAB_WEIGHTS_LIMIT;
+            let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+            let why_not = match known {
+                None => Some(
+                    "geneb has no row for it yet: its architecture is not identified \
+                              here"
+                        .to_string(),
+                ),
+                Some(m) if !runs => Some(format!(
+                    "its architecture is not in geneb yet: {}",
+                    m.runs_on.name()
+                )),
+                Some(_) if !fits_tab => Some(format!(
+                    "its f32 weights ({:.1} GiB) are over a tab's {:.0} GiB: run it with the \
+                     CLI (geneb eval --model hf:{}), which holds them in half precision \
+                     ({:.1} GiB) where f32 is over --max-memory",
+                    gib(f32_bytes),
+                    gib(TAB_WEIGHTS_LIMIT),
+                    known.and_then(|m| m.hub_id).unwrap_or("FOLDER"),
+                    gib(row.params.saturating_mul(2))
+                )),
+                Some(_) => None,
+            };
+            LeaderboardModel {
+                model: row.model.clone(),
+                display: row.display.clone(),
+                parameters: row.params,
+                macro_mcc: row.macro_mcc,
+                hub_id: known.and_then(|m| m.hub_id),
+                f32_bytes,
+                half_bytes: row.params.saturating_mul(2),
+                runs,
+                fits_tab,
+                why_not,
+            }
         })
         .collect())
 }
@@ -871,6 +1022,39 @@ mod tests {
             listed["checked"]["description"],
             "published code, random weights of the same shape"
         );
+    }
+
+    /// All 41 of the leaderboard's models are listed, each with what its weights need and,
+    /// where geneb does not run it or a tab cannot hold it, why.
+    #[test]
+    fn the_leaderboard_listing_names_every_published_model_and_why_not_where_not() {
+        let listed = leaderboard_models().unwrap();
+        assert_eq!(listed.len(), 41);
+        assert!(listed.windows(2).all(|w| w[0].macro_mcc >= w[1].macro_mcc));
+        for model in &listed {
+            assert_eq!(model.f32_bytes, 2 * model.half_bytes, "{}", model.model);
+            assert_eq!(
+                model.why_not.is_none(),
+                model.runs && model.fits_tab,
+                "{}",
+                model.model
+            );
+            assert!(!model.fits_tab || model.runs, "{}", model.model);
+        }
+        let metagene = listed.iter().find(|m| m.model == "METAGENE-1").unwrap();
+        assert!(metagene.runs && !metagene.fits_tab);
+        assert_eq!(metagene.half_bytes, 14_000_000_000);
+        let why = metagene.why_not.as_deref().unwrap();
+        assert!(
+            why.contains("geneb eval --model hf:metagene-ai/METAGENE-1"),
+            "{why}"
+        );
+        let runnable = listed.iter().filter(|m| m.runs).count();
+        let known = known_models()
+            .iter()
+            .filter(|m| m.supported() && m.leaderboard.is_some());
+        assert_eq!(runnable, known.count());
+        assert!(listed.iter().any(|m| !m.runs && m.hub_id.is_none()));
     }
 
     #[test]

@@ -121,6 +121,8 @@ pub struct ModelList {
     /// The files of a model folder geneb reads, for the page's picks and downloads.
     #[serde(rename = "modelFiles")]
     pub model_files: crate::checkpoint::ModelFileNames,
+    /// Every model of the published leaderboard, whether geneb runs it, and why not.
+    pub leaderboard: Vec<known::LeaderboardModel>,
 }
 
 pub fn model_list() -> Result<ModelList> {
@@ -131,6 +133,7 @@ pub fn model_list() -> Result<ModelList> {
         #[cfg(feature = "burn")]
         architectures: arch::list(),
         known: known::with_published_profiles()?,
+        leaderboard: known::leaderboard_models()?,
     })
 }
 
@@ -170,7 +173,7 @@ pub enum Encoder {
 pub struct EncoderDescription {
     pub spec: String,
     pub dim: usize,
-    pub layer: &'static str,
+    pub layer: String,
     pub pooling: &'static str,
     pub truncation: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -185,9 +188,16 @@ pub struct EncoderDescription {
     /// GENEB's extractor recipe the embeddings follow, fact by fact (`recipe.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recipe: Option<&'static recipe::Recipe>,
+    /// How the recipe was chosen: named by `?recipe=`, the known model's, or what the model's
+    /// files tell, with how to pick another where they cannot tell.
+    #[serde(rename = "recipeSource", skip_serializing_if = "Option::is_none")]
+    pub recipe_source: Option<String>,
     /// What loading the model noted (a tensor the reference tolerates missing, …).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the weights are held in, where it is not f32 (`pretrained::HeldWeights`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<String>,
 }
 
 impl Encoder {
@@ -298,9 +308,20 @@ impl Encoder {
                 Precision::F32 => info.kind,
                 Precision::F16 => format!("{}-f16", info.kind),
             };
-            // Another recipe gives other numbers from the same files.
+            // Another recipe or layer gives other numbers from the same files (the last layer
+            // keeps the identity it had before layers could be chosen).
+            let layer = if e.layer() == e.last_layer() {
+                String::new()
+            } else {
+                format!("-layer{}", e.layer())
+            };
+            // Weights narrowed from the file give other numbers too; held as stored, the same.
+            let weights = match e.weights() {
+                w if w.narrowed() => format!("-{}", w.held.name()),
+                _ => String::new(),
+            };
             return Some(format!(
-                "{}{window}-{}-{backend}-geneb{}",
+                "{}{window}{layer}-{}-{backend}{weights}-geneb{}",
                 e.fingerprint(),
                 e.recipe().name,
                 crate::VERSION
@@ -318,42 +339,67 @@ impl Encoder {
             let window = e.window().map_or(String::new(), |w| {
                 format!("?window={},{}", w.size, w.stride)
             });
-            return format!("model files {}{window}", e.fingerprint());
+            let layer = if e.layer() == e.last_layer() {
+                String::new()
+            } else {
+                format!(" layer {}", e.layer())
+            };
+            return format!("model files {}{window}{layer}", e.fingerprint());
         }
         self.spec()
     }
 
-    /// How this encoder's input departs from GENEB's protocol, for the result's deviations.
-    pub fn deviation(&self) -> Option<String> {
+    /// How this encoder departs from GENEB's protocol, for the result's deviations.
+    pub fn deviations(&self) -> Vec<String> {
+        let mut deviations = Vec::new();
         #[cfg(feature = "burn")]
-        if let Encoder::Hf(e) = self
-            && let Some(w) = e.window()
-        {
-            return Some(format!(
-                "sequences are embedded in sliding windows ({} nt, stride {}) and averaged, \
-                 where GENEB's baselines truncate to the model's maximum length",
-                w.size, w.stride
-            ));
+        if let Encoder::Hf(e) = self {
+            if let Some(w) = e.window() {
+                deviations.push(format!(
+                    "sequences are embedded in sliding windows ({} nt, stride {}) and averaged, \
+                     where GENEB's baselines truncate to the model's maximum length",
+                    w.size, w.stride
+                ));
+            }
+            if e.layer() != e.last_layer() {
+                deviations.push(format!(
+                    "hidden state {} of {} is pooled (?layer=), where GENEB probes the last layer",
+                    e.layer(),
+                    e.last_layer()
+                ));
+            }
+            if e.weights().narrowed() {
+                deviations.extend(e.weights().describe().map(|held| format!("weights {held}")));
+            }
         }
-        None
+        deviations
     }
 
     pub fn describe(&self) -> EncoderDescription {
         let (layer, pooling, truncation) = match self {
             Encoder::Kmer(_) => (
-                "none (composition features)",
+                "none (composition features)".to_string(),
                 "k-mer frequencies over N-free windows",
                 "none (whole sequence)".to_string(),
             ),
             #[cfg(feature = "burn")]
             Encoder::RandomCnn(_) => (
-                "final convolution (ReLU)",
+                "final convolution (ReLU)".to_string(),
                 "masked mean over sequence positions",
                 format!("first {} nt", random_cnn::MAX_LENGTH),
             ),
             #[cfg(feature = "burn")]
             Encoder::Hf(e) => (
-                "final hidden layer (last_hidden_state)",
+                if e.layer() == e.last_layer() {
+                    "final hidden layer (last_hidden_state)".to_string()
+                } else {
+                    format!(
+                        "hidden state {} of 0…{} (hidden_states[{}], 0 the embeddings' output)",
+                        e.layer(),
+                        e.last_layer(),
+                        e.layer()
+                    )
+                },
                 e.pooling().describe(),
                 match (e.window(), e.recipe().windows()) {
                     (None, Some((size, stride))) => format!(
@@ -376,19 +422,22 @@ impl Encoder {
             ),
         };
         #[cfg(feature = "burn")]
-        let (architecture, parameters, context, recipe, notes) = match self {
+        let (architecture, parameters, context, recipe, notes, weights, recipe_source) = match self
+        {
             Encoder::Hf(e) => (
                 Some(e.describe_architecture()),
                 Some(e.parameters()),
                 Some(e.card().context.clone()),
                 Some(e.recipe()),
                 e.notes().to_vec(),
+                e.weights().describe(),
+                Some(e.recipe_source().to_string()),
             ),
-            _ => (None, None, None, None, Vec::new()),
+            _ => (None, None, None, None, Vec::new(), None, None),
         };
         #[cfg(not(feature = "burn"))]
-        let (architecture, parameters, context, recipe, notes) =
-            (None, None, None, None, Vec::new());
+        let (architecture, parameters, context, recipe, notes, weights, recipe_source) =
+            (None, None, None, None, Vec::new(), None, None);
         EncoderDescription {
             spec: self.spec(),
             dim: self.dim(),
@@ -399,7 +448,9 @@ impl Encoder {
             parameters,
             context,
             recipe,
+            recipe_source,
             notes,
+            weights,
         }
     }
 
@@ -449,6 +500,47 @@ impl Encoder {
             #[cfg(feature = "burn")]
             Encoder::Hf(e) => e.truncated(sequences),
         }
+    }
+
+    /// This encoder at each `?layer=K` of `ks` (None: every layer, 0 to the last), sharing
+    /// its weights (`geneb eval --layers`): each view names its layer in its spec and is
+    /// evaluated as a model of its own. None for the encoders without layers (the baselines),
+    /// which run as they are.
+    pub fn at_layers(&self, ks: Option<&[i64]>) -> Option<Result<Vec<Encoder>>> {
+        #[cfg(feature = "burn")]
+        if let Encoder::Hf(e) = self {
+            let every: Vec<i64> = (0..=e.last_layer() as i64).collect();
+            let views = ks
+                .unwrap_or(&every)
+                .iter()
+                .map(|&k| Ok(Encoder::Hf(Box::new(e.at_layer(k)?))))
+                .collect();
+            return Some(views);
+        }
+        let _ = ks;
+        None
+    }
+
+    /// The embeddings of each of `views` (this encoder's `at_layers`) from one forward pass
+    /// per batch, in order; an encoder without layers gives its one embedding to each.
+    pub async fn embed_views(
+        &self,
+        sequences: &[String],
+        views: &[&Encoder],
+    ) -> Result<Vec<Array2<f32>>> {
+        #[cfg(feature = "burn")]
+        if let Encoder::Hf(e) = self {
+            let layers = views
+                .iter()
+                .map(|view| match view {
+                    Encoder::Hf(view) => Ok(view.layer()),
+                    _ => Err(Error::new("internal error: a view of another encoder")),
+                })
+                .collect::<Result<Vec<usize>>>()?;
+            return e.embed_layers(sequences, &layers).await;
+        }
+        let embedded = self.embed(sequences).await?;
+        Ok(vec![embedded; views.len()])
     }
 
     pub async fn embed(&self, sequences: &[String]) -> Result<Array2<f32>> {

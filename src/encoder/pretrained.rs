@@ -13,12 +13,13 @@ use super::arch::{self, Arch, Pooling};
 use super::backend::Compute;
 use super::card::ModelCard;
 use super::recipe::{self, Input, Padding, Recipe, SpecialTokens};
-use super::spec::{HfSpec, Window};
-use crate::checkpoint::{Checkpoint, ModelFiles, pytorch, safetensors};
+use super::spec::{self, HfSpec, Weights, Window};
+use crate::checkpoint::{self, Checkpoint, Held, ModelFiles, pytorch, safetensors};
 use crate::tokenize::Tokenizer;
 use crate::{Error, Result};
 use burn::tensor::{DType, FloatDType, Int, Tensor, TensorData};
 use ndarray::Array2;
+use std::sync::Arc;
 
 /// Token positions per forward pass (batch × padded length). The CPU backend is faster with
 /// activations that stay in cache (HyenaDNA-tiny at 200 nt: 12 % faster at 2,048 than at 8,192,
@@ -83,13 +84,125 @@ pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
     ))
 }
 
+/// Sets what a model's large matrices (linear layers, embedding tables) are held in: what the
+/// spec's `?weights=` asks for, else f32 where every float tensor of the checkpoint fits the
+/// memory budget at f32 (no widening per product), else half precision, the checkpoint's own
+/// bf16 or f16 (exact: the numbers are the f32 path's) or bf16 narrowed from a wider file.
+/// Compute is f32 either way. On the CPU natively the weights are charged to the budget as they
+/// are taken; a GPU holds them in its own memory, in f32 (or the device's `--precision f16`).
+fn hold_weights(
+    weights: Option<Weights>,
+    ckpt: &mut Checkpoint,
+    compute: &Compute,
+) -> Result<HeldWeights> {
+    let (f32_bytes, stored) = ckpt.float_bytes();
+    if compute.kind == BackendKind::Wgpu {
+        if weights == Some(Weights::Half) {
+            return Err(Error::new(
+                "?weights=half holds the weights in half precision on the CPU backend only; on \
+                 wgpu use --precision f16",
+            ));
+        }
+        return Ok(HeldWeights {
+            held: Held::F32,
+            stored,
+        });
+    }
+    let held = match weights {
+        Some(Weights::F32) => Held::F32,
+        Some(Weights::Half) => Held::half_of(stored),
+        None if f32_bytes <= crate::budget::limit() => Held::F32,
+        None => Held::half_of(stored),
+    };
+    ckpt.hold_matrices_in(held);
+    // The page checks a model's size against the tab before loading it, and its budget shrinks
+    // as the module's memory grows with the very weights being charged.
+    #[cfg(not(target_arch = "wasm32"))]
+    ckpt.charge_to_budget();
+    Ok(HeldWeights { held, stored })
+}
+
+/// What a model's matrices are held in, beside what its file stores them in.
+#[derive(Debug, Clone, Copy)]
+pub struct HeldWeights {
+    pub held: Held,
+    /// The float type of every tensor in the file, where it is one.
+    pub stored: Option<checkpoint::DType>,
+}
+
+impl HeldWeights {
+    /// Whether the weights were narrowed from what the file stores: other numbers than the f32
+    /// path's, a deviation.
+    pub fn narrowed(&self) -> bool {
+        self.held != Held::F32 && !self.stored.is_some_and(|dtype| self.held.stores(dtype))
+    }
+
+    /// For the result: None where they are held in f32.
+    pub fn describe(&self) -> Option<String> {
+        let held = self.held.name();
+        match (self.held, self.narrowed()) {
+            (Held::F32, _) => None,
+            (_, false) => Some(format!(
+                "{held} as the checkpoint stores them (the f32 path's numbers), widened to f32 \
+                 one layer at a time for its products: the f32 weights are over the memory \
+                 budget, or ?weights=half asked for it"
+            )),
+            (_, true) => Some(format!(
+                "NARROWED to {held} from the checkpoint's {}, to fit the memory budget or as \
+                 ?weights=half asked; computed in f32 (?weights=f32 and a larger --max-memory \
+                 keep f32)",
+                self.stored
+                    .map_or("mixed types".to_string(), |d| format!("{d:?}"))
+            )),
+        }
+    }
+}
+
+/// The recipe a model folder's own files determine where its architecture's structure alone
+/// does not (`structural`, `Arch::recipe` or the architecture's), and why. A BERT over single
+/// nucleotides (a vocab.txt of [PAD] [UNK] [CLS] [SEP] [MASK] and the letters A C G T N) with
+/// learned positions for 1,024 nt and its [CLS] and [SEP] is SpliceBERT-1024nt, the only such
+/// model GENEB evaluated: windowed as its extractor windows, not cut at 1,024 nt.
+fn recipe_from_files(
+    config: &serde_json::Value,
+    files: &ModelFiles,
+    structural: &'static Recipe,
+) -> (&'static Recipe, String) {
+    let single_nucleotides = || {
+        let Some(vocab) = files.get("vocab.txt") else {
+            return false;
+        };
+        let mut tokens: Vec<&str> = std::str::from_utf8(vocab)
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|t| !t.is_empty() && !(t.starts_with('[') && t.ends_with(']')))
+            .collect();
+        tokens.sort_unstable();
+        tokens == ["A", "C", "G", "N", "T"]
+    };
+    let splicebert_shape = config["model_type"].as_str() == Some("bert")
+        && config["max_position_embeddings"].as_u64() == Some(1026);
+    if splicebert_shape && structural.name == recipe::GENERIC.name && single_nucleotides() {
+        let why = "recipe 'splicebert' from the files: a BERT over single nucleotides with \
+                   1,026 positions is SpliceBERT-1024nt";
+        return (&recipe::SPLICEBERT, why.to_string());
+    }
+    (
+        structural,
+        format!("recipe '{}', its architecture's", structural.name),
+    )
+}
+
+/// Cloned only as another layer's view (`at_layer`): the weights and tokenizer are shared.
+#[derive(Clone)]
 pub struct HfModel {
     spec: String,
     /// SHA-256 of the model's files (config, tokenizer, weights): its identity for caches.
     fingerprint: String,
     window: Option<Window>,
-    architecture: Box<dyn Arch>,
-    tokenizer: Tokenizer,
+    architecture: Arc<dyn Arch>,
+    tokenizer: Arc<Tokenizer>,
     compute: Compute,
     /// Tokens per sequence after truncation (special tokens included).
     max_length: usize,
@@ -100,6 +213,11 @@ pub struct HfModel {
     card: ModelCard,
     /// How GENEB's extractor embeds this model.
     recipe: &'static Recipe,
+    /// The hidden state `embed` pools (`?layer=K` resolved, 0..=`last_layer`).
+    layer: usize,
+    /// How `recipe` was chosen: given, named, the known model's, or what the files tell.
+    recipe_source: String,
+    weights: HeldWeights,
 }
 
 impl HfModel {
@@ -133,17 +251,26 @@ impl HfModel {
         let hub_id = spec.hub_repo().map(|(repo, _)| repo);
         let mut tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
         let mut ckpt = read_weights(&mut files)?;
+        let weights = hold_weights(spec.weights, &mut ckpt, &compute)?;
         let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
-        // The user's choice, else the known model's extractor, else its architecture's.
-        let recipe = match spec.recipe.as_deref() {
-            _ if recipe.is_some() => recipe.unwrap_or(arch_spec.recipe),
-            Some(name) => recipe::by_name(name)?,
-            None => super::card::resolve_hub_id(&source, hub_id, &config)
-                .as_deref()
-                .and_then(super::known::find)
-                .map(|known| known.recipe)
-                .or_else(|| architecture.recipe())
-                .unwrap_or(arch_spec.recipe),
+        // The user's choice, else the known model's extractor, else what the files tell, else
+        // its architecture's.
+        let known = super::card::resolve_hub_id(&source, hub_id, &config)
+            .as_deref()
+            .and_then(super::known::find);
+        let (recipe, recipe_source) = match (spec.recipe.as_deref(), known) {
+            _ if recipe.is_some() => (recipe.unwrap_or(arch_spec.recipe), "given".to_string()),
+            (Some(name), _) => (recipe::by_name(name)?, "named by ?recipe=".to_string()),
+            (None, Some(known)) => (known.recipe, format!("{}'s", known.display)),
+            (None, None) => {
+                let structural = architecture.recipe().unwrap_or(arch_spec.recipe);
+                let (recipe, why) = recipe_from_files(&config, &files, structural);
+                let chosen = format!(
+                    "{why}: the files name no model geneb knows; if this is another, pick its \
+                     recipe with hf:{source}?recipe=NAME (geneb models lists them)"
+                );
+                (recipe, chosen)
+            }
         };
         if recipe.special_tokens == SpecialTokens::None {
             tokenizer = tokenizer.without_special_tokens();
@@ -164,23 +291,74 @@ impl HfModel {
             ));
         }
         let card = ModelCard::read(&source, hub_id, &config, files.readme(), max_length);
+        let layer = resolve_layers(&spec.text, architecture.as_ref(), &[spec.layer])?[0];
         Ok(HfModel {
+            layer,
             spec: spec.text.clone(),
             fingerprint,
             window,
-            architecture,
-            tokenizer,
+            architecture: Arc::from(architecture),
+            tokenizer: Arc::new(tokenizer),
             compute,
             max_length,
             parameters,
             model_parameters,
             card,
             recipe,
+            recipe_source,
+            weights,
         })
+    }
+
+    /// How the recipe was chosen (`EncoderDescription::recipe_source`).
+    pub fn recipe_source(&self) -> &str {
+        &self.recipe_source
     }
 
     pub fn recipe(&self) -> &'static Recipe {
         self.recipe
+    }
+
+    /// The hidden state `embed` pools, 0..=`last_layer()`.
+    pub fn layer(&self) -> usize {
+        self.layer
+    }
+
+    /// The last hidden state's index: the model's layers L, as `output_hidden_states` counts
+    /// them (0 for an architecture that gives only its last, `Arch::layers`).
+    pub fn last_layer(&self) -> usize {
+        self.architecture.layers().unwrap_or(0)
+    }
+
+    /// The same loaded model at `?layer=K` (`geneb eval --layers`): its spec names the layer,
+    /// the weights are shared.
+    pub fn at_layer(&self, k: i64) -> Result<HfModel> {
+        let layer = self.resolve_layers(&[Some(k)])?[0];
+        Ok(HfModel {
+            spec: HfSpec::parse(&self.spec)?.at_layer(k).text,
+            layer,
+            ..self.clone()
+        })
+    }
+
+    /// `?layer=K` values resolved against this model (`resolve_layers`).
+    pub fn resolve_layers(&self, ks: &[Option<i64>]) -> Result<Vec<usize>> {
+        resolve_layers(&self.spec, self.architecture.as_ref(), ks)
+    }
+
+    /// The width of the pooled embedding of hidden state `layer`: after `Arch::after_pooling`
+    /// for the last, the state's own width for the others.
+    pub fn dim_at(&self, layer: usize) -> usize {
+        if layer == self.last_layer() {
+            self.architecture.embedding_size()
+        } else {
+            self.architecture.hidden_size_at(layer)
+        }
+    }
+
+    /// What the large matrices are held in.
+    pub fn weights(&self) -> HeldWeights {
+        self.weights
     }
 
     /// What loading noted (`Arch::notes`).
@@ -193,7 +371,7 @@ impl HfModel {
     }
 
     pub fn dim(&self) -> usize {
-        self.architecture.embedding_size()
+        self.dim_at(self.layer)
     }
 
     pub fn compute(&self) -> &Compute {
@@ -243,6 +421,19 @@ impl HfModel {
     /// reference's batches in input order (the caller gives a task's train or test sequences
     /// in the task file's order).
     pub async fn embed(&self, sequences: &[String]) -> Result<Array2<f32>> {
+        let mut embedded = self.embed_layers(sequences, &[self.layer]).await?;
+        embedded
+            .pop()
+            .ok_or_else(|| Error::new("internal error: no embedding for the model's layer"))
+    }
+
+    /// `embed` for each of `layers` (hidden states 0..=`last_layer()`, as `resolve_layers`
+    /// gives them) from one forward pass per batch, in the order asked.
+    pub async fn embed_layers(
+        &self,
+        sequences: &[String],
+        layers: &[usize],
+    ) -> Result<Vec<Array2<f32>>> {
         let normalized;
         let sequences = match self.recipe.input {
             Input::AsGiven => sequences,
@@ -257,7 +448,7 @@ impl HfModel {
             Input::Centred { .. } => sequences,
         };
         if self.window.is_none() && self.recipe.windows().is_none() {
-            return self.embed_truncated(sequences).await;
+            return self.embed_truncated(sequences, layers).await;
         }
         let mut pieces = Vec::new();
         let mut owner = Vec::new();
@@ -267,18 +458,24 @@ impl HfModel {
                 owner.push(i);
             }
         }
-        let per_window = self.embed_truncated(&pieces).await?;
-        let mut out = Array2::<f32>::zeros((sequences.len(), self.dim()));
         let mut counts = vec![0f32; sequences.len()];
-        for (row, &i) in per_window.rows().into_iter().zip(&owner) {
-            let mut target = out.row_mut(i);
-            target += &row;
+        for &i in &owner {
             counts[i] += 1.0;
         }
-        for (mut row, count) in out.rows_mut().into_iter().zip(counts) {
-            row /= count;
+        let per_layer = self.embed_truncated(&pieces, layers).await?;
+        let mut averaged = Vec::with_capacity(layers.len());
+        for per_window in per_layer {
+            let mut out = Array2::<f32>::zeros((sequences.len(), per_window.ncols()));
+            for (row, &i) in per_window.rows().into_iter().zip(&owner) {
+                let mut target = out.row_mut(i);
+                target += &row;
+            }
+            for (mut row, count) in out.rows_mut().into_iter().zip(&counts) {
+                row /= *count;
+            }
+            averaged.push(out);
         }
-        Ok(out)
+        Ok(averaged)
     }
 
     /// The windows a sequence of `len` nucleotides is embedded in: the user's (`?window=`),
@@ -304,7 +501,11 @@ impl HfModel {
             .count()
     }
 
-    async fn embed_truncated(&self, sequences: &[String]) -> Result<Array2<f32>> {
+    async fn embed_truncated(
+        &self,
+        sequences: &[String],
+        layers: &[usize],
+    ) -> Result<Vec<Array2<f32>>> {
         let tokens: Vec<Vec<u32>> = sequences
             .iter()
             .map(|s| match self.recipe.input {
@@ -331,11 +532,11 @@ impl HfModel {
             ));
         }
         if let Some(size) = self.recipe.file_order_batch() {
-            return self.embed_in_file_order(&tokens, size).await;
+            return self.embed_in_file_order(&tokens, size, layers).await;
         }
         let mut order: Vec<usize> = (0..tokens.len()).collect();
         order.sort_by_key(|&i| (tokens[i].len(), i));
-        let mut out = Array2::<f32>::zeros((sequences.len(), self.dim()));
+        let mut out = self.empty_embeddings(sequences.len(), layers);
         let widest = self.architecture.widest_activation();
         let max_floats = super::backend::max_buffer_floats(&self.compute.device);
         let batch_tokens = batch_tokens(self.compute.kind, max_floats, widest);
@@ -380,40 +581,61 @@ impl HfModel {
             BackendKind::Wgpu => 1,
         };
         for group in batches.chunks(at_once) {
-            let pooled: Vec<Tensor<2>> = if group.len() == 1 {
-                vec![self.forward_pooled(&batch_of(&group[0]))]
+            let pooled: Vec<Vec<Tensor<2>>> = if group.len() == 1 {
+                vec![self.forward_pooled(&batch_of(&group[0]), layers)?]
             } else {
                 use rayon::prelude::*;
                 group
                     .par_iter()
-                    .map(|range| self.forward_pooled(&batch_of(range)))
-                    .collect()
+                    .map(|range| self.forward_pooled(&batch_of(range), layers))
+                    .collect::<Result<_>>()?
             };
             for (range, pooled) in group.iter().zip(pooled) {
-                let pooled = self.compute.read(pooled).await?;
-                for (row, values) in pooled.chunks_exact(self.dim()).enumerate() {
-                    self.check_finite(values, order[range.start + row])?;
-                    out.row_mut(order[range.start + row])
-                        .assign(&ndarray::ArrayView1::from(values));
+                for (pooled, out) in pooled.into_iter().zip(&mut out) {
+                    let pooled = self.compute.read(pooled).await?;
+                    for (row, values) in pooled.chunks_exact(out.ncols()).enumerate() {
+                        self.check_finite(values, order[range.start + row])?;
+                        out.row_mut(order[range.start + row])
+                            .assign(&ndarray::ArrayView1::from(values));
+                    }
                 }
             }
         }
         Ok(out)
     }
 
+    /// Zeros for `rows` sequences' embeddings at each of `layers`.
+    fn empty_embeddings(&self, rows: usize, layers: &[usize]) -> Vec<Array2<f32>> {
+        layers
+            .iter()
+            .map(|&layer| Array2::<f32>::zeros((rows, self.dim_at(layer))))
+            .collect()
+    }
+
     /// The reference's own batches: `size` sequences at a time in input order, padded on the
     /// recipe's side to the batch's longest, the model given the mask only where the
     /// extractor passes it, pooled over the mask or (HyenaDNA) over every position.
-    async fn embed_in_file_order(&self, tokens: &[Vec<u32>], size: usize) -> Result<Array2<f32>> {
-        let mut out = Array2::<f32>::zeros((tokens.len(), self.dim()));
+    async fn embed_in_file_order(
+        &self,
+        tokens: &[Vec<u32>],
+        size: usize,
+        layers: &[usize],
+    ) -> Result<Vec<Array2<f32>>> {
+        let mut out = self.empty_embeddings(tokens.len(), layers);
         for (b, batch) in tokens.chunks(size).enumerate() {
             let batch: Vec<&[u32]> = batch.iter().map(Vec::as_slice).collect();
-            let pooled = self.compute.read(self.forward_padded(&batch)).await?;
-            for (row, values) in pooled.chunks_exact(self.dim()).enumerate() {
-                let sequence = b * size + row;
-                self.check_finite(values, sequence)?;
-                out.row_mut(sequence)
-                    .assign(&ndarray::ArrayView1::from(values));
+            for (pooled, out) in self
+                .forward_padded(&batch, layers)?
+                .into_iter()
+                .zip(&mut out)
+            {
+                let pooled = self.compute.read(pooled).await?;
+                for (row, values) in pooled.chunks_exact(out.ncols()).enumerate() {
+                    let sequence = b * size + row;
+                    self.check_finite(values, sequence)?;
+                    out.row_mut(sequence)
+                        .assign(&ndarray::ArrayView1::from(values));
+                }
             }
         }
         Ok(out)
@@ -435,8 +657,9 @@ impl HfModel {
         }
     }
 
-    /// One forward pass of a batch padded as the recipe pads it ([rows, dim], not read back).
-    fn forward_padded(&self, batch: &[&[u32]]) -> Tensor<2> {
+    /// One forward pass of a batch padded as the recipe pads it ([rows, dim] per layer, not
+    /// read back).
+    fn forward_padded(&self, batch: &[&[u32]], layers: &[usize]) -> Result<Vec<Tensor<2>>> {
         let rows = batch.len();
         let width = batch.iter().map(|t| t.len()).max().unwrap_or(0).max(1);
         let pad = self.tokenizer.pad_id() as i64;
@@ -463,21 +686,66 @@ impl HfModel {
         } else {
             Tensor::<2>::ones([rows, width], device)
         };
-        let hidden = self.architecture.forward(ids, model_mask);
-        self.pool(hidden, mask, batch)
+        let hidden = self.hidden_states(ids, model_mask, layers)?;
+        Ok(self.pool_layers(hidden, mask, batch, layers))
     }
 
-    /// The pooling of `hidden` [rows, width, hidden] over `mask` [rows, width], in f32.
-    fn pool(&self, hidden: Tensor<3>, mask: Tensor<2>, batch: &[&[u32]]) -> Tensor<2> {
+    /// The hidden states at `layers` from one pass: `Arch::forward` itself where only the last
+    /// is asked for (so `?layer=-1` is today's computation, bit for bit).
+    fn hidden_states(
+        &self,
+        ids: Tensor<2, Int>,
+        mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let last = self.last_layer();
+        if layers.iter().all(|&layer| layer == last) {
+            let hidden = self.architecture.forward(ids, mask);
+            return Ok(vec![hidden; layers.len()]);
+        }
+        self.architecture.hidden_states(ids, mask, layers)
+    }
+
+    /// `pool` of each layer's states.
+    fn pool_layers(
+        &self,
+        hidden: Vec<Tensor<3>>,
+        mask: Tensor<2>,
+        batch: &[&[u32]],
+        layers: &[usize],
+    ) -> Vec<Tensor<2>> {
+        hidden
+            .into_iter()
+            .zip(layers)
+            .map(|(hidden, &layer)| self.pool(hidden, mask.clone(), batch, layer))
+            .collect()
+    }
+
+    /// The pooling of `hidden` [rows, width, hidden] (hidden state `layer`) over `mask`
+    /// [rows, width], in f32.
+    fn pool(
+        &self,
+        hidden: Tensor<3>,
+        mask: Tensor<2>,
+        batch: &[&[u32]],
+        layer: usize,
+    ) -> Tensor<2> {
         let rows = batch.len();
         let device = &self.compute.device;
         // Pooled in f32 whatever the model ran in: an f16 sum over a thousand tokens loses
         // digits and can overflow. (A no-op on an f32 device.)
         let hidden = hidden.cast(FloatDType::F32);
-        let width = self.architecture.hidden_size();
+        let last = layer == self.last_layer();
+        let width = if last {
+            self.architecture.hidden_size()
+        } else {
+            self.architecture.hidden_size_at(layer)
+        };
         let pooled = match self.pooling() {
             Pooling::ClsToken => hidden.narrow(1, 0, 1).reshape([rows, width]),
-            Pooling::UnmaskedMean | Pooling::BinMean => hidden.mean_dim(1).reshape([rows, width]),
+            Pooling::UnmaskedMean | Pooling::BinMean | Pooling::TrunkBinMean => {
+                hidden.mean_dim(1).reshape([rows, width])
+            }
             Pooling::MaskedMean | Pooling::HeadLogitsMean => {
                 let mask = mask.cast(FloatDType::F32);
                 let inverse_count = batch
@@ -494,7 +762,11 @@ impl HfModel {
                     * inverse_count
             }
         };
-        self.architecture.after_pooling(pooled)
+        if last {
+            self.architecture.after_pooling(pooled)
+        } else {
+            pooled
+        }
     }
 
     /// The shape a batch of `rows` sequences, the longest `width` tokens, runs at. On a GPU,
@@ -518,9 +790,9 @@ impl HfModel {
         (rows.next_power_of_two(), repeating_width(width).min(cap))
     }
 
-    /// One forward pass, pooled as the reference extractor pools: [rows, dim], not yet read
-    /// back. Run at `run_shape`'s shape, the extra rows dropped before they are read.
-    fn forward_pooled(&self, batch: &[&[u32]]) -> Tensor<2> {
+    /// One forward pass, pooled as the reference extractor pools: [rows, dim] per layer, not
+    /// yet read back. Run at `run_shape`'s shape, the extra rows dropped before they are read.
+    fn forward_pooled(&self, batch: &[&[u32]], layers: &[usize]) -> Result<Vec<Tensor<2>>> {
         let longest = batch.iter().map(|t| t.len()).max().unwrap_or(0);
         let (rows, width) = self.run_shape(batch.len(), longest);
         let padded: Vec<&[u32]> = batch
@@ -540,14 +812,50 @@ impl HfModel {
         let device = &self.compute.device;
         let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [rows, width]), device);
         let mask = Tensor::<2>::from_data(TensorData::new(mask, [rows, width]), device);
-        let hidden = self.architecture.forward(ids, mask.clone());
-        let pooled = self.pool(hidden, mask, &padded);
-        if rows == batch.len() {
-            pooled
-        } else {
-            pooled.narrow(0, 0, batch.len())
-        }
+        let hidden = self.hidden_states(ids, mask.clone(), layers)?;
+        let pooled = self.pool_layers(hidden, mask, &padded, layers);
+        Ok(pooled
+            .into_iter()
+            .map(|pooled| {
+                if rows == batch.len() {
+                    pooled
+                } else {
+                    pooled.narrow(0, 0, batch.len())
+                }
+            })
+            .collect())
     }
+}
+
+/// `?layer=K` values (None: GENEB's last layer) as hidden-state indices of `architecture`; an
+/// error naming the model for a K outside its layers, or any K but the last where the
+/// architecture gives only its last layer's states.
+fn resolve_layers(model: &str, architecture: &dyn Arch, ks: &[Option<i64>]) -> Result<Vec<usize>> {
+    let layers = architecture.layers();
+    ks.iter()
+        .map(|&k| {
+            let k = k.unwrap_or(spec::LAST_LAYER);
+            let resolved = match layers {
+                Some(layers) => spec::resolve_layer(k, layers),
+                None => (k == spec::LAST_LAYER).then_some(0),
+            };
+            resolved.ok_or_else(|| {
+                let why = match layers {
+                    Some(layers) => format!(
+                        "{} has hidden states 0 (the embeddings' output) to {layers} (the last \
+                         layer's): K must be from {} to {layers}",
+                        architecture.family(),
+                        -(layers as i64) - 1
+                    ),
+                    None => format!(
+                        "geneb gives {} only its last layer's states (layer=-1)",
+                        architecture.family()
+                    ),
+                };
+                Error::in_file(model, format!("no layer {k}: {why}"))
+            })
+        })
+        .collect()
 }
 
 /// The smallest width of the form 16 · 2^k or 24 · 2^k that holds `width` tokens: two shapes
@@ -907,6 +1215,19 @@ mod tests {
                 "",
                 "batches independent",
                 Box::new(|r: &mut Recipe| r.batching = Batching::Independent),
+            ),
+            // dnagpt.py's newest version: `<R>` before the sequence, the mean over its ids.
+            (
+                "dnagpt_hidden",
+                "",
+                "no special tokens",
+                Box::new(|r: &mut Recipe| r.special_tokens = SpecialTokens::None),
+            ),
+            (
+                "dnagpt_hidden",
+                "",
+                "unmasked mean",
+                Box::new(|r: &mut Recipe| r.pooling = Pooling::UnmaskedMean),
             ),
         ];
         for (name, query, what, flip) in &flips {

@@ -27,6 +27,9 @@ pub enum Pooling {
     /// The plain mean over the output bins of the model's `human` head (Enformer's
     /// `out['human'].mean(dim=1)`): every input is one fixed length, so nothing is padding.
     BinMean,
+    /// The plain mean over the output bins of the trunk's final pointwise layer, before the
+    /// heads (SPACE's `model(x, return_embeddings=True)[-1].mean(dim=1)`).
+    TrunkBinMean,
 }
 
 impl Pooling {
@@ -39,6 +42,9 @@ impl Pooling {
                 "mean over every position of the padded batch, padding included"
             }
             Pooling::BinMean => "mean over the output bins of the human head's tracks",
+            Pooling::TrunkBinMean => {
+                "mean over the output bins of the final pointwise layer, before the heads"
+            }
         }
     }
 }
@@ -282,6 +288,24 @@ pub const DNAGPT: Recipe = Recipe {
     ..masked_mean("dnagpt", "embedding_pipeline/extractors/dnagpt.py")
 };
 
+/// `dnagpt.py` at e3d5f45, the newest of its versions, which the 3B model's row is taken to be
+/// made with (`?recipe=dnagpt` runs the older reading on it). It imports GENEB's vendored copy of
+/// DNAGPT (`utility_modules/DNAGPT_project`, a3c3bd1), whose forward returns `(logits, x)`,
+/// writes `_, hidden = model(input_ids)` and pools `x`, `ln_f`'s output, over the non-pad ids of
+/// `tokenizer.encode("<R>" + seq, max_len)`; no mask reaches the model (causal, padded on the
+/// right: the real tokens see no padding). The versions disagree: 9fcbcbd imports the
+/// upstream package, whose forward returns the head's logits alone, and pools `outputs[-1]`
+/// (`recipe::DNAGPT`), and there with `main.py`'s batches of 4 `outputs[-1]` is the batch's last
+/// sequence's logits, broadcast over every row; 17be5b0 pools `outputs[-1]` of
+/// `utility_modules/DNAGPT` (not in the stored repository), with no `<R>`. Which version ran is
+/// not recorded; this one is the only one whose output is each sequence's own hidden states.
+pub const DNAGPT_HIDDEN: Recipe = Recipe {
+    mask_to_model: false,
+    reference_dtype: "f16",
+    deviations: &["runs in f32 where the reference casts the model to f16 on CUDA"],
+    ..masked_mean("dnagpt-hidden", "embedding_pipeline/extractors/dnagpt.py")
+};
+
 /// `omnina.py` (OmniNA): the common recipe; it sets the pad token to the eos token, which the
 /// mask keeps out of every result.
 pub const OMNINA: Recipe = masked_mean("omnina", "embedding_pipeline/extractors/omnina.py");
@@ -338,6 +362,51 @@ pub const ENFORMER: Recipe = Recipe {
     ..masked_mean("enformer", "embedding_pipeline/extractors/enformer.py")
 };
 
+/// The length SPACE's extractor centres every sequence to (`self.seq_length = 131_072`).
+pub const SPACE_SEQUENCE_LENGTH: usize = 131_072;
+
+/// SPACE's extractor: `embedding_pipeline/extractors/space.py` (its two versions, 18e4a8d and
+/// e3d5f45, differ only in the base class and a sys.path line): `Space.from_pretrained(name)`
+/// on the model code GENEB vendors (`utility_modules/SPACE`, a3c3bd1), 131,072 bp centred as
+/// Enformer's extractor centres, and `model(x, return_embeddings=True)[-1].mean(dim=1)`: the
+/// mean over 896 bins of `final_pointwise`'s 2·dim features, before the heads.
+pub const SPACE: Recipe = Recipe {
+    input: Input::Centred {
+        length: SPACE_SEQUENCE_LENGTH,
+    },
+    special_tokens: SpecialTokens::None,
+    mask_to_model: false,
+    pooling: Pooling::TrunkBinMean,
+    ..masked_mean("space", "embedding_pipeline/extractors/space.py")
+};
+
+/// The longest input geneb gives Evo-1 131k: its name's context (8,192 positions of training,
+/// stretched 16 times by its interpolated rotary positions). The extractor passes any length.
+pub const EVO_CONTEXT: usize = 131_072;
+
+/// Evo-1's extractor: `embedding_pipeline/extractors/evo.py` (its two versions, 18e4a8d and
+/// e3d5f45, differ only in the base class): evo's `Evo('evo-1-131k-base')` (the model built
+/// from evo's `evo-1-131k-base_inference.yml`, the hub weights at revision `1.1_fix`, cast to
+/// bf16 but for the poles and residues), each sequence's bytes as tokens with nothing added,
+/// and `outputs[-1].mean(dim=1)`, the final RMSNorm's output averaged (GENEB's copy of
+/// stripedhyena's model.py returns it last).
+pub const EVO: Recipe = Recipe {
+    special_tokens: SpecialTokens::None,
+    mask_to_model: false,
+    reference_dtype: "bf16",
+    deviations: &[
+        "the extractor embeds only the first sequence of each batch (`seqs[i:i+bs][0]`); at \
+         main.py's default batch of 4 its classifier could not have been fitted (one embedding \
+         per four labels), so the published row ran one sequence per batch, every sequence \
+         embedded alone and whole: geneb embeds every sequence, each as if alone",
+        "runs in f32 where the reference casts every weight but the long filters' poles and \
+         residues to bf16 on CUDA",
+        "sequences longer than 131,072 bytes are cut there (and counted); the extractor \
+         passes any length whole",
+    ],
+    ..masked_mean("evo", "embedding_pipeline/extractors/evo.py")
+};
+
 /// `omnidna.py` (Omni-DNA): the common recipe cut at `max_length=250` tokens, Omni-DNA's
 /// `max_sequence_length`, in its newest version (e3d5f45); its first (9fcbcbd) cut at 512,
 /// past the positions the models were trained on. The model loads in f32 (no torch_dtype).
@@ -371,6 +440,15 @@ pub const ECCDNAMAMBA: Recipe = Recipe {
         "embedding_pipeline/extractors/eccdnamamba.py",
     )
 };
+/// gpt2_gene_v1 and gpt2_gene_multi_v2_ft (dnagpt's GPT-2 models): darlednik/GENEB has no
+/// extractor file for them in any stored version (its `extractors/` folder holds none naming
+/// gpt2, and neither `main.py` nor the README names one), so the published rows are taken to be
+/// the common recipe's, as `BaseEmbeddingExtractor`'s files write it: `AutoTokenizer` with its
+/// special tokens, right padding, the mask passed, the masked mean of `hidden_states[-1]`, f32.
+pub const GPT2: Recipe = masked_mean(
+    "gpt2",
+    "none (darlednik/GENEB has no gpt2 extractor file; the common recipe of the files)",
+);
 
 /// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
 pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
@@ -389,6 +467,7 @@ pub const RECIPES: &[&Recipe] = &[
     &GENOMICS_FM,
     &DEEPGENE,
     &DNAGPT,
+    &DNAGPT_HIDDEN,
     &GENALM,
     &JANUSDNA,
     &OMNINA,
@@ -396,9 +475,12 @@ pub const RECIPES: &[&Recipe] = &[
     &GENOMEOCEAN_500M,
     &GENOMEOCEAN_4B,
     &ENFORMER,
+    &SPACE,
+    &EVO,
     &OMNIDNA,
     &LUCAONE,
     &ECCDNAMAMBA,
+    &GPT2,
     &GENERIC,
 ];
 
@@ -492,7 +574,7 @@ impl Recipe {
         } else {
             self.deviations.join("; ")
         };
-        let reference = if self.name == GENERIC.name {
+        let reference = if self.reference.starts_with("none") {
             self.reference.to_string()
         } else {
             format!(

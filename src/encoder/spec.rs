@@ -1,6 +1,6 @@
 //! A model as the user names it, parsed once into a typed value: `kmer:K[:canonical]`,
 //! `random-cnn[:SEED]`, `hf:FOLDER` or `hf:owner/name[@revision]`, an `hf:` model optionally
-//! with `?window=SIZE,STRIDE` and/or `?recipe=NAME` (joined by `&`). The CLI and the page parse
+//! with `?window=SIZE,STRIDE`, `?recipe=NAME`, `?layer=K` and/or `?weights=f32|half` (joined by `&`). The CLI and the page parse
 //! what the user wrote once, at their boundary; the run, the encoders and the shard plan take the
 //! typed value.
 
@@ -34,6 +34,81 @@ pub struct HfSpec {
     /// `?recipe=NAME`: another of GENEB's extractor recipes than the model's own
     /// (`encoder::recipe`, e.g. `dnabert2-cls`).
     pub recipe: Option<String>,
+    /// `?layer=K`: the hidden state pooled, indexed as transformers' `output_hidden_states`
+    /// indexes them (0 = the embeddings' output, L = the last layer's), a negative K counting
+    /// from the end. None (or −1) is GENEB's: the last layer, as without the option.
+    pub layer: Option<i64>,
+    /// `?weights=f32|half`: what the large matrices are held in, whatever the memory budget
+    /// would choose (`pretrained::hold_weights`).
+    pub weights: Option<Weights>,
+}
+
+/// What a model's large matrices are held in, where the user says (`?weights=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weights {
+    F32,
+    /// Half precision: the checkpoint's own bf16 or f16, else bf16.
+    Half,
+}
+
+/// The layer GENEB probes: the last (`?layer=-1`).
+pub const LAST_LAYER: i64 = -1;
+
+/// `geneb eval --layers`: which layers of each `hf:` model run, each as a submission of its
+/// own (`hf:MODEL?layer=K`), from one forward pass.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub enum LayerSweep {
+    /// Every hidden state, 0 (the embeddings' output) to the last.
+    All,
+    /// These K (negative from the end), in the order given.
+    Only(Vec<i64>),
+}
+
+impl LayerSweep {
+    /// `all`, or K values separated by commas (`0,6,-1`).
+    pub fn parse(text: &str) -> Result<LayerSweep> {
+        if text.trim() == "all" {
+            return Ok(LayerSweep::All);
+        }
+        let ks = text
+            .split(',')
+            .map(|k| k.trim().parse::<i64>())
+            .collect::<std::result::Result<Vec<i64>, _>>();
+        match ks {
+            Ok(ks) if !ks.is_empty() => Ok(LayerSweep::Only(ks)),
+            _ => Err(Error::new(format!(
+                "--layers '{text}': expected all, or layers K separated by commas (0 = the \
+                 embeddings' output, -1 = the last layer's)"
+            ))),
+        }
+    }
+
+    /// The K asked for, None for all.
+    pub fn ks(&self) -> Option<&[i64]> {
+        match self {
+            LayerSweep::All => None,
+            LayerSweep::Only(ks) => Some(ks),
+        }
+    }
+}
+
+impl TryFrom<String> for LayerSweep {
+    type Error = Error;
+    fn try_from(text: String) -> Result<LayerSweep> {
+        LayerSweep::parse(&text)
+    }
+}
+
+/// `?layer=K` for a model of `layers` layers (hidden states 0..=layers): the state's index, or
+/// None where K is outside −(layers + 1)…layers.
+pub fn resolve_layer(k: i64, layers: usize) -> Option<usize> {
+    let states = i64::try_from(layers).ok()?.checked_add(1)?;
+    let index = if k < 0 { states.checked_add(k)? } else { k };
+    (0..states)
+        .contains(&index)
+        .then(|| usize::try_from(index).ok())
+        .flatten()
 }
 
 /// Sliding windows, the non-standard alternative to truncation (`hf:MODEL?window=1024,512`):
@@ -64,9 +139,26 @@ impl ModelKind {
         let bad = |why: &str| Error::new(format!("model '{text}': {why}"));
         if let Some(rest) = text.strip_prefix("hf:") {
             let (source, options) = rest.split_once('?').unwrap_or((rest, ""));
-            let (mut window, mut recipe) = (None, None);
+            let (mut window, mut recipe, mut layer, mut weights) = (None, None, None, None);
             for option in options.split('&').filter(|o| !o.is_empty()) {
-                if let Some(name) = option.strip_prefix("recipe=") {
+                if let Some(k) = option.strip_prefix("layer=") {
+                    match k.trim().parse::<i64>() {
+                        Ok(k) if layer.is_none() => layer = Some(k),
+                        _ => {
+                            return Err(bad(
+                                "expected ?layer=K once, K a whole number (0 = the embeddings' \
+                                 output, 1 = the first layer's, -1 = the last layer's)",
+                            ));
+                        }
+                    }
+                } else if let Some(held) = option.strip_prefix("weights=") {
+                    let held = match held.trim() {
+                        "f32" if weights.is_none() => Weights::F32,
+                        "half" if weights.is_none() => Weights::Half,
+                        _ => return Err(bad("expected ?weights=f32 or ?weights=half once")),
+                    };
+                    weights = Some(held);
+                } else if let Some(name) = option.strip_prefix("recipe=") {
                     if name.trim().is_empty() || recipe.is_some() {
                         return Err(bad("expected ?recipe=NAME once"));
                     }
@@ -76,8 +168,8 @@ impl ModelKind {
                 } else {
                     window = Some(parse_window(option).ok_or_else(|| {
                         bad(
-                            "expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE) \
-                             or ?recipe=NAME",
+                            "expected ?window=SIZE,STRIDE (nucleotides, 0 < STRIDE <= SIZE), \
+                             ?recipe=NAME, ?layer=K or ?weights=f32|half",
                         )
                     })?);
                 }
@@ -93,6 +185,8 @@ impl ModelKind {
                 source: source.to_string(),
                 window,
                 recipe,
+                layer,
+                weights,
             }));
         }
         let mut parts = text.split(':');
@@ -162,6 +256,23 @@ impl HfSpec {
                 "model '{}': model files were given, so its spec must be hf:NAME",
                 text.trim()
             ))),
+        }
+    }
+
+    /// The same model at layer `k` (`geneb eval --layers`): its text with `layer=K` in place of
+    /// any it had.
+    pub fn at_layer(&self, k: i64) -> HfSpec {
+        let (source, options) = self.text.split_once('?').unwrap_or((&self.text, ""));
+        let options: Vec<&str> = options
+            .split('&')
+            .filter(|o| !o.is_empty() && !o.starts_with("layer="))
+            .collect();
+        let layer = format!("layer={k}");
+        let options: Vec<&str> = options.into_iter().chain([layer.as_str()]).collect();
+        HfSpec {
+            text: format!("{source}?{}", options.join("&")),
+            layer: Some(k),
+            ..self.clone()
         }
     }
 
@@ -250,6 +361,11 @@ mod tests {
         };
         assert_eq!(both.recipe.as_deref(), Some("dnabert2-cls"));
         assert_eq!(both.window.map(|w| w.size), Some(1024));
+        assert_eq!(both.weights, None);
+        let ModelKind::Hf(half) = ModelSpec::parse("hf:m?weights=half").unwrap().kind else {
+            panic!("not hf")
+        };
+        assert_eq!(half.weights, Some(Weights::Half));
         let ModelKind::Hf(folder) = ModelSpec::parse("hf:./models/nt").unwrap().kind else {
             panic!("not hf")
         };
@@ -269,10 +385,19 @@ mod tests {
             ("hf:m?recipe=", "expected ?recipe=NAME once"),
             ("hf:m?recipe=a&recipe=b", "expected ?recipe=NAME once"),
             (
+                "hf:m?weights=f16",
+                "expected ?weights=f32 or ?weights=half once",
+            ),
+            ("hf:m?weights=half&weights=f32", "expected ?weights=f32"),
+            (
                 "hf:m?window=4,2&window=4,2",
                 "expected ?window=SIZE,STRIDE once",
             ),
             ("bert", "unknown model 'bert'"),
+            ("hf:m?layer=", "expected ?layer=K once"),
+            ("hf:m?layer=1.5", "expected ?layer=K once"),
+            ("hf:m?layer=last", "expected ?layer=K once"),
+            ("hf:m?layer=1&layer=2", "expected ?layer=K once"),
         ] {
             let err = ModelSpec::parse(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad}: {err}");
@@ -289,6 +414,44 @@ mod tests {
             assert_eq!(ModelSpec::parse(given).unwrap().to_string(), shown);
         }
         assert!(HfSpec::parse("kmer:3").is_err());
+    }
+
+    #[test]
+    fn layers_count_as_output_hidden_states_does() {
+        let ModelKind::Hf(spec) = ModelSpec::parse("hf:m?recipe=x&layer=-2").unwrap().kind else {
+            panic!("not hf")
+        };
+        assert_eq!((spec.layer, spec.recipe.as_deref()), (Some(-2), Some("x")));
+        assert_eq!(
+            spec.at_layer(3).text,
+            "hf:m?recipe=x&layer=3",
+            "the sweep's spec replaces the layer"
+        );
+        assert_eq!(spec.at_layer(0).layer, Some(0));
+        assert_eq!(
+            HfSpec::parse("hf:m").unwrap().at_layer(-1).text,
+            "hf:m?layer=-1"
+        );
+        // 4 layers: hidden states 0 (embeddings) … 4 (last).
+        for (k, index) in [(0, Some(0)), (4, Some(4)), (-1, Some(4)), (-5, Some(0))] {
+            assert_eq!(resolve_layer(k, 4), index, "K = {k}");
+        }
+        for k in [5, -6, i64::MIN, i64::MAX] {
+            assert_eq!(resolve_layer(k, 4), None, "K = {k}");
+        }
+    }
+
+    #[test]
+    fn a_sweep_is_all_layers_or_a_list() {
+        assert_eq!(LayerSweep::parse("all").unwrap(), LayerSweep::All);
+        assert_eq!(
+            LayerSweep::parse("0, 6,-1").unwrap(),
+            LayerSweep::Only(vec![0, 6, -1])
+        );
+        for bad in ["", "1,,2", "last", "1.5"] {
+            let err = LayerSweep::parse(bad).unwrap_err().to_string();
+            assert!(err.contains("expected all, or layers K"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -629,7 +629,9 @@ pub fn cached_models(hub: &Hub) -> std::collections::BTreeMap<String, Vec<String
                 .filter(|rev| {
                     let cached =
                         |path: &str| hub.cached_size(&HubFile::model(&repo, rev, path)).is_some();
-                    cached(MODEL_CONFIG) && MODEL_WEIGHTS.iter().any(|w| cached(w))
+                    let index = crate::checkpoint::safetensors::INDEX;
+                    cached(MODEL_CONFIG)
+                        && (MODEL_WEIGHTS.iter().any(|w| cached(w)) || cached(index))
                 })
                 .collect();
             if !revisions.is_empty() {
@@ -662,58 +664,71 @@ pub fn fetch_model_files(
     on_progress: &mut dyn FnMut(Progress),
 ) -> Result<crate::checkpoint::ModelFiles> {
     let mut files = crate::checkpoint::ModelFiles::new(format!("{repo}@{revision}"));
-    let mut get = |path: &str, required: bool| -> Result<bool> {
-        let file = HubFile::model(repo, revision, path);
-        let local = match hub.cache_state(&file) {
-            CacheState::Verified { path, .. } if file.is_commit() || hub.offline => Some(path),
-            _ if hub.offline => None,
-            cached => match hub.remote_if_exists(&file) {
-                Ok(None) => None,
-                Ok(Some(_)) => match hub.locate(&file)? {
-                    Located::Cached { path, .. } => Some(path),
-                    Located::Remote(remote) => {
-                        on_file(&file, remote.size);
-                        Some(hub.download(&file, &remote, on_progress)?)
-                    }
+    let mut get =
+        |files: &mut crate::checkpoint::ModelFiles, path: &str, required: bool| -> Result<bool> {
+            let file = HubFile::model(repo, revision, path);
+            let local = match hub.cache_state(&file) {
+                CacheState::Verified { path, .. } if file.is_commit() || hub.offline => Some(path),
+                _ if hub.offline => None,
+                cached => match hub.remote_if_exists(&file) {
+                    Ok(None) => None,
+                    Ok(Some(_)) => match hub.locate(&file)? {
+                        Located::Cached { path, .. } => Some(path),
+                        Located::Remote(remote) => {
+                            on_file(&file, remote.size);
+                            Some(hub.download(&file, &remote, on_progress)?)
+                        }
+                    },
+                    // The network failed: a verified copy from an earlier run still serves, and an
+                    // optional file that run did not cache is one the repo does not have (config.json
+                    // comes first, so a model never fetched fails on it with the network error).
+                    Err(err) => match cached {
+                        CacheState::Verified { path, .. } => Some(path),
+                        _ if !required => None,
+                        _ => return Err(err),
+                    },
                 },
-                // The network failed: a verified copy from an earlier run still serves, and an
-                // optional file that run did not cache is one the repo does not have (config.json
-                // comes first, so a model never fetched fails on it with the network error).
-                Err(err) => match cached {
-                    CacheState::Verified { path, .. } => Some(path),
-                    _ if !required => None,
-                    _ => return Err(err),
-                },
-            },
-        };
-        let Some(local) = local else {
-            return if required {
-                Err(Error::new(format!(
-                    "{} is not on the hub{}; is '{repo}' a model repo with config.json and \
-                     model.safetensors or pytorch_model.bin?",
-                    file.describe(),
-                    if hub.offline {
-                        " cache (--offline)"
-                    } else {
-                        ""
-                    }
-                )))
-            } else {
-                Ok(false)
             };
+            let Some(local) = local else {
+                return if required {
+                    Err(Error::new(format!(
+                        "{} is not on the hub{}; is '{repo}' a model repo with config.json and \
+                     model.safetensors or pytorch_model.bin?",
+                        file.describe(),
+                        if hub.offline {
+                            " cache (--offline)"
+                        } else {
+                            ""
+                        }
+                    )))
+                } else {
+                    Ok(false)
+                };
+            };
+            let file = crate::checkpoint::source::LocalFile::open(&local).map_err(|e| {
+                Error::in_file(local.display().to_string(), format!("cannot read: {e}"))
+            })?;
+            files.insert_source(path, Box::new(file))?;
+            Ok(true)
         };
-        let file = crate::checkpoint::source::LocalFile::open(&local).map_err(|e| {
-            Error::in_file(local.display().to_string(), format!("cannot read: {e}"))
-        })?;
-        files.insert_source(path, Box::new(file))?;
-        Ok(true)
-    };
-    get(MODEL_CONFIG, true)?;
+    get(&mut files, MODEL_CONFIG, true)?;
     for name in MODEL_TOKENIZER_FILES {
-        get(name, false)?;
+        get(&mut files, name, false)?;
     }
-    if !get(MODEL_WEIGHTS[0], false)? {
-        get(MODEL_WEIGHTS[1], true)?;
+    // As transformers looks for them: one safetensors file, a sharded one's index and every
+    // shard it names (names outside the repo's folder refused before any is fetched), the
+    // PyTorch file.
+    let index = crate::checkpoint::safetensors::INDEX;
+    if !get(&mut files, MODEL_WEIGHTS[0], false)? {
+        if get(&mut files, index, false)? {
+            let source = format!("{repo}@{revision}/{index}");
+            let bytes = files.get(index).unwrap_or_default().to_vec();
+            for shard in crate::checkpoint::safetensors::shard_names(&source, &bytes)? {
+                get(&mut files, &shard, true)?;
+            }
+        } else {
+            get(&mut files, MODEL_WEIGHTS[1], true)?;
+        }
     }
     Ok(files)
 }

@@ -30,6 +30,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The k-mer length.
 pub const K: usize = 21;
@@ -429,11 +430,23 @@ const fn code(base: u8) -> u64 {
     }
 }
 
-const MASK: u64 = (1 << (2 * K)) - 1;
+/// Bits of a packed 21-mer.
+const BITS: u32 = 2 * K as u32;
+const MASK: u64 = (1 << BITS) - 1;
 
-/// The distinct canonical 21-mers of `sequence`, sorted, into `out` (cleared first).
-pub fn canonical_kmers(sequence: &str, out: &mut Vec<u64>) {
-    out.clear();
+/// A bijection of the 42-bit packed 21-mers (multiplications by odd numbers and xor-shifts by
+/// half the width each undo): the index files 21-mers by their top bits, which in packed
+/// canonical 21-mers crowd (they start with A or C more often; low-complexity ones are near 0).
+const fn scramble(kmer: u64) -> u64 {
+    let mut x = kmer.wrapping_mul(0x9e37_79b9_7f4a_7c15) & MASK;
+    x ^= x >> (BITS / 2);
+    x = x.wrapping_mul(0xc2b2_ae3d_27d4_eb4f) & MASK;
+    x ^ (x >> (BITS / 2))
+}
+
+/// Calls `each` with the scrambled canonical 21-mer of every window of A/C/G/T of `sequence`,
+/// in order, repeats included.
+fn for_each_kmer(sequence: &str, mut each: impl FnMut(u64)) {
     let (mut forward, mut reverse, mut run) = (0u64, 0u64, 0usize);
     for &base in sequence.as_bytes() {
         let c = code(base);
@@ -445,14 +458,21 @@ pub fn canonical_kmers(sequence: &str, out: &mut Vec<u64>) {
         reverse = (reverse >> 2) | ((3 - c) << (2 * (K - 1)));
         run += 1;
         if run >= K {
-            out.push(forward.min(reverse));
+            each(scramble(forward.min(reverse)));
         }
     }
+}
+
+/// The distinct scrambled canonical 21-mers of `sequence`, sorted, into `out` (cleared first).
+fn distinct_kmers(sequence: &str, out: &mut Vec<u64>) {
+    out.clear();
+    for_each_kmer(sequence, |kmer| out.push(kmer));
     out.sort_unstable();
     out.dedup();
 }
 
-/// murmur3's 64-bit finaliser: packed k-mers' low bits are the last bases alone.
+/// murmur3's 64-bit finaliser: hashbrown wants the top bits of a hash to vary, and scrambled
+/// 21-mers have 22 zero bits on top.
 #[derive(Default)]
 struct KmerHasher(u64);
 
@@ -477,18 +497,35 @@ impl Hasher for KmerHasher {
 
 type KmerMap<V> = HashMap<u64, V, BuildHasherDefault<KmerHasher>>;
 
-/// Marks a 21-mer held by more than `MAX_HOLDERS` rows.
+/// The row of an index entry that marks a 21-mer held by more than `MAX_HOLDERS` rows.
 const REPEAT: u32 = u32::MAX;
 
-/// Rows per parallel batch while the index is built.
-const BUILD_BATCH: usize = 4096;
+/// Top bits of a scrambled 21-mer that say which part of the index files it: at most 256 parts
+/// (threads building it).
+const PART_BITS: u32 = 8;
+/// The entries are first filed in 4,096 regions by the scrambled 21-mer's top bits — few enough
+/// that the region being written to is in cache — then each region is sorted where it lies.
+const REGION_BITS: u32 = 12;
+/// The sketch has a one-byte cell for every 16 windows (a cell of mostly unrelated 21-mers
+/// reaches 65 windows by chance far too rarely to matter, and it stays in cache), at least 2^12
+/// and at most 2^24.
+const WINDOWS_PER_CELL: u64 = 16;
+const MAX_SKETCH_BITS: u32 = 24;
+/// The directory has a bucket for every 8 entries, at most 2^28 buckets.
+const ENTRIES_PER_BUCKET: u64 = 8;
+const MAX_BUCKET_BITS: u32 = 28;
 
-/// Which rows hold each informative 21-mer of a set of sequences.
+/// Which rows hold each informative 21-mer of a set of sequences: a sorted list of
+/// (21-mer, row) entries, 8 bytes each, with a directory of buckets by the scrambled 21-mer's
+/// top bits. A hash map of 21-mers to their holders cost three times that, built on one thread.
 pub struct Index {
-    /// 21-mer → (start in `holders`, rows holding it), or `REPEAT`.
-    slots: KmerMap<(u32, u32)>,
-    /// The holders of every informative 21-mer, each one's rows ascending.
-    holders: Vec<u32>,
+    /// The scrambled 21-mer's top bits that name its bucket.
+    bucket_bits: u32,
+    /// Bucket b's entries are `entries[starts[b]..starts[b + 1]]`.
+    starts: Vec<u32>,
+    /// (the scrambled 21-mer's bits below its region's) << 32 | row, ascending; a repeat is one
+    /// entry whose row is `REPEAT`.
+    entries: Vec<u64>,
 }
 
 /// What a query shares with the indexed rows.
@@ -502,69 +539,361 @@ pub struct Shared {
     pub rows: Vec<(u32, usize)>,
 }
 
+/// One of the index's parts, a range of the scrambled 21-mers' top `PART_BITS` bits. Each part
+/// is built on its own thread, which reads every row and keeps the 21-mers in its range: no two
+/// threads write the same memory, and each sees the rows in order.
+#[derive(Clone, Copy)]
+struct Part {
+    first: u64,
+    end: u64,
+}
+
+impl Part {
+    fn holds(self, kmer: u64) -> bool {
+        let top = kmer >> (BITS - PART_BITS);
+        self.first <= top && top < self.end
+    }
+
+    /// Its first cell in a table indexed by the scrambled 21-mers' top `bits` bits.
+    fn first_cell(self, bits: u32) -> usize {
+        (self.first << (bits - PART_BITS)) as usize
+    }
+}
+
+/// `n` parts of (nearly) equal ranges.
+fn parts(n: usize) -> Vec<Part> {
+    let n = n.clamp(1, 1 << PART_BITS) as u64;
+    let bound = |p: u64| (p << PART_BITS).div_ceil(n);
+    (0..n)
+        .map(|p| Part {
+            first: bound(p),
+            end: bound(p + 1),
+        })
+        .collect()
+}
+
+/// `table`, indexed by the scrambled 21-mers' top `bits` bits, cut into the parts' cells.
+fn split_by_part<'a, T>(mut table: &'a mut [T], bits: u32, parts: &[Part]) -> Vec<&'a mut [T]> {
+    parts
+        .iter()
+        .map(|part| {
+            let cells = ((part.end - part.first) << (bits - PART_BITS)) as usize;
+            let (mine, rest) = std::mem::take(&mut table).split_at_mut(cells);
+            table = rest;
+            mine
+        })
+        .collect()
+}
+
+/// How many rows hold a 21-mer the sketch could not call informative, counted exactly.
+struct Unsure {
+    holders: u32,
+    /// The last row counted (or, in the last pass, filed).
+    last: u32,
+}
+
+/// Estimated bytes per entry of a hash map of `Unsure` (key, value, control byte, 7/8 load).
+const UNSURE_BYTES: u64 = (8 + 8 + 1) * 8 / 7;
+
+/// Bits enough to number `n` things.
+fn bits_for(n: u64) -> u32 {
+    u64::BITS - n.saturating_sub(1).leading_zeros()
+}
+
+/// The budget's one-line error for `meter`, when a part of the index went over its room.
+fn over_budget(meter: &mut Meter) -> crate::Error {
+    meter.add(u64::MAX).err().unwrap_or_else(|| {
+        crate::Error::new("the audit's 21-mer index needs more than geneb's memory budget")
+    })
+}
+
 impl Index {
-    /// The index of `sequences`, what it holds charged to `meter`.
+    /// The index of `sequences`, what it holds charged to `meter` before it is allocated.
+    ///
+    /// Three passes over the rows, each on every core (one part a thread): (1) a saturating
+    /// count of windows per cell of a sketch — a 21-mer whose cell has at most `MAX_HOLDERS`
+    /// windows is held by at most that many rows, surely informative, and needs no count of its
+    /// own; (2) the entries per region, and the exact holders of the 21-mers the sketch is
+    /// unsure of (repeats: few distinct ones however many rows hold them); (3) the entries
+    /// filed in their regions, each region sorted. Nothing depends on the number of parts.
     pub fn build(sequences: &[String], meter: &mut Meter) -> Result<Index> {
         if sequences.len() >= REPEAT as usize {
             return Err(crate::Error::new(
                 "the audit takes fewer than 2^32 - 1 rows",
             ));
         }
-        let mut slots: KmerMap<(u32, u32)> = KmerMap::default();
-        // Pass 1: how many rows hold each 21-mer.
-        for_each_batch(sequences, meter, |_, kmers| {
-            for &kmer in kmers {
-                let slot = slots.entry(kmer).or_insert((0, 0));
-                slot.1 = slot.1.saturating_add(1);
-            }
-            slots.capacity() as u64 * SLOT_BYTES
-        })?;
-        // Room for each informative 21-mer's holders; repeats hold none.
-        let mut total = 0u64;
-        for slot in slots.values_mut() {
-            if slot.1 as usize > MAX_HOLDERS {
-                *slot = (REPEAT, 0);
-            } else {
-                slot.0 = u32::try_from(total).map_err(|_| {
-                    crate::Error::new("the audit's index holds at most 2^32 rows of 21-mers")
-                })?;
-                total += u64::from(slot.1);
-                slot.1 = 0;
+        let windows: u64 = sequences
+            .iter()
+            .map(|s| (s.len() as u64).saturating_sub(K as u64 - 1))
+            .sum();
+        // Entries are at most the windows (a repeat's one entry stands for 65 of them).
+        if windows >= u64::from(u32::MAX) {
+            return Err(crate::Error::new(
+                "the audit's index holds fewer than 2^32 - 1 21-mers",
+            ));
+        }
+        let parts = parts(rayon::current_num_threads());
+        let mut charged = 0u64;
+        let mut charge = |meter: &mut Meter, bytes: u64| {
+            charged += bytes;
+            meter.add(bytes).map(|()| charged)
+        };
+
+        // Pass 1: the sketch.
+        let sketch_bits = bits_for(windows / WINDOWS_PER_CELL).clamp(REGION_BITS, MAX_SKETCH_BITS);
+        charge(meter, 1 << sketch_bits)?;
+        let mut sketch = vec![0u8; 1 << sketch_bits];
+        let sketch_shift = BITS - sketch_bits;
+        split_by_part(&mut sketch, sketch_bits, &parts)
+            .into_par_iter()
+            .zip(&parts)
+            .for_each(|(cells, &part)| {
+                let first = part.first_cell(sketch_bits);
+                for s in sequences {
+                    for_each_kmer(s, |kmer| {
+                        if part.holds(kmer) {
+                            let cell = &mut cells[(kmer >> sketch_shift) as usize - first];
+                            if usize::from(*cell) <= MAX_HOLDERS {
+                                *cell += 1;
+                            }
+                        }
+                    });
+                }
+            });
+        let sure = |kmer: u64| usize::from(sketch[(kmer >> sketch_shift) as usize]) <= MAX_HOLDERS;
+
+        // Pass 2: entries per region, counted at region_ends[r + 1].
+        let region_shift = BITS - REGION_BITS;
+        let low_mask = (1u64 << region_shift) - 1;
+        let mut region_ends = vec![0u32; (1 << REGION_BITS) + 1];
+        // The unsure 21-mers' maps grow on every thread at once: they share what is left.
+        let room = crate::budget::limit().saturating_sub(charge(meter, 0)?);
+        let taken = AtomicU64::new(0);
+        let counted: Vec<Option<KmerMap<Unsure>>> =
+            split_by_part(&mut region_ends[1..], REGION_BITS, &parts)
+                .into_par_iter()
+                .zip(&parts)
+                .map(|(counts, &part)| {
+                    let first = part.first_cell(REGION_BITS);
+                    let mut unsure: KmerMap<Unsure> = KmerMap::default();
+                    let mut over = false;
+                    for (row, s) in sequences.iter().enumerate() {
+                        for_each_kmer(s, |kmer| {
+                            if over || !part.holds(kmer) {
+                                return;
+                            }
+                            if sure(kmer) {
+                                counts[(kmer >> region_shift) as usize - first] += 1;
+                                return;
+                            }
+                            if unsure.len() == unsure.capacity() && !unsure.contains_key(&kmer) {
+                                let more = unsure.capacity().max(4) as u64 * UNSURE_BYTES;
+                                over = taken.fetch_add(more, Ordering::Relaxed) + more > room;
+                                if over {
+                                    return;
+                                }
+                            }
+                            let held = unsure.entry(kmer).or_insert(Unsure {
+                                holders: 0,
+                                last: REPEAT,
+                            });
+                            if held.last != row as u32 {
+                                held.last = row as u32;
+                                held.holders += 1;
+                            }
+                        });
+                        if over {
+                            return None;
+                        }
+                    }
+                    for (&kmer, held) in &mut unsure {
+                        // A repeat's one entry, or one per holder.
+                        counts[(kmer >> region_shift) as usize - first] +=
+                            if held.holders as usize > MAX_HOLDERS {
+                                1
+                            } else {
+                                held.holders
+                            };
+                        held.last = REPEAT;
+                    }
+                    Some(unsure)
+                })
+                .collect();
+        charge(meter, taken.load(Ordering::Relaxed))?;
+        let mut unsure = counted
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| over_budget(meter))?;
+        // region_ends[r + 1] becomes region r's start, the cursor pass 3 files it at, and then
+        // its end.
+        let mut total = 0u32;
+        for cell in &mut region_ends[1..] {
+            let count = *cell;
+            *cell = total;
+            total += count;
+        }
+        // Which sketch cells hold an unsure 21-mer that is informative after all: pass 3 looks
+        // up no repeat in the maps (a table of near-identical rows is almost all repeats).
+        charge(meter, sketch.len() as u64)?;
+        let mut unsure_informative = vec![false; sketch.len()];
+        for (&kmer, held) in unsure.iter().flatten() {
+            if held.holders as usize <= MAX_HOLDERS {
+                unsure_informative[(kmer >> sketch_shift) as usize] = true;
             }
         }
-        meter.add(total * 4)?;
-        let mut holders = vec![0u32; total as usize];
-        // Pass 2: the holders, rows in order.
-        for_each_batch(sequences, meter, |row, kmers| {
-            for kmer in kmers {
-                if let Some(slot) = slots.get_mut(kmer)
-                    && slot.0 != REPEAT
-                {
-                    holders[(slot.0 + slot.1) as usize] = row as u32;
-                    slot.1 += 1;
+        let part_starts: Vec<u32> = parts
+            .iter()
+            .map(|part| region_ends[part.first_cell(REGION_BITS) + 1])
+            .collect();
+
+        // Pass 3: the entries, filed in their regions, each region sorted.
+        charge(meter, u64::from(total) * 8)?;
+        let mut entries = vec![0u64; total as usize];
+        let mut part_entries = Vec::with_capacity(parts.len());
+        let mut rest = entries.as_mut_slice();
+        for (p, &begin) in part_starts.iter().enumerate() {
+            let end = part_starts.get(p + 1).copied().unwrap_or(total);
+            let (mine, after) = std::mem::take(&mut rest).split_at_mut((end - begin) as usize);
+            part_entries.push(mine);
+            rest = after;
+        }
+        let kept: Vec<u32> = split_by_part(&mut region_ends[1..], REGION_BITS, &parts)
+            .into_par_iter()
+            .zip(part_entries)
+            .zip(&mut unsure)
+            .zip(&parts)
+            .zip(&part_starts)
+            .map(|((((cursors, mine), unsure), &part), &begin)| {
+                let first = part.first_cell(REGION_BITS);
+                let mut file = |kmer: u64, row: u32| {
+                    let cursor = &mut cursors[(kmer >> region_shift) as usize - first];
+                    mine[(*cursor - begin) as usize] = (kmer & low_mask) << 32 | u64::from(row);
+                    *cursor += 1;
+                };
+                for (row, s) in sequences.iter().enumerate() {
+                    let row = row as u32;
+                    for_each_kmer(s, |kmer| {
+                        if !part.holds(kmer) {
+                            return;
+                        }
+                        if sure(kmer) {
+                            file(kmer, row);
+                        } else if unsure_informative[(kmer >> sketch_shift) as usize]
+                            && let Some(held) = unsure.get_mut(&kmer)
+                            && held.holders as usize <= MAX_HOLDERS
+                            && held.last != row
+                        {
+                            held.last = row;
+                            file(kmer, row);
+                        }
+                    });
                 }
+                for (&kmer, held) in unsure.iter() {
+                    if held.holders as usize > MAX_HOLDERS {
+                        file(kmer, REPEAT);
+                    }
+                }
+                // Each region sorted (a 21-mer's entries together, rows ascending) and rid of
+                // the entries a row's repeated windows made, moved down over the gaps.
+                let (mut kept, mut from) = (0usize, 0usize);
+                for end in cursors.iter_mut() {
+                    let to = (*end - begin) as usize;
+                    mine[from..to].sort_unstable();
+                    let region_first = kept;
+                    for i in from..to {
+                        if kept == region_first || mine[kept - 1] != mine[i] {
+                            mine[kept] = mine[i];
+                            kept += 1;
+                        }
+                    }
+                    from = to;
+                    *end = begin + kept as u32;
+                }
+                kept as u32
+            })
+            .collect();
+        drop(sketch);
+        drop(unsure_informative);
+        drop(unsure);
+        // The parts' entries moved together.
+        let mut next = 0u32;
+        for ((&begin, &kept), part) in part_starts.iter().zip(&kept).zip(&parts) {
+            entries.copy_within(begin as usize..(begin + kept) as usize, next as usize);
+            let regions = part.first_cell(REGION_BITS) + 1
+                ..(part.end << (REGION_BITS - PART_BITS)) as usize + 1;
+            for end in &mut region_ends[regions] {
+                *end = *end - begin + next;
             }
-            0
-        })?;
-        Ok(Index { slots, holders })
+            next += kept;
+        }
+        entries.truncate(next as usize);
+
+        // The directory: entries ascend by bucket (regions in order, each sorted), so each
+        // bucket's start is found in one walk.
+        let bucket_bits =
+            bits_for(u64::from(next) / ENTRIES_PER_BUCKET).clamp(REGION_BITS, MAX_BUCKET_BITS);
+        charge(meter, ((1u64 << bucket_bits) + 1) * 4)?;
+        let mut starts = Vec::with_capacity((1 << bucket_bits) + 1);
+        let below = BITS - bucket_bits;
+        for (region, ends) in region_ends.windows(2).enumerate() {
+            for (at, &entry) in (ends[0]..).zip(&entries[ends[0] as usize..ends[1] as usize]) {
+                let bucket =
+                    region << (bucket_bits - REGION_BITS) | (entry >> 32 >> below) as usize;
+                starts.resize(bucket + 1, at);
+            }
+        }
+        starts.resize((1 << bucket_bits) + 1, next);
+        Ok(Index {
+            bucket_bits,
+            starts,
+            entries,
+        })
     }
 
     /// What `query` shares with the indexed rows. `skip` leaves one row out (a row queried
     /// against an index of its own table).
     pub fn shared_except(&self, query: &str, skip: Option<u32>) -> Shared {
         let mut kmers = Vec::new();
-        canonical_kmers(query, &mut kmers);
+        distinct_kmers(query, &mut kmers);
+        // In stages, each loop's reads independent of each other so that their cache misses
+        // overlap: the buckets' bounds, then the 21-mers' entries within them.
+        let shift = BITS - self.bucket_bits;
+        let bounds: Vec<(u32, u32)> = kmers
+            .iter()
+            .map(|&kmer| {
+                let bucket = (kmer >> shift) as usize;
+                (self.starts[bucket], self.starts[bucket + 1])
+            })
+            .collect();
+        // Each bucket's first entry: a 21-mer below it has none, and a search starts in the
+        // cache line just read.
+        let firsts: Vec<u64> = bounds
+            .iter()
+            .map(|&(start, end)| {
+                if start < end {
+                    self.entries[start as usize] >> 32
+                } else {
+                    u64::MAX
+                }
+            })
+            .collect();
         let mut informative = 0;
         let mut hits: Vec<u32> = Vec::new();
-        for kmer in &kmers {
-            match self.slots.get(kmer) {
-                Some(&(REPEAT, _)) => {}
-                Some(&(start, len)) => {
+        for ((&kmer, &(start, end)), &first) in kmers.iter().zip(&bounds).zip(&firsts) {
+            let low = kmer & ((1 << (BITS - REGION_BITS)) - 1);
+            if low < first {
+                informative += 1;
+                continue;
+            }
+            let bucket = &self.entries[start as usize..end as usize];
+            let from = bucket.partition_point(|&e| e >> 32 < low);
+            let len = bucket[from..].partition_point(|&e| e >> 32 == low);
+            match &bucket[from..from + len] {
+                [repeat] if *repeat as u32 == REPEAT => {}
+                held => {
                     informative += 1;
-                    let rows = &self.holders[start as usize..(start + len) as usize];
-                    hits.extend(rows.iter().filter(|&&r| Some(r) != skip));
+                    hits.extend(held.iter().map(|&e| e as u32).filter(|&r| Some(r) != skip));
                 }
-                None => informative += 1,
             }
         }
         hits.sort_unstable();
@@ -594,44 +923,6 @@ impl Index {
     }
 }
 
-/// Bytes per hash-map slot of the index (key, value and hashbrown's control byte).
-const SLOT_BYTES: u64 = 8 + 8 + 1;
-
-/// Runs `each(row, distinct 21-mers of row)` over every row in order, the 21-mers of a batch
-/// of rows found in parallel (and charged while held); `each` returns what the index holds
-/// now in bytes, which the meter is topped up to.
-fn for_each_batch(
-    sequences: &[String],
-    meter: &mut Meter,
-    mut each: impl FnMut(usize, &[u64]) -> u64,
-) -> Result<()> {
-    let mut charged = 0u64;
-    let mut batch_bytes = 0u64;
-    for (b, batch) in sequences.chunks(BUILD_BATCH).enumerate() {
-        let kmers: Vec<Vec<u64>> = batch
-            .par_iter()
-            .map(|s| {
-                let mut out = Vec::new();
-                canonical_kmers(s, &mut out);
-                out
-            })
-            .collect();
-        let held: u64 = kmers.iter().map(|k| k.len() as u64 * 8).sum();
-        if held > batch_bytes {
-            meter.add(held - batch_bytes)?;
-            batch_bytes = held;
-        }
-        for (i, kmers) in kmers.iter().enumerate() {
-            let now = each(b * BUILD_BATCH + i, kmers);
-            if now > charged {
-                meter.add(now - charged)?;
-                charged = now;
-            }
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -643,7 +934,7 @@ mod tests {
             .map(|w| {
                 let rc = reverse_complement(w);
                 let pack = |x: &str| x.bytes().fold(0u64, |a, b| (a << 2) | code(b));
-                pack(w).min(pack(&rc))
+                scramble(pack(w).min(pack(&rc)))
             })
             .collect();
         out.sort_unstable();
@@ -655,15 +946,62 @@ mod tests {
     fn rolling_canonical_kmers_equal_the_windows_read_one_by_one() {
         let s = "ACGTTGCANNACGTACGTACGTACGTACGTTTGACCANACGGGTTTAAACCCGGGTTTAAACCCGGGTAC";
         let mut out = Vec::new();
-        canonical_kmers(s, &mut out);
+        distinct_kmers(s, &mut out);
         assert_eq!(out, naive_kmers(s));
         assert!(!out.is_empty());
         // A sequence and its reverse complement have the same canonical 21-mers.
         let mut rc = Vec::new();
-        canonical_kmers(&reverse_complement(s), &mut rc);
+        distinct_kmers(&reverse_complement(s), &mut rc);
         assert_eq!(out, rc);
-        canonical_kmers("ACGTACGTACGTACGTACGT", &mut out);
+        distinct_kmers("ACGTACGTACGTACGTACGT", &mut out);
         assert!(out.is_empty(), "20 nt hold no 21-mer");
+    }
+
+    /// The inverse of an odd number modulo 2^42 (Newton's iteration doubles the bits right).
+    fn inverse(odd: u64) -> u64 {
+        let mut x = odd;
+        for _ in 0..6 {
+            x = x.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(x)));
+        }
+        x & MASK
+    }
+
+    #[test]
+    fn scrambling_loses_no_21_mer() {
+        // Undone step by step: equal scrambled 21-mers are equal 21-mers.
+        let unscramble = |y: u64| {
+            let mut x = y ^ (y >> (BITS / 2));
+            x = x.wrapping_mul(inverse(0xc2b2_ae3d_27d4_eb4f)) & MASK;
+            x ^= x >> (BITS / 2);
+            x.wrapping_mul(inverse(0x9e37_79b9_7f4a_7c15)) & MASK
+        };
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for kmer in [0, 1, MASK, MASK - 1, 1 << 41]
+            .into_iter()
+            .chain((0..10_000).map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                x >> 22
+            }))
+        {
+            assert!(scramble(kmer) <= MASK);
+            assert_eq!(unscramble(scramble(kmer)), kmer, "{kmer:#x}");
+        }
+    }
+
+    #[test]
+    fn parts_cover_every_cell_once() {
+        for n in [1, 2, 3, 7, 64] {
+            let parts = parts(n);
+            assert_eq!(parts[0].first, 0);
+            assert_eq!(parts[n - 1].end, 1 << PART_BITS);
+            assert!(parts.windows(2).all(|w| w[0].end == w[1].first));
+            let mut table = vec![0u8; 1 << 20];
+            let cells: Vec<usize> = split_by_part(&mut table, 20, &parts)
+                .iter()
+                .map(|c| c.len())
+                .collect();
+            assert_eq!(cells.iter().sum::<usize>(), 1 << 20);
+        }
     }
 
     #[test]

@@ -4,14 +4,20 @@
 //! length k, or with `dynamic_kmer` every length from 1 to k, shorter first. A sequence is cut
 //! into consecutive, non-overlapping chunks of k from its start; a chunk that is no token (the
 //! short tail without `dynamic_kmer`, anything outside `NAGCT`) is id 0. No special tokens are
-//! added.
+//! added, except the reserved token config.json's `prompt` names, before the sequence (`<R>`, as
+//! dnagpt.py's newest version writes it).
 
 use super::{Kind, Tokenizer};
 use crate::checkpoint::ModelFiles;
 use crate::{Error, Result};
 
-/// The extractor's reserved tokens: 10 digits, 8 operators, 16 letters.
-const RESERVED: usize = 34;
+/// The extractor's reserved tokens, in its order: 10 digits, 8 operators, 16 letters (`<P>`
+/// the padding, `<R>` the prompt dnagpt.py's newest version writes before each sequence).
+const RESERVED_NAMES: [&str; 34] = [
+    "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "-", "*", "/", "=", "&", "|", "!", "M",
+    "B", "P", "R", "I", "K", "L", "O", "Q", "S", "U", "V", "W", "Y", "X", "Z",
+];
+const RESERVED: usize = RESERVED_NAMES.len();
 /// `<P>`, the 21st reserved token.
 const PAD: u32 = 20;
 const BASES: &[u8; 5] = b"NAGCT";
@@ -70,13 +76,24 @@ pub(super) fn dnagpt_tokenizer(files: &ModelFiles) -> Result<Tokenizer> {
     let dynamic = config["dynamic_kmer"]
         .as_bool()
         .ok_or_else(|| bad("'dynamic_kmer' must be true or false"))?;
+    // config.json's `prompt`: the reserved token written before every sequence (`<R>`).
+    let prefix = match &config["prompt"] {
+        serde_json::Value::Null => Vec::new(),
+        prompt => {
+            let id = RESERVED_NAMES
+                .iter()
+                .position(|name| prompt.as_str() == Some(*name))
+                .ok_or_else(|| bad("'prompt' must name one of DNAGPT's reserved tokens (\"R\")"))?;
+            vec![id as u32]
+        }
+    };
     let vocab_size = vocab_size(k, dynamic);
     Ok(Tokenizer {
         kind: Kind::Chunks(Chunks {
             k,
             shortest: if dynamic { 1 } else { k },
         }),
-        prefix: Vec::new(),
+        prefix,
         suffix: Vec::new(),
         pad_id: PAD,
         vocab_size,

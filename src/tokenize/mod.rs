@@ -11,6 +11,7 @@
 //!   3-mers) left to right, single nucleotides where no k-mer fits, `<cls>` prepended;
 //! - WordPiece over `vocab.txt` (BERT: SpliceBERT, DNABERT), fed as these models are fed:
 //!   single nucleotides or overlapping k-mers separated by spaces;
+//! - bytes (Evo's `CharLevelTokenizer`): each byte of the text its id;
 //! - a `tokenizer.json` pipeline (DNABERT-2, GROVER): normalizer, pre-tokenizer, BPE or
 //!   WordPiece model and post-processor, implementing the components those files use and
 //!   refusing others by name.
@@ -52,6 +53,8 @@ enum Kind {
     Chunks(dnagpt::Chunks),
     LongestMatch(kmer::LongestMatch),
     Pipeline(pipeline::Pipeline),
+    /// The text's bytes (`np.frombuffer(text.encode(), dtype=np.uint8)`).
+    Bytes,
 }
 
 /// The tokenizer an architecture's checkpoints come with, as the registry
@@ -79,7 +82,14 @@ pub enum TokenizerChoice {
     /// LucaOne's `LucaGPLMTokenizer` with `seq_type="gene"` (no files read: the class builds
     /// its vocabulary itself).
     LucaOneGene,
+    /// Evo's `CharLevelTokenizer(512)`: each byte of the text is its id, nothing added; pads
+    /// with id 1 (its `pad_id`).
+    Bytes,
 }
+
+/// `CharLevelTokenizer`'s vocabulary and `pad_id`.
+const BYTE_VOCAB: usize = 512;
+const BYTE_PAD: u32 = 1;
 
 /// The ids DeepGene's extractor writes itself.
 const DEEPGENE_PREFIX: [u32; 2] = [1, 2];
@@ -100,6 +110,7 @@ impl TokenizerChoice {
             }
             TokenizerChoice::DnaGptKmers => "non-overlapping k-mers (DNAGPT's KmerTokenizer)",
             TokenizerChoice::LucaOneGene => "nucleotides as LucaOne's gene tokens, [CLS] … [SEP]",
+            TokenizerChoice::Bytes => "bytes (Evo's CharLevelTokenizer)",
         }
     }
 }
@@ -124,6 +135,18 @@ impl Tokenizer {
             }
             TokenizerChoice::DnaGptKmers => return dnagpt::dnagpt_tokenizer(files),
             TokenizerChoice::LucaOneGene => return Ok(chars::lucaone_gene_tokenizer()),
+            TokenizerChoice::Bytes => {
+                return Ok(Tokenizer {
+                    kind: Kind::Bytes,
+                    prefix: Vec::new(),
+                    suffix: Vec::new(),
+                    pad_id: BYTE_PAD,
+                    vocab_size: BYTE_VOCAB,
+                    model_max_length: None,
+                    pads_left: false,
+                    description: "bytes (CharLevelTokenizer)".to_string(),
+                });
+            }
             TokenizerChoice::DeepGene => {
                 if !files.contains("tokenizer.json") {
                     return Err(Error::in_file(
@@ -196,6 +219,7 @@ impl Tokenizer {
             Kind::Chunks(chunks) => chunks.tokens(sequence),
             Kind::LongestMatch(kmers) => kmers.tokens(sequence),
             Kind::Pipeline(pipeline) => pipeline.tokens(sequence),
+            Kind::Bytes => sequence.bytes().map(u32::from).collect(),
         }
     }
 

@@ -59,6 +59,54 @@ enum PreTokenizer {
         pattern: Pattern,
         isolated: bool,
     },
+    /// GPT-2's byte-level step: a space before the text where `add_prefix_space` asks, the text
+    /// split by GPT-2's pattern where `use_regex` asks, then each byte written as the printable
+    /// character `bytes_to_unicode` gives it (the vocabulary's alphabet).
+    ByteLevel {
+        add_prefix_space: bool,
+        /// GPT-2's pattern without its `\s+(?!\S)` lookahead, which `gpt2_pieces` applies.
+        pattern: Option<regex::Regex>,
+    },
+}
+
+/// GPT-2's split pattern (`'s|'t|…| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`) less
+/// the lookahead alternative, which the regex crate cannot express.
+const GPT2_PATTERN: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+";
+
+/// The pieces GPT-2's pattern cuts `text` into: a run of whitespace before a non-space
+/// character gives up its last character to the piece after it (`\s+(?!\S)`), so " word" keeps
+/// its space.
+fn gpt2_pieces(pattern: &regex::Regex, text: &str) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    while let Some(found) = pattern.find_at(text, start) {
+        let mut end = found.end();
+        let piece = found.as_str();
+        let followed_by_text = text[end..]
+            .chars()
+            .next()
+            .is_some_and(|c| !c.is_whitespace());
+        if piece.chars().all(char::is_whitespace) && piece.chars().count() > 1 && followed_by_text {
+            end -= piece.chars().next_back().map_or(0, char::len_utf8);
+        }
+        if end == found.start() {
+            break;
+        }
+        pieces.push(text[found.start()..end].to_string());
+        start = end;
+    }
+    pieces
+}
+
+/// GPT-2's `bytes_to_unicode`: the printable bytes as themselves, every other byte as the
+/// character 256 + its rank among them.
+fn byte_char(byte: u8) -> char {
+    let printable = |b: u8| matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+    if printable(byte) {
+        return char::from(byte);
+    }
+    let rank = (0..byte).filter(|&b| !printable(b)).count() as u32;
+    char::from_u32(256 + rank).expect("256 + a rank below 256 is a character")
 }
 
 /// A `tokenizer.json` pattern: `{"String": …}` matches literally, `{"Regex": …}` as a regex.
@@ -153,7 +201,9 @@ impl Pipeline {
         };
         let growth = normalizers
             .iter()
-            .try_fold(input_growth, |g, n| g.checked_mul(n.growth()))
+            .map(Normalizer::growth)
+            .chain(pre_tokenizers.iter().map(PreTokenizer::growth))
+            .try_fold(input_growth, |g, step| g.checked_mul(step))
             .filter(|&g| g <= MAX_GROWTH);
         if growth.is_none() {
             return Err(bad(format!(
@@ -276,8 +326,37 @@ impl Normalizer {
 }
 
 impl PreTokenizer {
+    /// The most characters one character of input becomes: a byte-level character is up to 4
+    /// bytes, each written as one character.
+    fn growth(&self) -> u64 {
+        match self {
+            PreTokenizer::ByteLevel { .. } => 4,
+            _ => 1,
+        }
+    }
+
     fn split(&self, text: &str) -> Vec<String> {
         match self {
+            PreTokenizer::ByteLevel {
+                add_prefix_space,
+                pattern,
+            } => {
+                let spaced;
+                let text = if *add_prefix_space && !text.starts_with(' ') {
+                    spaced = format!(" {text}");
+                    spaced.as_str()
+                } else {
+                    text
+                };
+                let pieces = match pattern {
+                    Some(pattern) => gpt2_pieces(pattern, text),
+                    None => vec![text.to_string()],
+                };
+                pieces
+                    .iter()
+                    .map(|piece| piece.bytes().map(byte_char).collect())
+                    .collect()
+            }
             PreTokenizer::WhitespaceSplit => text.split_whitespace().map(String::from).collect(),
             PreTokenizer::Whitespace => {
                 // Runs of word characters, runs of other non-space characters.
@@ -632,6 +711,16 @@ fn parse_pre_tokenizer(json: &Value, bad: Bad) -> Result<Vec<PreTokenizer>> {
         Some("Whitespace") => vec![PreTokenizer::Whitespace],
         Some("WhitespaceSplit") => vec![PreTokenizer::WhitespaceSplit],
         Some("BertPreTokenizer") => vec![PreTokenizer::Bert],
+        Some("ByteLevel") => {
+            let flag = |key: &str, default: bool| json[key].as_bool().unwrap_or(default);
+            let pattern = flag("use_regex", true).then(|| {
+                regex::Regex::new(GPT2_PATTERN).expect("GPT-2's pattern is a valid regex")
+            });
+            vec![PreTokenizer::ByteLevel {
+                add_prefix_space: flag("add_prefix_space", true),
+                pattern,
+            }]
+        }
         Some("Split") => {
             if json["invert"] == Value::Bool(true) {
                 return Err(bad(
@@ -657,7 +746,7 @@ fn parse_pre_tokenizer(json: &Value, bad: Bad) -> Result<Vec<PreTokenizer>> {
         other => {
             return Err(bad(format!(
                 "pre-tokenizer {} is not supported (geneb reads Whitespace, WhitespaceSplit, \
-                 BertPreTokenizer, Split and Sequence)",
+                 BertPreTokenizer, Split, ByteLevel and Sequence)",
                 other.unwrap_or("without a type")
             )));
         }
@@ -674,6 +763,8 @@ fn parse_post_processor(json: &Value, bad: Bad) -> Result<(Vec<u32>, Vec<u32>)> 
     };
     match json["type"].as_str() {
         None if json.is_null() => Ok((Vec::new(), Vec::new())),
+        // GPT-2's: it trims offsets and adds no token.
+        Some("ByteLevel") => Ok((Vec::new(), Vec::new())),
         Some("BertProcessing" | "RobertaProcessing") => {
             Ok((vec![pair_id("cls")?], vec![pair_id("sep")?]))
         }
@@ -707,8 +798,8 @@ fn parse_post_processor(json: &Value, bad: Bad) -> Result<(Vec<u32>, Vec<u32>)> 
             Ok((prefix, suffix))
         }
         other => Err(bad(format!(
-            "post-processor {} is not supported (geneb reads TemplateProcessing, BertProcessing \
-             and RobertaProcessing)",
+            "post-processor {} is not supported (geneb reads TemplateProcessing, BertProcessing, \
+             RobertaProcessing and ByteLevel)",
             other.unwrap_or("without a type")
         ))),
     }

@@ -48,6 +48,10 @@ struct Request {
     /// (what `geneb eval --save-probe` writes).
     #[serde(default, rename = "saveProbe")]
     save_probe: bool,
+    /// `geneb eval --layers`: "all" or "0,6,-1"; each `hf:` model's layers, each its own
+    /// submission.
+    #[serde(default)]
+    layers: Option<crate::encoder::spec::LayerSweep>,
 }
 
 fn all_regimes() -> Vec<String> {
@@ -141,6 +145,7 @@ async fn execute(
         regimes: Regime::parse_list(&request.regimes)?,
         meta: request.meta,
         save_probe: request.save_probe,
+        layers: request.layers,
     };
     let mut encoders = PageEncoders {
         files: request.model_files,

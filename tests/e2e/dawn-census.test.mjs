@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NO_WASM, nativeGeneb, wasmBuilt } from './helpers.mjs';
-import { coreOnDawn, gpuCensus, modelFiles } from './dawn.mjs';
+import { coreOnDawn, gpuCensus, gpuKernelTimer, modelFiles } from './dawn.mjs';
 import { FIXTURES, NEW_LENGTHS, WARM_LENGTHS, dna, fixtureCopy } from './dawn-census.mjs';
 
 /**
@@ -40,11 +40,14 @@ function nativeLaunches(dir, sequences) {
 describe('the page core\'s GPU calls on Dawn', { timeout: 10 * 60_000 }, () => {
   let dawn;
   let census;
+  let timer;
   before(async () => {
     assert.ok(wasmBuilt(), NO_WASM);
     dawn = await coreOnDawn();
     assert.ok(dawn.core, dawn.reason);
     census = gpuCensus();
+    timer = gpuKernelTimer();
+    timer.pause();
   });
 
   for (const name of Object.keys(FIXTURES)) {
@@ -79,6 +82,17 @@ describe('the page core\'s GPU calls on Dawn', { timeout: 10 * 60_000 }, () => {
       const held = NEW_LENGTHS_HELD[name];
       assert.ok(fresh.pipelines <= held.pipelines, `${fresh.pipelines} pipelines compiled for new lengths`);
       assert.ok(fresh.buffers <= held.buffers, `${fresh.buffers} buffers created for new lengths`);
+
+      // The kernel profile's Dawn half (bench/dawn_profile.mjs): every dispatch of the warm pass
+      // timed in a pass of its own, the embeddings unchanged by it.
+      timer.resume();
+      const timed = await embed(warm);
+      timer.pause();
+      const dispatches = await timer.take();
+      census.take();
+      assert.deepEqual(timed.values, first.values, 'timing each dispatch changed the embeddings');
+      assert.equal(dispatches.length, launches, 'timed dispatches differ from native wgpu\'s launches');
+      assert.ok(dispatches.every((d) => d.label && d.us > 0), JSON.stringify(dispatches.slice(0, 3)));
     });
   }
 });

@@ -21,6 +21,9 @@ tokenizer's layout at k = 3, 159 tokens), so the pooled vectors stay small. Also
 the ids of the corpus for k = 6 both ways, from the published tokenizer class. With
 `--same-shape DIR`, DIR/dnagpt/dna_gpt0.1b_h.pth alone (no config.json: geneb takes the shape from
 the name, as `from_name` does): random weights of dna_gpt0.1b_h's shape, not committed.
+Also tests/fixtures/models/dnagpt_hidden/: the recipe of dnagpt.py's newest version (e3d5f45),
+which dna_gpt3b_m's published name implies in geneb (recipe.rs's DNAGPT_HIDDEN): 3-mers with
+dynamic k-mers, `<R>` before each sequence, ln_f's hidden states pooled over the non-pad ids.
 Run: DNAGPT_SRC=.../DNAGPT python3 tests/oracle/make_dnagpt_fixtures.py [--same-shape DIR]
 """
 
@@ -32,6 +35,7 @@ import sys
 from pathlib import Path
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests/fixtures/models/dnagpt"
@@ -83,6 +87,21 @@ def embed(model, tokenizer, text):
     return ((hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1))[0]
 
 
+def embed_hidden(model, tokenizer, texts):
+    """dnagpt.py's newest lines (e3d5f45): `<R>` before each sequence, batches of 4 padded with
+    `<P>`, `_, hidden = model(input_ids)` with GENEB's vendored DNAGPT, whose forward returns
+    `(logits, x)`: `x` is `_transformer_impl(_embedding_impl(ids))`, computed here from the
+    upstream model's own methods, and pooled over the non-pad ids."""
+    pooled = []
+    for i in range(0, len(texts), 4):
+        toks = [tokenizer.encode(f"<R>{s}", max_len=model.max_len) for s in texts[i:i + 4]]
+        input_ids = pad_sequence(toks, batch_first=True, padding_value=tokenizer.pad_id)
+        mask = (input_ids != tokenizer.pad_id).float().unsqueeze(-1)
+        hidden = model._transformer_impl(model._embedding_impl(input_ids))
+        pooled += ((hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)).tolist()
+    return pooled
+
+
 def save(path, model):
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"model": model.state_dict(), "epoch": 3}, path)
@@ -111,6 +130,19 @@ def main():
     sizes = {str(dynamic).lower(): len(KmerTokenizer(6, SPECIAL, dynamic_kmer=dynamic)) for dynamic in (False, True)}
     (OUT / "tokenizer_ids.json").write_text(json.dumps({"sequences": texts, "ids": ids, "vocab_size": sizes}) + "\n")
     print(f"{OUT}: {sum(p.numel() for p in model.parameters()):,} parameters")
+
+    # dna_gpt3b_m's recipe (dynamic k-mers, `<R>`, ln_f's states) on a tiny model: dnagpt_hidden/.
+    hidden_out = OUT.parent / "dnagpt_hidden"
+    tokenizer = KmerTokenizer(3, SPECIAL, dynamic_kmer=True)
+    model = build(DNAGPT, len(tokenizer), max_len=24, layers=2, heads=4, dim=32, seed=2)
+    save(hidden_out / "dna_gpt_tiny.pth", model)
+    config = {"model_type": "dnagpt", "vocab_size": len(tokenizer), "max_len": model.max_len,
+              "num_layers": model.num_layers, "num_heads": model.num_heads, "embedding_dim": model.embedding_dim,
+              "bias": False, "kmer": 3, "dynamic_kmer": True, "output": "hidden", "prompt": "R"}
+    (hidden_out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    with torch.no_grad():
+        pooled = embed_hidden(model, tokenizer, texts)
+    (hidden_out / "pipeline.json").write_text(json.dumps({"sequences": texts, "pooled": pooled}) + "\n")
     if args.same_shape:
         tokenizer = KmerTokenizer(6, SPECIAL, dynamic_kmer=False)
         model = DNAGPT.from_name("dna_gpt0.1b_h", vocab_size=len(tokenizer)).eval()

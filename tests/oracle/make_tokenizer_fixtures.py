@@ -36,6 +36,12 @@ tokenizer.json components), small enough to commit:
                 "-" a special added token, BertProcessing.
   plantcaduceus/ PlantCaduceus's (GPN's) tokenizer.json: BPE over [PAD] [MASK] [UNK] a c g t with
                 no merges, a Lowercase normalizer, a Whitespace pre-tokenizer, no post-processor.
+  gpt2/         A GPT-2 byte-level BPE as GPT2TokenizerFast saves one (dnagpt's gpt2_gene models ship
+                one): trained here on the smoke-task DNA over the 256-byte alphabet, ByteLevel
+                pre-tokenizer (no prefix space, GPT-2's split pattern) and post-processor,
+                <|endoftext|> its bos, eos, unk and pad; some of the DNA in spaced words, so
+                merges take a space (ĠACG). The corpus's spaces, tabs and punctuation exercise
+                the split pattern.
 Each folder gets expected.json: per corpus sequence, the ids untruncated and truncated to the
 folder's model_max_length and to a short length. corpus.json holds the sequences: random and
 real DNA (tasks/smoke), with N runs, lowercase and IUPAC codes, lengths 1 to past the maximum.
@@ -50,8 +56,9 @@ import sys
 import numpy as np
 import tokenizers
 import transformers
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import AutoTokenizer, PreTrainedTokenizer
+from tokenizers import (Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
+                        trainers)
+from transformers import AutoTokenizer, GPT2TokenizerFast, PreTrainedTokenizer
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 OUT = os.path.join(ROOT, "tests", "fixtures", "tokenizers")
@@ -298,6 +305,28 @@ def plantcaduceus_fixture(seqs):
     write_json(os.path.join(path, "expected.json"), expected(tokenizer, seqs, 24))
 
 
+def gpt2_fixture(seqs, real):
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    # Some of it in words of 7, so that merges take the space before a word ("ĠACG") and a run
+    # of spaces before a word splits as GPT-2's pattern splits it.
+    words = [" ".join(s[i:i + 7] for i in range(0, len(s), 7)) for s in real[1::9]]
+    tok.train_from_iterator(real[::3] + words, trainer=trainer)
+    path = folder("gpt2", {"model_type": "gpt2"}, {})
+    GPT2TokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
+                      unk_token="<|endoftext|>", pad_token="<|endoftext|>",
+                      model_max_length=24).save_pretrained(path)
+    for slow in ["vocab.json", "merges.txt"]:  # the gpt2_gene repositories ship tokenizer.json alone
+        os.remove(os.path.join(path, slow))
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    write_json(os.path.join(path, "expected.json"), expected(tokenizer, seqs, 24))
+
+
 def main():
     anticapt = sys.argv[1] if len(sys.argv) > 1 else None
     real = smoke_sequences()
@@ -310,6 +339,7 @@ def main():
     bpe_fixtures(seqs, real)
     gena_fixtures(seqs, real)
     plantcaduceus_fixture(seqs)
+    gpt2_fixture(seqs, real)
 
 
 if __name__ == "__main__":

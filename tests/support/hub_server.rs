@@ -21,6 +21,9 @@ pub const REVISION: &str = "4edd705be573e48c585c2cf79dc320f9f43c7b04";
 /// model URL layout (`/{repo}/resolve/{rev}/{file}`), its weights as an LFS file.
 pub const MODEL_REPO: &str = "geneb-fixtures/nt-v2-tiny";
 const MODEL_DIR: &str = "../models/nt_v2/";
+/// A sharded model repo: tests/fixtures/models/llama_sharded_bf16's bf16 shards and their index.
+pub const SHARDED_MODEL_REPO: &str = "geneb-fixtures/llama-sharded-bf16";
+const SHARDED_MODEL_DIR: &str = "../models/llama_sharded_bf16/";
 
 pub struct HubServer {
     pub endpoint: String,
@@ -104,7 +107,13 @@ fn handle(
             .map(|(_revision, file)| format!("{dir}{file}"))
     };
     let key = repo_file(&format!("/datasets/{REPO}/resolve/"), "")
-        .or_else(|| repo_file(&format!("/{MODEL_REPO}/resolve/"), MODEL_DIR));
+        .or_else(|| repo_file(&format!("/{MODEL_REPO}/resolve/"), MODEL_DIR))
+        .or_else(|| {
+            repo_file(
+                &format!("/{SHARDED_MODEL_REPO}/resolve/"),
+                SHARDED_MODEL_DIR,
+            )
+        });
     let (status, headers, body): (&str, Vec<(String, String)>, Vec<u8>) =
         if let Some(sha) = target.strip_prefix("/cdn/") {
             match files.values().find(|e| e.sha256 == sha) {

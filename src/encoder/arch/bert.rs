@@ -17,8 +17,8 @@
 //! (`sequence_output[:, 0]`); the pooling itself lives in `hf.rs`.
 
 use super::{
-    Arch, ArchSpec, MAX_CONFIG_SIZE, Pooling, check_layers, epsilon, optional_size, parse_config,
-    size, transformers_layer_norm_eps,
+    Arch, ArchSpec, Kept, MAX_CONFIG_SIZE, Pooling, check_layers, epsilon, optional_size,
+    parse_config, size, transformers_layer_norm_eps,
 };
 use crate::Result;
 use crate::checkpoint::Checkpoint;
@@ -481,26 +481,15 @@ impl Bert {
     }
 }
 
-impl Arch for Bert {
-    fn widest_activation(&self) -> usize {
-        self.widest
-    }
-
-    fn hidden_size(&self) -> usize {
-        self.hidden
-    }
-
-    fn token_rows(&self) -> usize {
-        self.embeddings.word.dims()[0]
-    }
-
-    /// The longest input the position table allows (unbounded for ALiBi).
-    fn max_tokens(&self) -> usize {
-        self.max_tokens
-    }
-
-    /// last_hidden_state [batch, tokens, hidden].
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+impl Bert {
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
+    /// that layer out.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
         let tokens = input_ids.dims()[1];
         let mut x = self.embeddings.lookup(input_ids);
         let mut bias = padding_bias(attention_mask);
@@ -521,7 +510,9 @@ impl Arch for Bert {
         let mut x = self.embeddings.finish(x);
         let head_dim = self.hidden / self.heads;
         let scale = 1.0 / (head_dim as f64).sqrt();
-        for layer in &self.layers {
+        let deepest = kept.deepest();
+        for (i, layer) in self.layers.iter().enumerate().take(deepest) {
+            kept.offer(i, &x);
             let attention_in = if self.pre_norm {
                 layer.attention_norm.forward(x.clone())
             } else {
@@ -563,10 +554,59 @@ impl Arch for Bert {
                 layer.ffn_norm.forward(ffn_out + attended)
             };
         }
-        match &self.final_norm {
-            Some(norm) => norm.forward(x),
-            None => x,
+        if deepest == self.layers.len() {
+            if let Some(norm) = &self.final_norm {
+                x = norm.forward(x);
+            }
         }
+        kept.offer(deepest, &x);
+        x
+    }
+}
+
+impl Arch for Bert {
+    fn widest_activation(&self) -> usize {
+        self.widest
+    }
+
+    fn hidden_size(&self) -> usize {
+        self.hidden
+    }
+
+    fn token_rows(&self) -> usize {
+        self.embeddings.word.dims()[0]
+    }
+
+    /// The longest input the position table allows (unbounded for ALiBi).
+    fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// last_hidden_state [batch, tokens, hidden].
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.layers.len()),
+        )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.layers.len())
+    }
+
+    /// As transformers' `output_hidden_states` gives them (and DNABERT-2's and GENA-LM's code
+    /// as their encoders' per-layer outputs): the embeddings' output, then each layer's, the
+    /// last after the final LayerNorm where there is one.
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn recipe(&self) -> Option<&'static Recipe> {

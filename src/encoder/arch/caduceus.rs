@@ -30,7 +30,8 @@
 //! (bases plus the appended `[SEP]`), at batch size 1; only `input_ids` go to the model.
 
 use super::{
-    Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, padded_vocab, parse_config, size,
+    Arch, ArchSpec, Kept, Pooling, check_layers, epsilon, optional_size, padded_vocab,
+    parse_config, size,
 };
 use crate::Result;
 use crate::checkpoint::Checkpoint;
@@ -218,21 +219,32 @@ impl Caduceus {
     }
 }
 
-impl Arch for Caduceus {
-    /// last_hidden_state [batch, tokens, hidden] for token ids [batch, tokens] and the
-    /// attention mask [batch, tokens] (1 for real tokens, then 0 for right padding).
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+impl Caduceus {
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
+    /// that layer out.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
         let rev = Reverser::new(attention_mask);
         let d = self.d_model;
+        let deepest = kept.deepest();
         let Some(complement) = &self.complement else {
             let mut h = embedding(self.embeddings.clone(), input_ids);
             let mut residual: Option<Tensor<3>> = None;
-            for layer in &self.layers {
+            for (i, layer) in self.layers.iter().enumerate().take(deepest) {
+                kept.offer(i, &h);
                 let sum = add(h, residual);
                 h = layer.mixer.forward(layer.norm.forward(sum.clone()), &rev);
                 residual = Some(sum);
             }
-            return self.norm_f.forward(add(h, residual));
+            if deepest == self.layers.len() {
+                h = self.norm_f.forward(add(h, residual));
+            }
+            kept.offer(deepest, &h);
+            return h;
         };
 
         let [batch, tokens] = input_ids.dims();
@@ -249,7 +261,8 @@ impl Arch for Caduceus {
             2,
         );
         let mut residual: Option<Tensor<3>> = None;
-        for layer in &self.layers {
+        for (i, layer) in self.layers.iter().enumerate().take(deepest) {
+            kept.offer(i, &h);
             let half = |x: &Tensor<3>, start| x.clone().narrow(2, start, d);
             // RCPSMambaBlock (fused): forward stream from the second half, RC from the first.
             let forward_sum = add(half(&h, d), residual.as_ref().map(|r| half(r, d)));
@@ -269,6 +282,10 @@ impl Arch for Caduceus {
             h = Tensor::cat(vec![forward_out, rev.rc(rc_out)], 2);
             residual = Some(Tensor::cat(vec![forward_sum, rev.rc(rc_sum)], 2));
         }
+        if deepest < self.layers.len() {
+            kept.offer(deepest, &h);
+            return h;
+        }
         // Final fused add + norm: first half forward, second half in RC orientation.
         let forward_sum = add(
             h.clone().narrow(2, 0, d),
@@ -278,13 +295,45 @@ impl Arch for Caduceus {
             rev.rc(h.narrow(2, d, d)),
             residual.map(|r| rev.rc(r.narrow(2, d, d))),
         );
-        Tensor::cat(
+        let out = Tensor::cat(
             vec![
                 self.norm_f.forward(forward_sum),
                 rev.rc(self.norm_f.forward(rc_sum)),
             ],
             2,
+        );
+        kept.offer(deepest, &out);
+        out
+    }
+}
+
+impl Arch for Caduceus {
+    /// last_hidden_state [batch, tokens, hidden] for token ids [batch, tokens] and the
+    /// attention mask [batch, tokens] (1 for real tokens, then 0 for right padding).
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.layers.len()),
         )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.layers.len())
+    }
+
+    /// As Caduceus's code gives them (`output_hidden_states`): the embeddings, then what each
+    /// layer passes on to the next (its mixer's output: Mamba blocks carry the residual apart),
+    /// the last the final norm's output.
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     /// d_model, doubled for the RC-equivariant (PS) variant.

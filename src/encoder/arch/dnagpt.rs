@@ -12,20 +12,24 @@
 //! It runs one sequence per batch (its default); geneb batches with right padding, which a causal
 //! model's real tokens never see.
 //!
+//! dnagpt.py's newest version (e3d5f45) runs GENEB's vendored copy of DNAGPT, whose forward
+//! returns `(logits, x)`, and pools `x`, `ln_f`'s output, over `<R>` and the sequence's k-mers:
+//! config.json's `"output": "hidden"` and `"prompt": "R"` (which the published name
+//! dna_gpt3b_m implies) run that recipe (`recipe::DNAGPT_HIDDEN`); the head is then not read.
+//!
 //! The published weights are one `torch.save` file per model (`dna_gpt0.1b_h.pth`, `{"model":
 //! state_dict}`) with no config.json: the model's name selects its shape, as `DNAGPT.from_name`
 //! does (`published_config`). A folder with a config.json giving the same keys runs any size.
 
-use super::{Arch, ArchSpec, Pooling, check_layers, parse_config, size};
+use super::gpt2::{Block, embed};
+use super::{Arch, ArchSpec, Kept, Pooling, check_layers, parse_config, size};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::{
-    Activation, LayerNorm, Linear, attention, causal_bias, checkpoint_prefix, config_error,
-    head_dim, padding_bias, silu, split_heads, upload,
+    Activation, LayerNorm, Linear, checkpoint_prefix, config_error, head_dim, silu, upload,
 };
 use crate::tokenize::TokenizerChoice;
-use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -39,7 +43,7 @@ pub const SPEC: ArchSpec = ArchSpec {
     serves: "DNAGPT (TencentAILabHealthcare/DNAGPT: dna_gpt0.1b_h, dna_gpt0.1b_m)",
     matches,
     tokenizer: TokenizerChoice::DnaGptKmers,
-    poolings: &[Pooling::HeadLogitsMean],
+    poolings: &[Pooling::HeadLogitsMean, Pooling::MaskedMean],
     load: |config, ckpt, compute| Ok(Box::new(DnaGpt::load(config, ckpt, &compute.device)?)),
     recipe: &crate::encoder::recipe::DNAGPT,
     published_config: Some(published_config),
@@ -59,6 +63,18 @@ struct Config {
     #[serde(deserialize_with = "size")]
     embedding_dim: usize,
     bias: bool,
+    #[serde(default)]
+    output: Output,
+}
+
+/// What the extractor pools: the masked-LM head's logits (the upstream forward's only output),
+/// or `ln_f`'s hidden states (the second of the vendored forward's `(logits, x)`).
+#[derive(Deserialize, Default, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+enum Output {
+    #[default]
+    HeadLogits,
+    Hidden,
 }
 
 pub fn matches(config: &Value) -> bool {
@@ -76,7 +92,9 @@ fn published_config(weights_file: &str) -> Option<Value> {
         _ => return None,
     };
     let kmer = 6;
-    Some(json!({
+    // The 3B model's published row: dnagpt.py at e3d5f45 (recipe::DNAGPT_HIDDEN).
+    let hidden = weights_file == "dna_gpt3b_m.pth";
+    let mut config = json!({
         "model_type": "dnagpt",
         "vocab_size": crate::tokenize::dnagpt_vocab_size(kmer, dynamic),
         "max_len": max_len,
@@ -86,17 +104,12 @@ fn published_config(weights_file: &str) -> Option<Value> {
         "bias": false,
         "kmer": kmer,
         "dynamic_kmer": dynamic,
-    }))
-}
-
-struct Block {
-    ln_1: LayerNorm,
-    /// [dim → 3·dim]: queries, keys, values.
-    c_attn: Linear,
-    attn_proj: Linear,
-    ln_2: LayerNorm,
-    c_fc: Linear,
-    mlp_proj: Linear,
+    });
+    if hidden {
+        config["output"] = json!("hidden");
+        config["prompt"] = json!("R");
+    }
+    Some(config)
 }
 
 /// The masked-LM head: Linear, SiLU, LayerNorm, Linear to the vocabulary.
@@ -107,23 +120,23 @@ struct Head {
 }
 
 pub struct DnaGpt {
+    output: Output,
     wte: Tensor<2>,
     wpe: Tensor<2>,
     blocks: Vec<Block>,
     ln_f: LayerNorm,
-    head: Head,
+    /// None where the hidden states are pooled.
+    head: Option<Head>,
     heads: usize,
     dim: usize,
     vocab: usize,
     max_len: usize,
-    device: Device,
 }
 
 impl DnaGpt {
     fn load(config: &Value, ckpt: &mut Checkpoint, device: &Device) -> Result<DnaGpt> {
         let c: Config = parse_config(config)?;
         let (dim, heads, vocab, bias) = (c.embedding_dim, c.num_heads, c.vocab_size, c.bias);
-        head_dim(dim, heads)?;
         // The published checkpoints nest nothing; a DDP-saved one prefixes `module.`.
         let prefix = checkpoint_prefix(ckpt, &["", "module."], "transformer.wte.weight", "DNAGPT")?;
         let p = |name: &str| format!("{prefix}{name}");
@@ -139,22 +152,35 @@ impl DnaGpt {
             p(&format!("transformer.h.{i}.attn.c_attn.weight"))
         })?;
         let mut blocks = Vec::with_capacity(layers);
+        let scale = 1.0 / (head_dim(dim, heads)? as f64).sqrt();
         for i in 0..layers {
             let b = |name: &str| format!("transformer.h.{i}.{name}");
+            // c_attn [3·dim, dim]: the queries', keys' and values' rows.
+            let c_attn = p(&b("attn.c_attn"));
+            let [q, k, v] = Linear::load_parts(ckpt, &c_attn, dim, dim, bias, device)?;
             blocks.push(Block {
                 ln_1: norm(ckpt, &b("ln_1"))?,
-                c_attn: linear(ckpt, &b("attn.c_attn"), dim, 3 * dim)?,
+                q,
+                k,
+                v,
                 attn_proj: linear(ckpt, &b("attn.c_proj"), dim, dim)?,
                 ln_2: norm(ckpt, &b("ln_2"))?,
                 c_fc: linear(ckpt, &b("mlp.c_fc"), dim, 4 * dim)?,
                 mlp_proj: linear(ckpt, &b("mlp.c_proj"), 4 * dim, dim)?,
+                scale,
             });
         }
         let ln_f = norm(ckpt, "transformer.ln_f")?;
-        let head = Head {
-            dense: linear(ckpt, "mlm_head.0", dim, dim)?,
-            norm: norm(ckpt, "mlm_head.2")?,
-            decoder: linear(ckpt, "mlm_head.3", dim, vocab)?,
+        let head = match c.output {
+            Output::HeadLogits => Some(Head {
+                dense: linear(ckpt, "mlm_head.0", dim, dim)?,
+                norm: norm(ckpt, "mlm_head.2")?,
+                decoder: linear(ckpt, "mlm_head.3", dim, vocab)?,
+            }),
+            Output::Hidden => {
+                ckpt.skip_prefix(&p("mlm_head."));
+                None
+            }
         };
         // Heads for DNAGPT's numeric inputs and outputs, unused by the extractor.
         ckpt.skip_prefix(&p("number_embedding."));
@@ -163,6 +189,7 @@ impl DnaGpt {
             return Err(config_error("'max_len' is 0"));
         }
         Ok(DnaGpt {
+            output: c.output,
             wte: upload(wte, [vocab, dim], device),
             wpe: upload(wpe, [c.max_len, dim], device),
             blocks,
@@ -172,25 +199,69 @@ impl DnaGpt {
             dim,
             vocab,
             max_len: c.max_len,
-            device: device.clone(),
         })
+    }
+
+    /// The index of the last state: the blocks, plus the head's where it is pooled.
+    fn last_layer(&self) -> usize {
+        self.blocks.len() + usize::from(self.head.is_some())
+    }
+
+    /// The states after `kept`'s deepest layer, keeping those asked for (`Arch::hidden_states`).
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
+        let (mut x, bias) = embed(&self.wte, &self.wpe, input_ids, attention_mask);
+        let deepest = kept.deepest();
+        for (i, block) in self.blocks.iter().enumerate().take(deepest) {
+            kept.offer(i, &x);
+            x = block.forward(x, self.heads, Activation::GeluTanh, bias.clone());
+        }
+        let layers = self.blocks.len();
+        if deepest < layers {
+            kept.offer(deepest, &x);
+            return x;
+        }
+        let hidden = self.ln_f.forward(x);
+        kept.offer(layers, &hidden);
+        match &self.head {
+            Some(head) if deepest > layers => {
+                let head_states = head.norm.forward(silu(head.dense.forward(hidden)));
+                kept.offer(layers + 1, &head_states);
+                head_states
+            }
+            _ => hidden,
+        }
     }
 }
 
 impl Arch for DnaGpt {
-    /// The states the head's last layer reads.
+    /// The states the head's last layer reads, or ln_f's.
     fn hidden_size(&self) -> usize {
         self.dim
     }
 
     /// The logits the extractor pools: one value per vocabulary entry.
     fn embedding_size(&self) -> usize {
-        self.vocab
+        match self.head {
+            Some(_) => self.vocab,
+            None => self.dim,
+        }
     }
 
     /// The masked-LM head's last layer, on the mean of the states it reads.
     fn after_pooling(&self, pooled: Tensor<2>) -> Tensor<2> {
-        self.head.decoder.forward(pooled)
+        match &self.head {
+            Some(head) => head.decoder.forward(pooled),
+            None => pooled,
+        }
+    }
+
+    fn recipe(&self) -> Option<&'static crate::encoder::recipe::Recipe> {
+        (self.output == Output::Hidden).then_some(&crate::encoder::recipe::DNAGPT_HIDDEN)
     }
 
     fn token_rows(&self) -> usize {
@@ -206,28 +277,33 @@ impl Arch for DnaGpt {
         4 * self.dim
     }
 
-    /// The masked-LM head's states before its last layer [batch, tokens, dim].
+    /// The masked-LM head's states before its last layer [batch, tokens, dim], or ln_f's output
+    /// where the extractor pools that.
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        let tokens = input_ids.dims()[1];
-        let positions = self.wpe.clone().narrow(0, 0, tokens).unsqueeze::<3>();
-        let mut x = embedding(self.wte.clone(), input_ids) + positions;
-        let bias = padding_bias(attention_mask) + causal_bias(tokens, &self.device);
-        let scale = 1.0 / ((self.dim / self.heads) as f64).sqrt();
-        for block in &self.blocks {
-            let qkv = block.c_attn.forward(block.ln_1.forward(x.clone()));
-            let mut parts = qkv.chunk(3, 2).into_iter();
-            let mut next = || split_heads(parts.next().expect("chunk(3) yields three"), self.heads);
-            let (q, k, v) = (next(), next(), next());
-            x = x + block
-                .attn_proj
-                .forward(attention(q, k, v, scale, bias.clone()));
-            let inner =
-                Activation::GeluTanh.apply(block.c_fc.forward(block.ln_2.forward(x.clone())));
-            x = x + block.mlp_proj.forward(inner);
-        }
-        let hidden = self.ln_f.forward(x);
-        let head = &self.head;
-        head.norm.forward(silu(head.dense.forward(hidden)))
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.last_layer()),
+        )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.last_layer())
+    }
+
+    /// DNAGPT's blocks (its code has no `output_hidden_states`): the embeddings, each block's
+    /// output, the last block's after `ln_f` (GPT-2's last hidden state), then, where the
+    /// extractor pools the masked-LM head's logits, one layer more: the states the head's last
+    /// layer reads (today's embedding).
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.last_layer(), layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn family(&self) -> &'static str {

@@ -24,7 +24,8 @@
 //! HyenaDNA tokenizer appends. With right padding that is the masked mean over real tokens.
 
 use super::{
-    Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, padded_vocab, parse_config, size,
+    Arch, ArchSpec, Kept, Pooling, check_layers, epsilon, optional_size, padded_vocab,
+    parse_config, size,
 };
 use crate::Result;
 use crate::checkpoint::Checkpoint;
@@ -292,11 +293,17 @@ impl Hyena {
     }
 }
 
-impl Arch for Hyena {
-    /// last_hidden_state [batch, tokens, hidden] for token ids [batch, tokens] and the attention
-    /// mask (unused: the model is causal, so right padding cannot reach real tokens).
-    /// `tokens` must not exceed `max_tokens()`.
-    fn forward(&self, input_ids: Tensor<2, Int>, _attention_mask: Tensor<2>) -> Tensor<3> {
+impl Hyena {
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
+    /// that layer out.
+    /// The attention mask is unused: the model is causal, so right padding cannot reach real
+    /// tokens.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        _attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
         let tokens = input_ids.dims()[1];
         assert!(
             tokens <= self.max_seq_len,
@@ -304,10 +311,47 @@ impl Arch for Hyena {
             self.max_seq_len
         );
         let mut h = embedding(self.word_embeddings.clone(), input_ids);
-        for block in &self.blocks {
+        let (deepest, blocks) = (kept.deepest(), self.blocks.len());
+        for (i, block) in self.blocks.iter().enumerate().take(deepest) {
+            kept.offer(i, &h);
             h = block.forward(h);
         }
-        self.ln_f.forward(h)
+        if deepest > blocks {
+            kept.offer(blocks, &h);
+            h = self.ln_f.forward(h);
+        }
+        kept.offer(deepest, &h);
+        h
+    }
+}
+
+impl Arch for Hyena {
+    /// last_hidden_state [batch, tokens, hidden] for token ids [batch, tokens] and the attention
+    /// mask (unused: the model is causal, so right padding cannot reach real tokens).
+    /// `tokens` must not exceed `max_tokens()`.
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.blocks.len() + 1),
+        )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.blocks.len() + 1)
+    }
+
+    /// As the HF modeling code's `output_hidden_states` gives them: the embeddings, each
+    /// block's output, then the final LayerNorm's (one more than the blocks).
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.blocks.len() + 1, layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn widest_activation(&self) -> usize {

@@ -33,7 +33,9 @@
 //! unselected ones weighted by zero — (experts / k)× the arithmetic, but two matrix products per
 //! layer with nothing read back mid-pass.
 
-use super::{Arch, ArchSpec, Pooling, check_layers, epsilon, padded_vocab, parse_config, size};
+use super::{
+    Arch, ArchSpec, Kept, Pooling, check_layers, epsilon, padded_vocab, parse_config, size,
+};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
@@ -798,8 +800,15 @@ impl Block {
     }
 }
 
-impl Arch for Janus {
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+impl Janus {
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
+    /// that layer out.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
         let [batch, tokens] = input_ids.dims();
         let length = PADDED_LENGTH;
         let device = input_ids.device();
@@ -829,30 +838,82 @@ impl Arch for Janus {
         let embedded = embedding(self.embeddings.clone(), ids);
         let mut forward = embedded.clone();
         let mut reverse = embedded.flip([1]);
-        for layer in &self.layers {
+        let (deepest, blocks) = (kept.deepest(), self.layers.len());
+        for (i, layer) in self.layers.iter().enumerate().take(deepest) {
+            if kept.wants(i) {
+                let fused = fuse(forward.clone(), reverse.clone().flip([1]));
+                kept.offer(i, &fused.narrow(1, 0, tokens));
+            }
             forward = layer.forward.forward(forward, Some(&rows));
             reverse = layer.reverse.forward(reverse, Some(&rows));
+        }
+        // After `deepest` blocks, or after all of them where the final attention follows.
+        let stopped = deepest.min(blocks);
+        if kept.wants(stopped) {
+            let fused = fuse(forward.clone(), reverse.clone().flip([1])).narrow(1, 0, tokens);
+            kept.offer(stopped, &fused);
+            if deepest == stopped {
+                return fused;
+            }
         }
         let both = Tensor::cat(vec![forward, reverse.flip([1])], 1);
         // The final Janus attention (flex_attention with its block mask) takes no padding mask.
         let both = self.final_attention.forward(both, None);
-        // `final_fusion_repos_formasked`: token p from forward p − 1 and reverse p + 1; the
-        // first token from reverse 1 alone, the last from forward L − 2 alone.
-        let forward = both.clone().narrow(1, 0, length);
-        let reverse = both.narrow(1, length, length);
-        let fused = Tensor::cat(
-            vec![
-                reverse.clone().narrow(1, 1, 1),
-                forward.clone().narrow(1, 0, length - 2) + reverse.narrow(1, 2, length - 2),
-                forward.narrow(1, length - 2, 1),
-            ],
-            1,
+        let fused = fuse(
+            both.clone().narrow(1, 0, length),
+            both.narrow(1, length, length),
         );
         // `residual + final_mlp(h)` with `final_mlp = nn.Identity()` (GENEB's extractor): twice
         // the final norm's output.
         let out = self.final_norm.forward(fused) * 2.0;
         // The padding beyond the caller's width is outside every mask: the mean never reads it.
-        out.narrow(1, 0, tokens)
+        let out = out.narrow(1, 0, tokens);
+        kept.offer(deepest, &out);
+        out
+    }
+}
+
+/// `final_fusion_repos_formasked` of the two streams [batch, length, hidden] each, the reverse
+/// one flipped back: token p from forward p − 1 and reverse p + 1; the first token from reverse
+/// 1 alone, the last from forward L − 2 alone.
+fn fuse(forward: Tensor<3>, reverse: Tensor<3>) -> Tensor<3> {
+    let length = forward.dims()[1];
+    Tensor::cat(
+        vec![
+            reverse.clone().narrow(1, 1, 1),
+            forward.clone().narrow(1, 0, length - 2) + reverse.narrow(1, 2, length - 2),
+            forward.narrow(1, length - 2, 1),
+        ],
+        1,
+    )
+}
+
+impl Arch for Janus {
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.layers.len() + 1),
+        )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.layers.len() + 1)
+    }
+
+    /// JanusDNA's code keeps no hidden states, so its blocks: after each of `layers` (0 = the
+    /// embeddings) the two streams fused as its final fusion fuses them (token p from forward
+    /// p − 1 and reverse p + 1, so no state has seen its token), then one layer more, today's
+    /// output (the final Janus attention, fusion and norm).
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.layers.len() + 1, layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn hidden_size(&self) -> usize {

@@ -9,17 +9,18 @@
 //! counts them without `position_ids`: rotary attention depends only on the distance between
 //! two tokens, so a left-padded sequence's real tokens see what they see unpadded.
 
-use super::{Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, parse_config, size};
+use super::{
+    Arch, ArchSpec, Kept, Pooling, check_layers, epsilon, optional_size, parse_config, size,
+};
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::positions::{RopeScaling, Rotary};
 use crate::encoder::layers::{
-    Activation, GroupedQueryAttention, Linear, RmsNorm, checkpoint_prefix, config_error, head_dim,
-    padding_bias, sliding_causal_bias, upload,
+    Activation, EmbeddingTable, GroupedQueryAttention, Linear, RmsNorm, checkpoint_prefix,
+    config_error, head_dim, padding_bias, sliding_causal_bias,
 };
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
-use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;
 use serde_json::Value;
@@ -138,7 +139,7 @@ struct Layer {
 }
 
 pub struct Llama {
-    embed_tokens: Tensor<2>,
+    embed_tokens: EmbeddingTable,
     layers: Vec<Layer>,
     norm: RmsNorm,
     rotary: Rotary,
@@ -196,7 +197,7 @@ impl Llama {
         let probe = "embed_tokens.weight";
         let prefix = checkpoint_prefix(ckpt, &["model.", ""], probe, "Llama")?;
         let p = |name: &str| format!("{prefix}{name}");
-        let embed_tokens = ckpt.take(&p(probe), &[vocab, hidden])?;
+        let embed_tokens = EmbeddingTable::load(ckpt, &p(probe), [vocab, hidden], device)?;
         let n_layers = check_layers("num_hidden_layers", c.num_hidden_layers, ckpt, |i| {
             p(&format!("layers.{i}.self_attn.o_proj.weight"))
         })?;
@@ -244,7 +245,7 @@ impl Llama {
         // The language-model head is not part of the decoder GENEB pools.
         ckpt.skip_prefix("lm_head.");
         Ok(Llama {
-            embed_tokens: upload(embed_tokens, [vocab, hidden], device),
+            embed_tokens,
             layers,
             norm,
             rotary: Rotary::from_theta(head_dim, c.rope_theta, scaling),
@@ -261,13 +262,45 @@ impl Llama {
     }
 }
 
+impl Llama {
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
+    /// that layer out.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
+        let tokens = input_ids.dims()[1];
+        let mut x = self.embed_tokens.forward(input_ids);
+        let bias = padding_bias(attention_mask)
+            + sliding_causal_bias(tokens, self.sliding_window, &self.device);
+        let rotary = self.rotary.tables(tokens, &self.device);
+        let deepest = kept.deepest();
+        for (i, layer) in self.layers.iter().enumerate().take(deepest) {
+            kept.offer(i, &x);
+            let h = layer.input_norm.forward(x.clone());
+            x = x + layer.self_attn.forward(h, &rotary, bias.clone());
+            let h = layer.post_attention_norm.forward(x.clone());
+            let gated = self.activation.apply(layer.gate_proj.forward(h.clone()))
+                * layer.up_proj.forward(h);
+            x = x + layer.down_proj.forward(gated);
+        }
+        if deepest == self.layers.len() {
+            x = self.norm.forward(x);
+        }
+        kept.offer(deepest, &x);
+        x
+    }
+}
+
 impl Arch for Llama {
     fn hidden_size(&self) -> usize {
         self.hidden
     }
 
     fn token_rows(&self) -> usize {
-        self.embed_tokens.dims()[0]
+        self.embed_tokens.rows()
     }
 
     fn max_tokens(&self) -> usize {
@@ -281,20 +314,28 @@ impl Arch for Llama {
 
     /// `hidden_states[-1]` [batch, tokens, hidden]: the final RMSNorm's output.
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        let tokens = input_ids.dims()[1];
-        let mut x = embedding(self.embed_tokens.clone(), input_ids);
-        let bias = padding_bias(attention_mask)
-            + sliding_causal_bias(tokens, self.sliding_window, &self.device);
-        let rotary = self.rotary.tables(tokens, &self.device);
-        for layer in &self.layers {
-            let h = layer.input_norm.forward(x.clone());
-            x = x + layer.self_attn.forward(h, &rotary, bias.clone());
-            let h = layer.post_attention_norm.forward(x.clone());
-            let gated = self.activation.apply(layer.gate_proj.forward(h.clone()))
-                * layer.up_proj.forward(h);
-            x = x + layer.down_proj.forward(gated);
-        }
-        self.norm.forward(x)
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.layers.len()),
+        )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.layers.len())
+    }
+
+    /// As transformers' `output_hidden_states` gives them: the embeddings, each layer's output,
+    /// the last after the final RMSNorm.
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn family(&self) -> &'static str {

@@ -14,6 +14,8 @@ pub mod caduceus;
 pub mod dnagpt;
 pub mod eccdnamamba;
 pub mod enformer;
+pub mod evo;
+pub mod gpt2;
 pub mod hyena;
 pub mod janus;
 pub mod llama;
@@ -22,6 +24,7 @@ pub mod mistral;
 pub mod nt;
 pub mod olmo;
 pub mod roformer;
+pub mod space;
 
 use super::backend::Compute;
 use super::layers::config_error;
@@ -41,9 +44,41 @@ pub trait Arch: Send + Sync {
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3>;
     /// The width of `forward`'s states.
     fn hidden_size(&self) -> usize;
+    /// How many blocks `hidden_states` can stop after: L, where the states are indexed as
+    /// transformers' `output_hidden_states` indexes them (0 = the embeddings' output, L =
+    /// `forward`'s), or as the reference code's blocks for models outside transformers (the
+    /// architecture's file says which). None, the default, where the architecture gives only
+    /// `forward`'s states (`?layer=` is then refused unless it is the last).
+    fn layers(&self) -> Option<usize> {
+        None
+    }
+    /// The width of the states after `layer` blocks (0..=L): `hidden_size` unless the blocks
+    /// change it (Enformer's convolution tower).
+    fn hidden_size_at(&self, layer: usize) -> usize {
+        let _ = layer;
+        self.hidden_size()
+    }
+    /// The states after each of `layers` blocks (each 0..=L, in the order asked), [batch,
+    /// tokens, hidden_size_at(layer)] each, from one forward pass; layer L is `forward`'s output
+    /// bit for bit. The default serves architectures without per-layer states: an error naming
+    /// the family (the caller asks it only for another layer than the last, which it refuses
+    /// first where `layers` is None).
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let _ = (input_ids, attention_mask, layers);
+        Err(Error::new(format!(
+            "{}: geneb gives only the last layer's states (layer=-1) for this architecture",
+            self.family()
+        )))
+    }
     /// What follows the pooling, [batch, hidden] → [batch, embedding_size]: nothing, except where
     /// the reference pools the output of a linear layer, which commutes with the mean and is
-    /// applied once per sequence instead of once per token (DNAGPT's logits).
+    /// applied once per sequence instead of once per token (DNAGPT's logits). Applied to the
+    /// last layer's states only: the head reads nothing else.
     fn after_pooling(&self, pooled: Tensor<2>) -> Tensor<2> {
         pooled
     }
@@ -75,6 +110,65 @@ pub trait Arch: Send + Sync {
     /// the reference tolerates missing, and why nothing is lost.
     fn notes(&self) -> &[String] {
         &[]
+    }
+}
+
+/// The states one forward pass keeps for `Arch::hidden_states`: those after the blocks asked
+/// for, in the order asked. The pass offers the state entering each block and its output, and
+/// stops after the deepest block asked for.
+pub(crate) struct Kept {
+    wanted: Vec<usize>,
+    states: Vec<Option<Tensor<3>>>,
+}
+
+impl Kept {
+    /// `wanted` checked against the architecture's `layers` blocks.
+    pub(crate) fn new(family: &str, layers: usize, wanted: &[usize]) -> Result<Kept> {
+        if let Some(bad) = wanted.iter().find(|&&layer| layer > layers) {
+            return Err(Error::new(format!(
+                "{family} has {layers} layers: there is no layer {bad} (0 is the embeddings' \
+                 output, {layers} the last layer's)"
+            )));
+        }
+        if wanted.is_empty() {
+            return Err(Error::new("no layer asked for"));
+        }
+        Ok(Kept {
+            wanted: wanted.to_vec(),
+            states: vec![None; wanted.len()],
+        })
+    }
+
+    /// The last layer only, as `Arch::forward` gives it.
+    pub(crate) fn last(layers: usize) -> Kept {
+        Kept {
+            wanted: vec![layers],
+            states: vec![None],
+        }
+    }
+
+    /// The deepest layer asked for: the pass stops after it.
+    pub(crate) fn deepest(&self) -> usize {
+        self.wanted.iter().copied().max().unwrap_or(0)
+    }
+
+    /// Whether the states after `layer` blocks are asked for (where making them costs).
+    pub(crate) fn wants(&self, layer: usize) -> bool {
+        self.wanted.contains(&layer)
+    }
+
+    /// Keeps `x` as the states after `layer` blocks, if asked for.
+    pub(crate) fn offer(&mut self, layer: usize, x: &Tensor<3>) {
+        for (wanted, state) in self.wanted.iter().zip(&mut self.states) {
+            if *wanted == layer {
+                *state = Some(x.clone());
+            }
+        }
+    }
+
+    /// The states kept, in the order asked.
+    pub(crate) fn into_states(self) -> Vec<Tensor<3>> {
+        self.states.into_iter().flatten().collect()
     }
 }
 
@@ -112,10 +206,14 @@ pub const ARCHITECTURES: &[&ArchSpec] = &[
     &janus::SPEC,
     &llama::SPEC,
     &mistral::SPEC,
+    // Before Enformer: SPACE's config.json says `model_type` "enformer" too.
+    &space::SPEC,
     &enformer::SPEC,
     &olmo::SPEC,
     &lucaone::SPEC,
+    &evo::SPEC,
     &eccdnamamba::SPEC,
+    &gpt2::SPEC,
 ];
 
 /// The architecture `config.json` describes, or an error that lists what geneb runs.
@@ -321,11 +419,11 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), names.len(), "{names:?}");
-        let unknown = detect(&serde_json::json!({"model_type": "gpt2"}))
+        let unknown = detect(&serde_json::json!({"model_type": "t5"}))
             .err()
-            .expect("gpt2 is not supported");
+            .expect("t5 is not supported");
         assert!(
-            unknown.to_string().contains("'gpt2' is not supported"),
+            unknown.to_string().contains("'t5' is not supported"),
             "{unknown}"
         );
     }

@@ -13,7 +13,8 @@
 //! mean over the attention mask, `<cls>` included.
 
 use super::{
-    Arch, ArchSpec, Pooling, check_layers, epsilon, parse_config, size, transformers_layer_norm_eps,
+    Arch, ArchSpec, Kept, Pooling, check_layers, epsilon, parse_config, size,
+    transformers_layer_norm_eps,
 };
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
@@ -304,26 +305,15 @@ impl NucleotideTransformer {
     }
 }
 
-impl Arch for NucleotideTransformer {
-    /// Floats per token of the widest activation: the feed-forward's (SwiGLU's two halves).
-    fn widest_activation(&self) -> usize {
-        2 * self.intermediate
-    }
-
-    fn hidden_size(&self) -> usize {
-        self.hidden
-    }
-
-    fn token_rows(&self) -> usize {
-        self.word_embeddings.dims()[0]
-    }
-
-    fn max_tokens(&self) -> usize {
-        self.max_tokens
-    }
-
-    /// last_hidden_state [batch, tokens, hidden] (after the final LayerNorm).
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+impl NucleotideTransformer {
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
+    /// that layer out.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
         let [batch, tokens] = input_ids.dims();
         let mut x = embedding(self.word_embeddings.clone(), input_ids.clone());
         if let Some(dropout) = &self.token_dropout {
@@ -344,7 +334,9 @@ impl Arch for NucleotideTransformer {
         x = x * keep;
         let bias = padding_bias(attention_mask);
         let head_dim = self.hidden / self.heads;
-        for layer in &self.layers {
+        let deepest = kept.deepest();
+        for (i, layer) in self.layers.iter().enumerate().take(deepest) {
+            kept.offer(i, &x);
             let h = layer.attention_norm.forward(x.clone());
             // ESM scales the queries before rotating them; rotation is linear, so the scale is
             // applied to the scores instead (attention's own, no launch of its own on a GPU).
@@ -364,7 +356,56 @@ impl Arch for NucleotideTransformer {
             };
             x = layer.output.forward(inner) + attended;
         }
-        self.final_norm.forward(x)
+        if deepest == self.layers.len() {
+            x = self.final_norm.forward(x);
+        }
+        kept.offer(deepest, &x);
+        x
+    }
+}
+
+impl Arch for NucleotideTransformer {
+    /// Floats per token of the widest activation: the feed-forward's (SwiGLU's two halves).
+    fn widest_activation(&self) -> usize {
+        2 * self.intermediate
+    }
+
+    fn hidden_size(&self) -> usize {
+        self.hidden
+    }
+
+    fn token_rows(&self) -> usize {
+        self.word_embeddings.dims()[0]
+    }
+
+    fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// last_hidden_state [batch, tokens, hidden] (after the final LayerNorm).
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.layers.len()),
+        )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.layers.len())
+    }
+
+    /// As transformers' ESM gives them: the embeddings' output (padding zeroed), each layer's,
+    /// the last after `emb_layer_norm_after`.
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn family(&self) -> &'static str {

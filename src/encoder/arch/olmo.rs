@@ -9,7 +9,9 @@
 //! Positions count from the batch's first column, as OLMo's rotary tables do; with right padding
 //! every real token sits where it would unpadded.
 
-use super::{Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, parse_config, size};
+use super::{
+    Arch, ArchSpec, Kept, Pooling, check_layers, epsilon, optional_size, parse_config, size,
+};
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::positions::Rotary;
@@ -320,6 +322,37 @@ impl Olmo {
     }
 }
 
+impl Olmo {
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
+    /// that layer out.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
+        let tokens = input_ids.dims()[1];
+        let mut x = embedding(self.wte.clone(), input_ids);
+        let bias = padding_bias(attention_mask) + causal_bias(tokens, &self.device);
+        let rotary = self.rotary.tables(tokens, &self.device);
+        let deepest = kept.deepest();
+        for (i, layer) in self.layers.iter().enumerate().take(deepest) {
+            kept.offer(i, &x);
+            let h = layer.attn_norm.forward(x.clone());
+            x = x + layer.attention.forward(h, &rotary, bias.clone());
+            let h = layer.ff_norm.forward(x.clone());
+            let gated = Activation::Silu.apply(layer.gate_proj.forward(h.clone()))
+                * layer.value_proj.forward(h);
+            x = x + layer.ff_out.forward(gated);
+        }
+        if deepest == self.layers.len() {
+            x = self.ln_f.forward(x);
+        }
+        kept.offer(deepest, &x);
+        x
+    }
+}
+
 impl Arch for Olmo {
     fn hidden_size(&self) -> usize {
         self.hidden
@@ -342,19 +375,28 @@ impl Arch for Olmo {
 
     /// `hidden_states[-1]` [batch, tokens, hidden]: `ln_f`'s output.
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        let tokens = input_ids.dims()[1];
-        let mut x = embedding(self.wte.clone(), input_ids);
-        let bias = padding_bias(attention_mask) + causal_bias(tokens, &self.device);
-        let rotary = self.rotary.tables(tokens, &self.device);
-        for layer in &self.layers {
-            let h = layer.attn_norm.forward(x.clone());
-            x = x + layer.attention.forward(h, &rotary, bias.clone());
-            let h = layer.ff_norm.forward(x.clone());
-            let gated = Activation::Silu.apply(layer.gate_proj.forward(h.clone()))
-                * layer.value_proj.forward(h);
-            x = x + layer.ff_out.forward(gated);
-        }
-        self.ln_f.forward(x)
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.layers.len()),
+        )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.layers.len())
+    }
+
+    /// As OLMo's code gives them (`output_hidden_states`): the embeddings, each block's output,
+    /// the last after the final LayerNorm.
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn family(&self) -> &'static str {

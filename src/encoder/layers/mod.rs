@@ -1,10 +1,11 @@
 //! The building blocks any architecture (`encoder::arch`) can use, loaded from a checkpoint by
 //! their PyTorch names: linear layers, LayerNorm and RMSNorm, activations and attention here;
-//! Mamba in `mamba`, Hyena's long convolution in `long_conv`, rotary and ALiBi positions in
+//! Mamba in `mamba`, the Enformer trunk (Enformer, SPACE) in `enformer_trunk`, Hyena's long convolution in `long_conv`, rotary and ALiBi positions in
 //! `positions`. Weights are uploaded tensor by tensor as they are taken.
 
 #[cfg(feature = "wgpu")]
 mod attention_kernel;
+pub mod enformer_trunk;
 pub mod long_conv;
 pub mod mamba;
 #[cfg(any(target_arch = "wasm32", test))]
@@ -12,7 +13,7 @@ mod packed_matmul;
 pub mod positions;
 
 use crate::Result;
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, Matrix};
 use burn::tensor::activation::{gelu, relu, sigmoid};
 use burn::tensor::module::{layer_norm, linear};
 use burn::tensor::ops::AttentionModuleOptions;
@@ -21,6 +22,58 @@ use positions::RotaryTables;
 
 pub fn upload<const D: usize>(data: Vec<f32>, shape: [usize; D], device: &Device) -> Tensor<D> {
     Tensor::from_data(TensorData::new(data, shape), device)
+}
+
+/// A matrix as taken (`Checkpoint::take_matrix`) onto `device`, in the type it is held in.
+pub fn upload_matrix(matrix: Matrix, shape: [usize; 2], device: &Device) -> Tensor<2> {
+    match matrix {
+        Matrix::F32(values) => upload(values, shape, device),
+        Matrix::Bf16(values) => Tensor::from_data(
+            TensorData::new(values, shape),
+            (device, burn::tensor::DType::BF16),
+        ),
+        Matrix::F16(values) => Tensor::from_data(
+            TensorData::new(values, shape),
+            (device, burn::tensor::DType::F16),
+        ),
+    }
+}
+
+/// A token embedding table [rows, width], held as the checkpoint's matrices are
+/// (`Checkpoint::take_matrix`): only the rows looked up are widened to f32.
+pub struct EmbeddingTable {
+    table: Tensor<2>,
+    half: bool,
+}
+
+impl EmbeddingTable {
+    pub fn load(
+        ckpt: &mut Checkpoint,
+        name: &str,
+        shape: [usize; 2],
+        device: &Device,
+    ) -> Result<EmbeddingTable> {
+        let matrix = ckpt.take_matrix(name, &shape)?;
+        let half = matrix.held() != crate::checkpoint::Held::F32;
+        Ok(EmbeddingTable {
+            table: upload_matrix(matrix, shape, device),
+            half,
+        })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.table.dims()[0]
+    }
+
+    /// ids [batch, tokens] → [batch, tokens, width]
+    pub fn forward(&self, ids: Tensor<2, burn::tensor::Int>) -> Tensor<3> {
+        let rows = burn::tensor::module::embedding(self.table.clone(), ids);
+        // A device computing in f16 (`--precision f16`) holds f32 tables as f16 already.
+        match self.half {
+            true => rows.cast(burn::tensor::FloatDType::F32),
+            false => rows,
+        }
+    }
 }
 
 /// Takes a checkpoint tensor of the given shape onto `device`.
@@ -40,6 +93,13 @@ pub enum Linear {
     /// Burn's `linear` on the device, with W stored transposed ([in, out]) once at load.
     Tensors {
         weight_t: Tensor<2>,
+        bias: Option<Tensor<1>>,
+    },
+    /// Half-precision weights [out, in] as the checkpoint holds them (a model too large for
+    /// f32): widened to f32 for each product, one layer at a time, so the model never holds a
+    /// second full-precision copy of itself.
+    Half {
+        weight: Tensor<2>,
         bias: Option<Tensor<1>>,
     },
     /// The page's CPU backend: W packed for `packed_matmul`, 1.1–1.6× Burn's matmul there (see
@@ -74,15 +134,61 @@ impl Linear {
         bias: bool,
         device: &Device,
     ) -> Result<[Linear; N]> {
-        let mut weight = ckpt.take(&format!("{name}.weight"), &[N * out_features, in_features])?;
-        let mut bias = if bias {
+        let weight =
+            ckpt.take_matrix(&format!("{name}.weight"), &[N * out_features, in_features])?;
+        let bias = if bias {
             Some(ckpt.take(&format!("{name}.bias"), &[N * out_features])?)
         } else {
             None
         };
+        Ok(Linear::from_rows(
+            weight,
+            bias,
+            in_features,
+            out_features,
+            device,
+        ))
+    }
+
+    /// `load_parts` for GPT-2's `Conv1D` (`{name}.weight` stored [in, N·out], y = x W + b,
+    /// always with a bias): transposed on the host, one tensor at a time, then split alike.
+    pub fn load_conv1d_parts<const N: usize>(
+        ckpt: &mut Checkpoint,
+        name: &str,
+        in_features: usize,
+        out_features: usize,
+        device: &Device,
+    ) -> Result<[Linear; N]> {
+        let columns = N * out_features;
+        let stored = ckpt.take(&format!("{name}.weight"), &[in_features, columns])?;
+        let mut weight = vec![0f32; stored.len()];
+        for (i, row) in stored.chunks_exact(columns.max(1)).enumerate() {
+            for (o, value) in row.iter().enumerate() {
+                weight[o * in_features + i] = *value;
+            }
+        }
+        drop(stored);
+        let bias = ckpt.take(&format!("{name}.bias"), &[columns])?;
+        Ok(Linear::from_rows(
+            Matrix::F32(weight),
+            Some(bias),
+            in_features,
+            out_features,
+            device,
+        ))
+    }
+
+    /// `N` layers from a weight [N·out, in] (row-major) and bias [N·out] stacking their rows.
+    fn from_rows<const N: usize>(
+        mut weight: Matrix,
+        mut bias: Option<Vec<f32>>,
+        in_features: usize,
+        out_features: usize,
+        device: &Device,
+    ) -> [Linear; N] {
         // Parts after the first are split off the end; the first keeps the vectors read, so a
         // single layer's weights are never copied.
-        let mut parts: Vec<(Vec<f32>, Option<Vec<f32>>)> = (1..N)
+        let mut parts: Vec<(Matrix, Option<Vec<f32>>)> = (1..N)
             .rev()
             .map(|part| {
                 let weight = weight.split_off(part * out_features * in_features);
@@ -93,10 +199,27 @@ impl Linear {
         parts.push((weight, bias));
         parts.reverse();
         let mut parts = parts.into_iter();
-        Ok(std::array::from_fn(|_| {
+        std::array::from_fn(|_| {
             let (weight, bias) = parts.next().expect("N parts were split off");
-            Linear::new(weight, bias, in_features, out_features, device)
-        }))
+            Linear::from_matrix(weight, bias, in_features, out_features, device)
+        })
+    }
+
+    /// From a matrix as taken: f32 as `new`; half-precision kept so (`Linear::Half`).
+    fn from_matrix(
+        weight: Matrix,
+        bias: Option<Vec<f32>>,
+        in_features: usize,
+        out_features: usize,
+        device: &Device,
+    ) -> Linear {
+        match weight {
+            Matrix::F32(weight) => Linear::new(weight, bias, in_features, out_features, device),
+            half => Linear::Half {
+                weight: upload_matrix(half, [out_features, in_features], device),
+                bias: bias.map(|b| upload(b, [out_features], device)),
+            },
+        }
     }
 
     /// From a weight matrix [out, in] in row-major order and an optional bias [out].
@@ -122,6 +245,10 @@ impl Linear {
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         match self {
             Linear::Tensors { weight_t, bias } => linear(x, weight_t.clone(), bias.clone()),
+            Linear::Half { weight, bias } => {
+                let weight = weight.clone().cast(burn::tensor::FloatDType::F32);
+                linear(x, weight.transpose(), bias.clone())
+            }
             #[cfg(target_arch = "wasm32")]
             Linear::Packed(packed) => {
                 let mut dims = x.dims();

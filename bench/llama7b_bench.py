@@ -1,0 +1,221 @@
+"""A 7B Llama on the CPU: geneb's peak memory and seconds per 1,000-nt sequence beside PyTorch's.
+
+    python3 bench/llama7b_bench.py --geneb PATH [--dir /tmp/geneb-llama7b] [--layers 32]
+                                   [--sequences 2] [--keep] [--skip-torch]
+
+1. Writes a checkpoint shaped like METAGENE-1 (LlamaForCausalLM: hidden 4096, 32 layers, 32
+   heads, SwiGLU 11008, vocabulary 1024, 512 positions; 6.48B parameters) with random bf16
+   weights, sharded as transformers shards it (`model-0000N-of-0000M.safetensors` of at most
+   2 GB and `model.safetensors.index.json`), one tensor in memory at a time, in a temporary
+   folder (`--dir`); the tokenizer files are the committed tiny METAGENE fixture's (a BPE of 96
+   tokens: the token counts are printed, and are the same for both sides). `--layers N` writes
+   a shallower model of the same width where the machine has less room.
+2. Runs `geneb --max-memory 16GiB embed` on it twice, on the first sequence and on all of
+   `--sequences` + 1, each in a fresh process; the peak resident memory is the process's own
+   (GNU time's %M), the seconds per sequence the difference of the two runs over the extra sequences
+   (loading, hashing the files and tokenizing are in both). 16 GiB is under the model's f32
+   weights (25.9 GB), so geneb holds them in bf16 as stored.
+3. Runs transformers' LlamaModel from the same folder in bf16 (`torch_dtype=torch.bfloat16`,
+   as GENEB's extractors load on CUDA) and times each sequence's forward pass after one
+   warm-up, in a fresh process, its peak memory likewise.
+4. Deletes the folder unless `--keep`.
+
+Prints one JSON object. Random DNA of 1,000 nt, seeded.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests/fixtures/models/metagene"
+SHARD_BYTES = 2_000_000_000
+
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "vocab_size": 1024,
+    "max_position_embeddings": 512,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 10000.0,
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "mlp_bias": False,
+    "tie_word_embeddings": False,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 3,
+    "torch_dtype": "bfloat16",
+}
+
+
+def tensors(config):
+    """(name, shape) of every tensor of a LlamaForCausalLM, in the order transformers saves them."""
+    h, i, v = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    yield "model.embed_tokens.weight", (v, h)
+    for layer in range(config["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        for name in ["q_proj", "k_proj", "v_proj", "o_proj"]:
+            yield p + f"self_attn.{name}.weight", (h, h)
+        yield p + "mlp.gate_proj.weight", (i, h)
+        yield p + "mlp.up_proj.weight", (i, h)
+        yield p + "mlp.down_proj.weight", (h, i)
+        yield p + "input_layernorm.weight", (h,)
+        yield p + "post_attention_layernorm.weight", (h,)
+    yield "model.norm.weight", (h,)
+    yield "lm_head.weight", (v, h)
+
+
+def write_checkpoint(folder, config):
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    for name in ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]:
+        shutil.copy(FIXTURE / name, folder / name)
+    generator = torch.Generator().manual_seed(0)
+    shards, current, current_bytes = [], {}, 0
+    total = 0
+
+    def flush():
+        nonlocal current, current_bytes
+        if current:
+            path = folder / f"shard-{len(shards)}.tmp"
+            save_file(current, str(path), metadata={"format": "pt"})
+            shards.append((path, list(current)))
+            current, current_bytes = {}, 0
+
+    for name, shape in tensors(config):
+        if len(shape) == 1:
+            tensor = torch.ones(shape, dtype=torch.bfloat16)
+        else:
+            tensor = (torch.randn(shape, generator=generator) * 0.02).to(torch.bfloat16)
+        size = tensor.numel() * 2
+        if current_bytes + size > SHARD_BYTES:
+            flush()
+        current[name] = tensor
+        current_bytes += size
+        total += size
+    flush()
+    weight_map = {}
+    for n, (path, names) in enumerate(shards, start=1):
+        final = f"model-{n:05d}-of-{len(shards):05d}.safetensors"
+        path.rename(folder / final)
+        weight_map.update({name: final for name in names})
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
+    return total
+
+
+def measured(command):
+    """Runs `command`; its wall seconds and its output."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = process.communicate()
+    wall = time.perf_counter() - start
+    if process.returncode != 0:
+        sys.exit(f"{command[0]} failed ({process.returncode}): {err[-2000:]}")
+    return wall, out, err
+
+
+def peak_of(command):
+    """Wall seconds and the process's own peak RSS (bytes), measured by GNU time."""
+    timed = ["/usr/bin/time", "-f", "PEAK_KB %M"] + command
+    wall, out, err = measured(timed)
+    peak_kb = int(next(line for line in err.splitlines() if line.startswith("PEAK_KB")).split()[1])
+    return wall, peak_kb * 1024, out, err
+
+
+TORCH_RUN = r"""
+import json, sys, time, torch
+from transformers import AutoModel, AutoTokenizer
+folder, sequences = sys.argv[1], json.loads(sys.argv[2])
+torch.set_num_threads(int(sys.argv[3]))
+start = time.perf_counter()
+model = AutoModel.from_pretrained(folder, torch_dtype=torch.bfloat16).eval()
+tokenizer = AutoTokenizer.from_pretrained(folder)
+loaded = time.perf_counter() - start
+times, tokens = [], []
+with torch.no_grad():
+    for i, s in enumerate([sequences[0]] + sequences):
+        ids = tokenizer(s, return_tensors="pt", truncation=True, max_length=512)
+        t = time.perf_counter()
+        model(**ids).last_hidden_state.float().mean(dim=1)
+        if i > 0:
+            times.append(time.perf_counter() - t)
+            tokens.append(ids["input_ids"].shape[1])
+print(json.dumps({"load_s": loaded, "seconds": times, "tokens": tokens}))
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--geneb", required=True)
+    parser.add_argument("--dir", default="/tmp/geneb-llama7b")
+    parser.add_argument("--layers", type=int, default=32)
+    parser.add_argument("--sequences", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--skip-torch", action="store_true")
+    args = parser.parse_args()
+
+    config = dict(CONFIG, num_hidden_layers=args.layers)
+    folder = Path(args.dir)
+    rng = random.Random(0)
+    sequences = ["".join(rng.choice("ACGT") for _ in range(1000)) for _ in range(args.sequences + 1)]
+    report = {"layers": args.layers, "threads": args.threads}
+    try:
+        if not (folder / "model.safetensors.index.json").exists():
+            start = time.perf_counter()
+            report["bf16_bytes"] = write_checkpoint(folder, config)
+            report["write_s"] = time.perf_counter() - start
+        else:
+            index = json.loads((folder / "model.safetensors.index.json").read_text())
+            report["bf16_bytes"] = index["metadata"]["total_size"]
+        report["parameters"] = report["bf16_bytes"] // 2
+
+        runs = {}
+        for label, chosen in [("one", sequences[:1]), ("all", sequences)]:
+            fasta = folder / f"{label}.txt"
+            fasta.write_text("\n".join(chosen) + "\n")
+            command = [args.geneb, "--max-memory", "16GiB", "embed", "--model", f"hf:{folder}",
+                       "--input", str(fasta), "--out", str(folder / f"{label}.npy")]
+            wall, peak, _, _ = peak_of(command)
+            runs[label] = {"wall_s": wall, "peak_rss_bytes": peak}
+        extra = args.sequences
+        report["geneb"] = {
+            "runs": runs,
+            "seconds_per_sequence": (runs["all"]["wall_s"] - runs["one"]["wall_s"]) / extra,
+            "peak_rss_bytes": max(r["peak_rss_bytes"] for r in runs.values()),
+        }
+        report["geneb"]["peak_over_bf16"] = report["geneb"]["peak_rss_bytes"] / report["bf16_bytes"]
+
+        if not args.skip_torch:
+            command = [sys.executable, "-c", TORCH_RUN, str(folder), json.dumps(sequences[1:]),
+                       str(args.threads)]
+            wall, peak, out, _ = peak_of(command)
+            torch_run = json.loads(out.strip().splitlines()[-1])
+            torch_run.update(wall_s=wall, peak_rss_bytes=peak)
+            torch_run["seconds_per_sequence"] = sum(torch_run["seconds"]) / len(torch_run["seconds"])
+            torch_run["peak_over_bf16"] = peak / report["bf16_bytes"]
+            report["pytorch"] = torch_run
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
