@@ -6,7 +6,14 @@ of them near copies (shifted or mutated) of others, split 80/20 in file order; `
 — N copies of one 200-nt sequence, each with one base changed (the informative rule keeps the
 index small). N = 100,000 by default (`--rows`).
 
-Run: python3 bench/audit_bench.py --geneb target/release/geneb [--rows 100000] [--threads 1,2]
+With `--seqleak PATH` (PyPI seqleak 0.4.1) the same table is audited by seqleak too, restricted to
+the same checks at full sampling (`--checks overlap.exact,overlap.near,baseline.lookup
+--sketch-scale 1 --homology off --threads N --out R.json --fail-on never --quiet`), the two alternating `--runs` times; the minimum
+wall time and the minimum peak RSS of each are kept (the machine is shared) and geneb's speed and
+memory are printed as ratios to seqleak's.
+
+Run: python3 bench/audit_bench.py --geneb target/release/geneb [--seqleak /work/pyenv/bin/seqleak]
+     [--rows 100000] [--threads 1,2] [--runs 3] [--tables families,near_identical]
 """
 
 import argparse
@@ -69,25 +76,50 @@ def timed(cmd, env):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--geneb", required=True)
+    ap.add_argument("--seqleak")
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--tables", default="families,near_identical")
     args = ap.parse_args()
     root = os.path.join("target", "bench-data", "audit")
     os.makedirs(root, exist_ok=True)
-    for name, make in [("families", families), ("near_identical", near_identical)]:
+    makers = {"families": families, "near_identical": near_identical}
+    for name in args.tables.split(","):
         path = os.path.join(root, f"{name}_{args.rows}.csv")
         if not os.path.exists(path):
-            make(path, args.rows)
+            makers[name](path, args.rows)
         for threads in args.threads.split(","):
             env = dict(os.environ, RAYON_NUM_THREADS=threads)
-            seconds, rss, out = timed([args.geneb, "audit", "--task", path, "--json"], env)
-
-            task = json.loads(out)["tasks"][0]
+            ours, theirs = [], []
+            for _ in range(args.runs):
+                ours.append(timed([args.geneb, "audit", "--task", path, "--json"], env))
+                if args.seqleak:
+                    theirs.append(timed(seqleak_command(args.seqleak, path, threads), env))
+            seconds, rss = min(r[0] for r in ours), min(r[1] for r in ours)
+            task = json.loads(ours[0][2])["tasks"][0]
             print(
-                f"{name} {args.rows} rows, {threads} thread(s): {seconds:.2f} s, peak RSS "
+                f"{name} {args.rows} rows, {threads} thread(s): geneb {seconds:.2f} s, peak RSS "
                 f"{rss:.0f} MiB; {len(task['leaked_test_rows'])} of {task['test']} test rows "
                 f"leaked, nearest-neighbour MCC {task['nearest_neighbour_mcc']:.3f}"
             )
+            if theirs:
+                their_seconds, their_rss = min(r[0] for r in theirs), min(r[1] for r in theirs)
+                print(
+                    f"  seqleak {their_seconds:.2f} s, peak RSS {their_rss:.0f} MiB: geneb "
+                    f"{their_seconds / seconds:.1f}x as fast with {rss / their_rss:.2f}x the memory"
+                )
+
+
+def seqleak_command(seqleak, path, threads):
+    """seqleak restricted to geneb's checks, every k-mer counted (sampling scale 1)."""
+    report = os.path.join("target", "bench-data", "audit", "seqleak_report.json")
+    return [
+        seqleak, "audit", "--data", path,
+        "--checks", "overlap.exact,overlap.near,baseline.lookup",
+        "--sketch-scale", "1", "--homology", "off", "--threads", threads,
+        "--out", report, "--fail-on", "never", "--quiet",
+    ]
 
 
 if __name__ == "__main__":

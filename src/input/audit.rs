@@ -1004,6 +1004,104 @@ mod tests {
         }
     }
 
+    /// Which rows hold each 21-mer, counted naively.
+    fn naive_holders(rows: &[String]) -> HashMap<u64, Vec<u32>> {
+        let mut holders: HashMap<u64, Vec<u32>> = HashMap::new();
+        for (row, s) in rows.iter().enumerate() {
+            let mut kmers = Vec::new();
+            distinct_kmers(s, &mut kmers);
+            for kmer in kmers {
+                holders.entry(kmer).or_default().push(row as u32);
+            }
+        }
+        holders
+    }
+
+    /// What a query shares with the rows of `holders`, counted naively.
+    fn naive_shared(holders: &HashMap<u64, Vec<u32>>, query: &str) -> (usize, Vec<(u32, usize)>) {
+        let mut informative = 0;
+        let mut counts: std::collections::BTreeMap<u32, usize> = Default::default();
+        let mut kmers = Vec::new();
+        distinct_kmers(query, &mut kmers);
+        for kmer in kmers {
+            let held = holders.get(&kmer).map_or(&[][..], Vec::as_slice);
+            if held.len() <= MAX_HOLDERS {
+                informative += 1;
+                held.iter()
+                    .for_each(|&r| *counts.entry(r).or_default() += 1);
+            }
+        }
+        (informative, counts.into_iter().collect())
+    }
+
+    #[test]
+    fn the_index_counts_exactly_where_the_sketch_is_unsure() {
+        let mut state = 7u64;
+        let mut random = |n: usize| -> String {
+            (0..n)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1);
+                    b"ACGT"[(state >> 62) as usize] as char
+                })
+                .collect()
+        };
+        // A 3,000-nt block in 70 rows: its 21-mers are repeats and fill sketch cells, where the
+        // tails' 21-mers (one in 40 rows, the rest in one) need their holders counted exactly.
+        let block = random(3000);
+        let shared_tail = random(300);
+        let rows: Vec<String> = (0..120)
+            .map(|i| {
+                let mut s = if i < 70 { block.clone() } else { String::new() };
+                if i % 3 == 0 {
+                    s += &shared_tail;
+                }
+                s + &random(300)
+            })
+            .collect();
+        // The sketch as the index builds it: some informative 21-mer shares a full cell.
+        let windows: usize = rows.iter().map(|s| s.len() - (K - 1)).sum();
+        let bits = bits_for(windows as u64 / WINDOWS_PER_CELL).clamp(REGION_BITS, MAX_SKETCH_BITS);
+        let mut cells = vec![0usize; 1 << bits];
+        rows.iter()
+            .for_each(|s| for_each_kmer(s, |k| cells[(k >> (BITS - bits)) as usize] += 1));
+        let mut tail_kmers = Vec::new();
+        distinct_kmers(&shared_tail, &mut tail_kmers);
+        assert!(
+            tail_kmers
+                .iter()
+                .any(|&k| cells[(k >> (BITS - bits)) as usize] > MAX_HOLDERS),
+            "the fixture must send informative 21-mers down the exact count"
+        );
+        let queries = [
+            rows[0].clone(),
+            rows[3].clone(),
+            rows[71].clone(),
+            shared_tail.clone() + &random(100),
+            block[..500].to_string(),
+        ];
+        let holders = naive_holders(&rows);
+        let want: Vec<_> = queries.iter().map(|q| naive_shared(&holders, q)).collect();
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let index = pool
+                .install(|| Index::build(&rows, &mut Meter::new("test", "the index")))
+                .unwrap();
+            for (query, want) in queries.iter().zip(&want) {
+                let shared = index.shared(query);
+                assert_eq!(
+                    &(shared.informative, shared.rows),
+                    want,
+                    "{threads} thread(s)"
+                );
+            }
+        }
+    }
+
     #[test]
     fn majority_ties_go_to_the_first_sorted_label() {
         assert_eq!(majority_label(&[1, 0, 1, 0, 2], 3), 0);
