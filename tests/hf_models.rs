@@ -394,7 +394,7 @@ fn layers_in(dir: &std::path::Path, kind: BackendKind) {
 #[test]
 fn hidden_layers_match_the_reference_and_a_sweep_the_single_layer_runs() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
-    for name in ["bert", "nt_v2", "llama", "mistral", "hyena/tiny"] {
+    for name in ["bert", "nt_v2", "llama", "mistral", "hyena/tiny", "gpt2"] {
         layers_in(&dir.join(name), BackendKind::Cpu);
     }
     for name in ["bert", "llama"] {

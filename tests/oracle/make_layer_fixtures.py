@@ -179,6 +179,7 @@ if __name__ == "__main__":
     only = set(sys.argv[1:])
     for name, make in [("bert", bert), ("llama", lambda: decoder("llama")),
                        ("mistral", lambda: decoder("mistral", 1024)), ("nt_v2", nt_v2),
+                       ("gpt2", lambda: decoder("gpt2")),
                        ("hyena", hyena), ("enformer", enformer)]:
         if not only or name in only:
             make()
