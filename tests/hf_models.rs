@@ -341,26 +341,12 @@ struct Layers {
 }
 
 /// `?layer=K` against the reference's hidden states (layers.json), every K from one sweep, and
-/// the sweep against single-layer runs: a middle layer (a pass stopped early) and the last,
-/// which is also today's embedding bit for bit.
+/// the sweep against single-layer runs (`sweep_equals_single_runs`).
 fn layers_in(dir: &std::path::Path, kind: BackendKind) {
-    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
-    let expected: Layers = serde_json::from_slice(&read("layers.json")).unwrap();
-    let pipeline: Pipeline = serde_json::from_slice(&read("pipeline.json")).unwrap();
-    let sequences: Vec<String> = pipeline.sequences[..expected.sequences]
-        .iter()
-        .map(|s| geneb::input::normalize_sequence(s).unwrap())
-        .collect();
-    let load = |options: &str| {
-        let spec = format!("hf:{}{options}", dir.display());
-        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind)).unwrap()
-    };
-    let model = load("");
-    // `--layers all`: views of the one loaded model at every layer, embedded in one pass.
-    let views = model.at_layers(None).unwrap().unwrap();
-    assert_eq!(views.len(), expected.pooled.len(), "hidden states 0..=L");
-    let views: Vec<&Encoder> = views.iter().collect();
-    let swept = pollster::block_on(model.embed_views(&sequences, &views)).unwrap();
+    let expected: Layers =
+        serde_json::from_slice(&std::fs::read(dir.join("layers.json")).unwrap()).unwrap();
+    let swept = sweep_equals_single_runs(dir, kind, expected.sequences);
+    assert_eq!(swept.len(), expected.pooled.len(), "hidden states 0..=L");
     for ((k, want), got) in expected.pooled.iter().zip(&swept) {
         let mut worst = 0f32;
         for (row, want) in got.rows().into_iter().zip(want) {
@@ -375,7 +361,32 @@ fn layers_in(dir: &std::path::Path, kind: BackendKind) {
             dir.display()
         );
     }
-    let last = expected.pooled.len() - 1;
+}
+
+/// Every layer of the model in `dir` embedded in one sweep (`--layers all`) of the first
+/// `sequences` of its pipeline.json, checked against single-layer runs: a middle layer (a pass
+/// stopped early) and the last, which is also today's embedding bit for bit. Returns the sweep.
+fn sweep_equals_single_runs(
+    dir: &std::path::Path,
+    kind: BackendKind,
+    sequences: usize,
+) -> Vec<ndarray::Array2<f32>> {
+    let pipeline: Pipeline =
+        serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
+    let sequences: Vec<String> = pipeline.sequences[..sequences]
+        .iter()
+        .map(|s| geneb::input::normalize_sequence(s).unwrap())
+        .collect();
+    let load = |options: &str| {
+        let spec = format!("hf:{}{options}", dir.display());
+        pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind)).unwrap()
+    };
+    let model = load("");
+    // `--layers all`: views of the one loaded model at every layer, embedded in one pass.
+    let views = model.at_layers(None).unwrap().unwrap();
+    let views: Vec<&Encoder> = views.iter().collect();
+    let swept = pollster::block_on(model.embed_views(&sequences, &views)).unwrap();
+    let last = swept.len() - 1;
     let middle = last / 2;
     let today = pollster::block_on(model.embed(&sequences)).unwrap();
     assert_eq!(
@@ -389,16 +400,36 @@ fn layers_in(dir: &std::path::Path, kind: BackendKind) {
             "{options}: the sweep's equals the single run's"
         );
     }
+    swept
 }
 
 #[test]
 fn hidden_layers_match_the_reference_and_a_sweep_the_single_layer_runs() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
-    for name in ["bert", "nt_v2", "llama", "mistral", "hyena/tiny"] {
+    for name in [
+        "bert",
+        "nt_v2",
+        "llama",
+        "mistral",
+        "hyena/tiny",
+        "gpt2",
+        "lucaone",
+    ] {
         layers_in(&dir.join(name), BackendKind::Cpu);
     }
     for name in ["bert", "llama"] {
         layers_in(&dir.join(name), BackendKind::Wgpu);
+    }
+}
+
+/// Architectures whose per-layer states have no reference fixture yet (issue 39): the sweep
+/// against the single-layer runs and the last layer against today's embedding.
+#[test]
+fn a_sweep_equals_the_single_layer_runs_for_the_newer_architectures() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
+    // SPACE's one sequence is 131,072 bp: four passes of it.
+    for (name, sequences) in [("evo", 4), ("eccdnamamba", 4), ("space", 1)] {
+        sweep_equals_single_runs(&dir.join(name), BackendKind::Cpu, sequences);
     }
 }
 

@@ -12,7 +12,8 @@ that was already trusted. Writes layers.json beside pipeline.json:
 {"sequences": n, "pooled": {"K": [[...] per sequence]}} for every K from 0 to L.
 
 Run: python3 tests/oracle/make_layer_fixtures.py   (after scripts/fetch-real-models.sh for
-HyenaDNA; CADUCEUS_SRC for Caduceus, as make_caduceus_fixtures.py says)
+HyenaDNA; CADUCEUS_SRC for Caduceus, as make_caduceus_fixtures.py says; the `lucaone` package for
+LucaOne, as make_lucaone_fixtures.py says)
 """
 
 import importlib.util
@@ -175,10 +176,35 @@ def enformer():
     write(folder, stack(per_sequence))
 
 
+def lucaone():
+    """make_lucaone_fixtures.extract's lines (batches of four, the mask passed, masked mean,
+    float64), once per hidden state of the package's own `output_hidden_states`."""
+    from types import SimpleNamespace
+
+    from lucaone import LucaGPLMTokenizer
+    from transformers import AutoModel
+
+    ref = oracle("make_lucaone_fixtures")
+    folder = FIXTURES / "lucaone"
+    tokenizer = LucaGPLMTokenizer.from_pretrained(str(folder))
+    model = AutoModel.from_pretrained(str(folder), task_level="token_level",
+                                      task_type="embedding").double().eval()
+    seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:SEQUENCES]
+
+    def at(k):
+        return lambda **kw: SimpleNamespace(
+            last_hidden_state=model(**kw, output_hidden_states=True).hidden_states[k])
+
+    pooled = [torch.from_numpy(ref.extract(tokenizer, at(k), seqs, model.config.max_position_embeddings)[0])
+              for k in range(model.config.num_hidden_layers + 1)]
+    write(folder, pooled)
+
+
 if __name__ == "__main__":
     only = set(sys.argv[1:])
     for name, make in [("bert", bert), ("llama", lambda: decoder("llama")),
                        ("mistral", lambda: decoder("mistral", 1024)), ("nt_v2", nt_v2),
+                       ("gpt2", lambda: decoder("gpt2")), ("lucaone", lucaone),
                        ("hyena", hyena), ("enformer", enformer)]:
         if not only or name in only:
             make()

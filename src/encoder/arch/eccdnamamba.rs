@@ -16,8 +16,13 @@
 //! Padding reaches the states: the flipped stream scans the padding before the sequence, and a
 //! padded position's conv bias feeds the state. So, as GENEB ran it (`--batch_size 4`), a
 //! sequence's embedding depends on its batch-mates (the recipe's file-order batches).
+//!
+//! Layer K (`hidden_states`) follows the backbones' blocks (the reference keeps no per-layer
+//! states): for K < L, the two streams' residual sums entering block K+1 (the sum mamba_ssm's
+//! next block normalises; K = 0 the embeddings), the backward one flipped back, concatenated
+//! [batch, tokens, 2·d]; K = L the projection the extractor pools (today's states).
 
-use super::{Arch, ArchSpec, Pooling, check_layers, parse_config, size};
+use super::{Arch, ArchSpec, Kept, Pooling, check_layers, parse_config, size};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
@@ -193,14 +198,23 @@ impl EccDnaMamba {
 }
 
 impl Backbone {
-    /// x [batch, tokens, d] and the mask [batch, tokens, 1] → the final norm's output.
-    fn forward(&self, mut hidden: Tensor<3>, mask: &Tensor<3>) -> Tensor<3> {
+    /// x [batch, tokens, d] and the mask [batch, tokens, 1] through the first `blocks` blocks:
+    /// the final norm's output after the last block, else the residual sum the next block
+    /// reads. `keep` sees the sum entering each block run.
+    fn run(
+        &self,
+        mut hidden: Tensor<3>,
+        mask: &Tensor<3>,
+        blocks: usize,
+        mut keep: impl FnMut(usize, &Tensor<3>),
+    ) -> Tensor<3> {
         let mut residual: Option<Tensor<3>> = None;
-        for block in &self.blocks {
+        for (i, block) in self.blocks.iter().enumerate().take(blocks) {
             let sum = match residual {
                 Some(r) => hidden + r,
                 None => hidden,
             };
+            keep(i, &sum);
             let mixed = block.mixer.forward(block.norm.forward(sum.clone()));
             let sum = mixed + sum;
             let normed = block.norm2.forward(sum.clone());
@@ -208,26 +222,87 @@ impl Backbone {
             hidden = block.fc2.forward(gated) * mask.clone();
             residual = Some(sum * mask.clone());
         }
-        match residual {
-            Some(r) => self.norm_f.forward(hidden + r),
-            None => self.norm_f.forward(hidden),
+        let sum = match residual {
+            Some(r) => hidden + r,
+            None => hidden,
+        };
+        if blocks < self.blocks.len() {
+            sum
+        } else {
+            self.norm_f.forward(sum)
         }
+    }
+}
+
+impl EccDnaMamba {
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for
+    /// (`Arch::hidden_states`); returns the deepest layer's states.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
+        let [batch, tokens] = input_ids.dims();
+        let x = embedding(self.token_embedding.clone(), input_ids);
+        let mask = attention_mask.reshape([batch, tokens, 1]);
+        let layers = self.forward_stream.blocks.len();
+        let blocks = kept.deepest().min(layers);
+        let (mut forward_states, mut backward_states) = (Vec::new(), Vec::new());
+        let forward = self.forward_stream.run(x.clone(), &mask, blocks, |i, sum| {
+            if kept.wants(i) {
+                forward_states.push((i, sum.clone()));
+            }
+        });
+        let backward = self
+            .backward_stream
+            .run(x.flip([1]), &mask.flip([1]), blocks, |i, sum| {
+                if kept.wants(i) {
+                    backward_states.push(sum.clone());
+                }
+            });
+        let both = |forward, backward: Tensor<3>| Tensor::cat(vec![forward, backward.flip([1])], 2);
+        for ((i, forward), backward) in forward_states.into_iter().zip(backward_states) {
+            kept.offer(i, &both(forward, backward));
+        }
+        let deepest = match blocks == layers {
+            true => self.lm_head_proj.forward(both(forward, backward)),
+            false => both(forward, backward),
+        };
+        kept.offer(blocks, &deepest);
+        deepest
     }
 }
 
 impl Arch for EccDnaMamba {
     /// `lm_head_proj(cat(forward, flip(backward(flip(x)))))` [batch, tokens, d_model].
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        let [batch, tokens] = input_ids.dims();
-        let x = embedding(self.token_embedding.clone(), input_ids);
-        let mask = attention_mask.reshape([batch, tokens, 1]);
-        let forward = self.forward_stream.forward(x.clone(), &mask);
-        let backward = self
-            .backward_stream
-            .forward(x.flip([1]), &mask.flip([1]))
-            .flip([1]);
-        self.lm_head_proj
-            .forward(Tensor::cat(vec![forward, backward], 2))
+        let layers = self.forward_stream.blocks.len();
+        self.run(input_ids, attention_mask, &mut Kept::last(layers))
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.forward_stream.blocks.len())
+    }
+
+    /// The two streams side by side below the last layer, the projection at it.
+    fn hidden_size_at(&self, layer: usize) -> usize {
+        match layer < self.forward_stream.blocks.len() {
+            true => 2 * self.d_model,
+            false => self.d_model,
+        }
+    }
+
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let last = self.forward_stream.blocks.len();
+        let mut kept = Kept::new(self.family(), last, layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn hidden_size(&self) -> usize {

@@ -22,8 +22,12 @@
 //! Padding: every operation is per position or causal, so with padding on the right the states
 //! of real tokens do not depend on it; the mean over the mask is the extractor's plain mean of
 //! its lone sequence.
+//!
+//! Layer K (`hidden_states`) follows StripedHyena's blocks (its code has no
+//! `output_hidden_states`): 0 the embedding's output, K the output of block K, the last one
+//! after the final RMSNorm (today's states).
 
-use super::{Arch, ArchSpec, Pooling, check_layers, epsilon, parse_config, size};
+use super::{Arch, ArchSpec, Kept, Pooling, check_layers, epsilon, parse_config, size};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
@@ -545,16 +549,18 @@ impl GatedMlp {
     }
 }
 
-impl Arch for Evo {
-    /// The final RMSNorm's output. The mask is not read: everything is causal, so right padding
-    /// never reaches a real byte's states.
-    fn forward(&self, input_ids: Tensor<2, Int>, _attention_mask: Tensor<2>) -> Tensor<3> {
+impl Evo {
+    /// The pass up to `kept`'s deepest block, keeping the states asked for
+    /// (`Arch::hidden_states`); the last block's states are after the final RMSNorm.
+    fn run(&self, input_ids: Tensor<2, Int>, kept: &mut Kept) -> Tensor<3> {
         let [_, tokens] = input_ids.dims();
         let device = input_ids.device();
         let mut x = embedding(self.embedding.clone(), input_ids);
         // The rotary tables and the causal bias, made at the first attention block.
         let mut attention: Option<(RotaryTables, Tensor<4>)> = None;
-        for block in &self.blocks {
+        let deepest = kept.deepest();
+        for (i, block) in self.blocks.iter().enumerate().take(deepest) {
+            kept.offer(i, &x);
             let h = block.pre_norm.forward(x.clone());
             let mixed = match &block.mixer {
                 Mixer::Attention(mha) => {
@@ -571,7 +577,34 @@ impl Arch for Evo {
             x = mixed + x;
             x = block.mlp.forward(block.post_norm.forward(x.clone())) + x;
         }
-        self.norm.forward(x)
+        if deepest == self.blocks.len() {
+            x = self.norm.forward(x);
+        }
+        kept.offer(deepest, &x);
+        x
+    }
+}
+
+impl Arch for Evo {
+    /// The final RMSNorm's output. The mask is not read: everything is causal, so right padding
+    /// never reaches a real byte's states.
+    fn forward(&self, input_ids: Tensor<2, Int>, _attention_mask: Tensor<2>) -> Tensor<3> {
+        self.run(input_ids, &mut Kept::last(self.blocks.len()))
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.blocks.len())
+    }
+
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        _attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.blocks.len(), layers)?;
+        self.run(input_ids, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn hidden_size(&self) -> usize {

@@ -5,11 +5,15 @@
 //! tanh-approximated `gelu_new` by default), causal attention, a final LayerNorm `ln_f`.
 //!
 //! `forward` returns `ln_f`'s output, transformers' `last_hidden_state` and `hidden_states[-1]`.
+//! Layer K (`hidden_states`) is transformers' `output_hidden_states[K]`: 0 the embeddings (with
+//! positions), K the output of block K, the last one after `ln_f`.
 //! Positions count from the batch's first column (transformers' default `position_ids`): with
 //! the right padding geneb's recipes use for it, each sequence's real tokens see what they see
 //! unpadded.
 
-use super::{Arch, ArchSpec, Pooling, check_layers, epsilon, optional_size, parse_config, size};
+use super::{
+    Arch, ArchSpec, Kept, Pooling, check_layers, epsilon, optional_size, parse_config, size,
+};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
@@ -219,15 +223,53 @@ impl Gpt2 {
             max_tokens: c.n_positions,
         })
     }
+
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for
+    /// (`Arch::hidden_states`); the last layer's states are `ln_f`'s output.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
+        let (mut x, bias) = embed(&self.wte, &self.wpe, input_ids, attention_mask);
+        let deepest = kept.deepest();
+        for (i, block) in self.blocks.iter().enumerate().take(deepest) {
+            kept.offer(i, &x);
+            x = block.forward(x, self.heads, self.activation, bias.clone());
+        }
+        if deepest == self.blocks.len() {
+            x = self.ln_f.forward(x);
+        }
+        kept.offer(deepest, &x);
+        x
+    }
 }
 
 impl Arch for Gpt2 {
     fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        let (mut x, bias) = embed(&self.wte, &self.wpe, input_ids, attention_mask);
-        for block in &self.blocks {
-            x = block.forward(x, self.heads, self.activation, bias.clone());
-        }
-        self.ln_f.forward(x)
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.blocks.len()),
+        )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.blocks.len())
+    }
+
+    /// As transformers' `output_hidden_states` gives them: the embeddings, each block's output,
+    /// the last block's after `ln_f`.
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.blocks.len(), layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn hidden_size(&self) -> usize {

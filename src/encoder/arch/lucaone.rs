@@ -14,8 +14,12 @@
 //! ignores), encodes each sequence with `seq_type="gene"` ([CLS] + A→1, T/U→2, C→3, G→4, any
 //! other→5 + [SEP], cut at `max_position_embeddings` tokens with [SEP] kept last), pads on the
 //! right with [PAD] and pools `last_hidden_state` by the attention mask.
+//!
+//! Layer K (`hidden_states`) follows the reference's encoder layers as its `repr_layers` do
+//! (ESM's convention): 0 the embeddings' output (padding zeroed), K the output of layer K, the
+//! last one after the last LayerNorm (`last_hidden_state`).
 
-use super::{Arch, ArchSpec, Pooling, check_layers, parse_config, size};
+use super::{Arch, ArchSpec, Kept, Pooling, check_layers, parse_config, size};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
@@ -271,17 +275,23 @@ impl LucaOne {
         let keep = input_ids.not_equal_elem(self.pad_token_id).float();
         x * keep.reshape([batch, tokens, 1])
     }
-}
 
-impl Arch for LucaOne {
-    /// last_hidden_state [batch, tokens, hidden] (after the last LayerNorm).
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+    /// The pass up to `kept`'s deepest layer, keeping the states asked for
+    /// (`Arch::hidden_states`); the last layer's states are after the last LayerNorm.
+    fn run(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
         let tokens = input_ids.dims()[1];
         let mut x = self.embed(input_ids);
         let rotary = self.rotary.tables(tokens, &self.device);
         let bias = padding_bias(attention_mask);
         let scale = ((self.hidden / self.heads) as f64).powf(-0.5);
-        for layer in &self.layers {
+        let deepest = kept.deepest();
+        for (i, layer) in self.layers.iter().enumerate().take(deepest) {
+            kept.offer(i, &x);
             let h = layer.pre_layer_norm.forward(x.clone());
             let q = rotary.apply(split_heads(layer.q_proj.forward(h.clone()), self.heads));
             let k = rotary.apply(split_heads(layer.k_proj.forward(h.clone()), self.heads));
@@ -296,10 +306,39 @@ impl Arch for LucaOne {
                 .forward(Activation::Gelu.apply(layer.fc1.forward(h)))
                 + x;
         }
-        match &self.last_layer_norm {
-            Some(norm) => norm.forward(x),
-            None => x,
+        if deepest == self.layers.len()
+            && let Some(norm) = &self.last_layer_norm
+        {
+            x = norm.forward(x);
         }
+        kept.offer(deepest, &x);
+        x
+    }
+}
+
+impl Arch for LucaOne {
+    /// last_hidden_state [batch, tokens, hidden] (after the last LayerNorm).
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+        self.run(
+            input_ids,
+            attention_mask,
+            &mut Kept::last(self.layers.len()),
+        )
+    }
+
+    fn layers(&self) -> Option<usize> {
+        Some(self.layers.len())
+    }
+
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
+        self.run(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
 
     fn hidden_size(&self) -> usize {

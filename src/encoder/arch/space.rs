@@ -18,8 +18,14 @@
 //! whose forward crops the 1,024 bins to its default `target_length=896` (whatever config.json
 //! says) and returns `final_pointwise`'s output, 2·dim wide; the embedding is its mean over the
 //! bins. `forward` returns that output per bin.
+//!
+//! Layer K (`hidden_states`) follows enformer.rs's blocks (the reference keeps no per-layer
+//! states): 0 the stem's output, then each conv tower block's, each transformer layer's (over
+//! the bins, the species token left out), and last `final_pointwise`'s on the cropped bins
+//! (today's embedding: SPACE has no head after it). Each is pooled by the recipe's mean over
+//! its bins.
 
-use super::{Arch, ArchSpec, Pooling, parse_config, size};
+use super::{Arch, ArchSpec, Kept, Pooling, parse_config, size};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
@@ -165,7 +171,9 @@ pub struct Space {
     /// The crop of the tower's bins to 896 (start, length).
     crop: (usize, usize),
     final_pointwise: FinalPointwise,
-    width: usize,
+    /// The width of each layer's states, 0..=L: the stem's and the tower blocks', the
+    /// transformer layers', `final_pointwise`'s.
+    layer_widths: Vec<usize>,
     /// Floats of the pass's largest tensor: the stem's [131,072, dim/2] or the position
     /// logits [heads, n, 2n].
     largest_tensor: usize,
@@ -294,27 +302,58 @@ impl Space {
             layers,
             crop,
             final_pointwise,
-            width: 2 * dim,
+            layer_widths: widths
+                .iter()
+                .copied()
+                .chain(std::iter::repeat_n(dim, depth))
+                .chain([2 * dim])
+                .collect(),
             notes,
         })
     }
 
-    /// The trunk: [batch, 896, 2·dim].
-    fn run(&self, input_ids: Tensor<2, Int>) -> Tensor<3> {
-        let x = self.tower.forward(input_ids);
+    /// The trunk: [batch, 896, 2·dim], or the states after `kept`'s deepest layer, keeping
+    /// those asked for.
+    fn run(&self, input_ids: Tensor<2, Int>, kept: &mut Kept) -> Tensor<3> {
+        let deepest = kept.deepest();
+        let mut x = self.tower.stem(input_ids);
+        let mut layer = 0;
+        for block in 0..self.tower.blocks() {
+            kept.offer(layer, &x);
+            if layer == deepest {
+                return x;
+            }
+            x = self.tower.block(block, x);
+            layer += 1;
+        }
         let [batch, bins, dim] = x.dims();
+        kept.offer(layer, &x);
+        if layer == deepest {
+            return x;
+        }
         let token = self.species_token.clone().expand([batch, 1, dim]);
         let mut x = Tensor::cat(vec![x, token], 1);
-        for layer in &self.layers {
-            x = layer.attention.forward(x);
-            x = match &layer.feed_forward {
+        for transformer_layer in &self.layers {
+            x = transformer_layer.attention.forward(x);
+            x = match &transformer_layer.feed_forward {
                 FeedForwardKind::Dense(block) => block.forward(x),
                 FeedForwardKind::Experts(block) => block.forward(x),
             };
+            layer += 1;
+            if kept.wants(layer) || layer == deepest {
+                let over_bins = x.clone().narrow(1, 0, bins);
+                kept.offer(layer, &over_bins);
+                if layer == deepest {
+                    return over_bins;
+                }
+            }
         }
         let (start, length) = self.crop;
-        self.final_pointwise
-            .forward(x.narrow(1, 0, bins).narrow(1, start, length))
+        let x = self
+            .final_pointwise
+            .forward(x.narrow(1, 0, bins).narrow(1, start, length));
+        kept.offer(layer + 1, &x);
+        x
     }
 }
 
@@ -407,11 +446,37 @@ impl Arch for Space {
     /// 131,072 positions; ids of another length are centred here the same way, with N. The
     /// mask is not read: the extractor passes none.
     fn forward(&self, input_ids: Tensor<2, Int>, _attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(centre_ids(input_ids, SEQUENCE_LENGTH))
+        self.run(
+            centre_ids(input_ids, SEQUENCE_LENGTH),
+            &mut Kept::last(self.layer_widths.len() - 1),
+        )
     }
 
+    fn layers(&self) -> Option<usize> {
+        Some(self.layer_widths.len() - 1)
+    }
+
+    fn hidden_size_at(&self, layer: usize) -> usize {
+        self.layer_widths
+            .get(layer)
+            .copied()
+            .unwrap_or_else(|| self.hidden_size())
+    }
+
+    fn hidden_states(
+        &self,
+        input_ids: Tensor<2, Int>,
+        _attention_mask: Tensor<2>,
+        layers: &[usize],
+    ) -> Result<Vec<Tensor<3>>> {
+        let mut kept = Kept::new(self.family(), self.layer_widths.len() - 1, layers)?;
+        self.run(centre_ids(input_ids, SEQUENCE_LENGTH), &mut kept);
+        Ok(kept.into_states())
+    }
+
+    /// `final_pointwise`'s width, 2·dim.
     fn hidden_size(&self) -> usize {
-        self.width
+        self.layer_widths.last().copied().unwrap_or_default()
     }
 
     fn token_rows(&self) -> usize {

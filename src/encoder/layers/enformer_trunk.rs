@@ -170,15 +170,6 @@ impl ConvTower {
         })
     }
 
-    /// Token ids [batch, L] → [batch, L / 2^(tower blocks + 1), dim].
-    pub fn forward(&self, input_ids: Tensor<2, Int>) -> Tensor<3> {
-        let mut x = self.stem(input_ids);
-        for block in 0..self.blocks() {
-            x = self.block(block, x);
-        }
-        x
-    }
-
     /// The stem: token ids [batch, L] → [batch, L / 2, dim / 2].
     pub fn stem(&self, input_ids: Tensor<2, Int>) -> Tensor<3> {
         // [batch, positions, 4] → channels first for the stem's convolution.
