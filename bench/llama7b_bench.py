@@ -1,7 +1,7 @@
 """A 7B Llama on the CPU: geneb's peak memory and seconds per 1,000-nt sequence beside PyTorch's.
 
     python3 bench/llama7b_bench.py --geneb PATH [--dir /tmp/geneb-llama7b] [--layers 32]
-                                   [--sequences 2] [--keep] [--skip-torch]
+                                   [--sequences 2] [--keep] [--only geneb|pytorch]
 
 1. Writes a checkpoint shaped like METAGENE-1 (LlamaForCausalLM: hidden 4096, 32 layers, 32
    heads, SwiGLU 11008, vocabulary 1024, 512 positions; 6.48B parameters) with random bf16
@@ -162,13 +162,13 @@ print(json.dumps({"load_s": loaded, "seconds": times, "tokens": tokens}))
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--geneb", required=True)
+    parser.add_argument("--geneb")
     parser.add_argument("--dir", default="/tmp/geneb-llama7b")
     parser.add_argument("--layers", type=int, default=32)
     parser.add_argument("--sequences", type=int, default=2)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--keep", action="store_true")
-    parser.add_argument("--skip-torch", action="store_true")
+    parser.add_argument("--only", choices=["geneb", "pytorch"])
     args = parser.parse_args()
 
     config = dict(CONFIG, num_hidden_layers=args.layers)
@@ -186,35 +186,46 @@ def main():
             report["bf16_bytes"] = index["metadata"]["total_size"]
         report["parameters"] = report["bf16_bytes"] // 2
 
-        runs = {}
-        for label, chosen in [("one", sequences[:1]), ("all", sequences)]:
-            fasta = folder / f"{label}.txt"
-            fasta.write_text("\n".join(chosen) + "\n")
-            command = [args.geneb, "--max-memory", "16GiB", "embed", "--model", f"hf:{folder}",
-                       "--input", str(fasta), "--out", str(folder / f"{label}.npy")]
-            wall, peak, _, _ = peak_of(command)
-            runs[label] = {"wall_s": wall, "peak_rss_bytes": peak}
-        extra = args.sequences
-        report["geneb"] = {
-            "runs": runs,
-            "seconds_per_sequence": (runs["all"]["wall_s"] - runs["one"]["wall_s"]) / extra,
-            "peak_rss_bytes": max(r["peak_rss_bytes"] for r in runs.values()),
-        }
-        report["geneb"]["peak_over_bf16"] = report["geneb"]["peak_rss_bytes"] / report["bf16_bytes"]
-
-        if not args.skip_torch:
-            command = [sys.executable, "-c", TORCH_RUN, str(folder), json.dumps(sequences[1:]),
-                       str(args.threads)]
-            wall, peak, out, _ = peak_of(command)
-            torch_run = json.loads(out.strip().splitlines()[-1])
-            torch_run.update(wall_s=wall, peak_rss_bytes=peak)
-            torch_run["seconds_per_sequence"] = sum(torch_run["seconds"]) / len(torch_run["seconds"])
-            torch_run["peak_over_bf16"] = peak / report["bf16_bytes"]
-            report["pytorch"] = torch_run
+        if args.only != "pytorch":
+            report["geneb"] = run_geneb(args, folder, sequences, report["bf16_bytes"])
+        if args.only != "geneb":
+            report["pytorch"] = run_torch(args, folder, sequences, report["bf16_bytes"])
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
     print(json.dumps(report, indent=2))
+
+
+def run_geneb(args, folder, sequences, bf16_bytes):
+    """`geneb embed` on the first sequence and on all: peak memory, seconds per sequence."""
+    if not args.geneb:
+        sys.exit("--geneb PATH: a release build of geneb (cargo build --release --bin geneb)")
+    runs = {}
+    for label, chosen in [("one", sequences[:1]), ("all", sequences)]:
+        fasta = folder / f"{label}.txt"
+        fasta.write_text("\n".join(chosen) + "\n")
+        command = [args.geneb, "--max-memory", "16GiB", "embed", "--model", f"hf:{folder}",
+                   "--input", str(fasta), "--out", str(folder / f"{label}.npy")]
+        wall, peak, _, _ = peak_of(command)
+        runs[label] = {"wall_s": wall, "peak_rss_bytes": peak}
+    peak = max(r["peak_rss_bytes"] for r in runs.values())
+    return {
+        "runs": runs,
+        "seconds_per_sequence": (runs["all"]["wall_s"] - runs["one"]["wall_s"]) / args.sequences,
+        "peak_rss_bytes": peak,
+        "peak_over_bf16": peak / bf16_bytes,
+    }
+
+
+def run_torch(args, folder, sequences, bf16_bytes):
+    """transformers' LlamaModel in bf16: load seconds, seconds per sequence, peak memory."""
+    command = [sys.executable, "-c", TORCH_RUN, str(folder), json.dumps(sequences[1:]),
+               str(args.threads)]
+    wall, peak, out, _ = peak_of(command)
+    run = json.loads(out.strip().splitlines()[-1])
+    run.update(wall_s=wall, peak_rss_bytes=peak, peak_over_bf16=peak / bf16_bytes)
+    run["seconds_per_sequence"] = sum(run["seconds"]) / len(run["seconds"])
+    return run
 
 
 if __name__ == "__main__":

@@ -176,7 +176,8 @@ fn recipe_from_files(
             .unwrap_or_default()
             .lines()
             .map(str::trim)
-            .filter(|t| !t.is_empty() && !(t.starts_with('[') && t.ends_with(']')))
+            // Special tokens are bracketed ([PAD], [CLS], …).
+            .filter(|t| !t.is_empty() && (!t.starts_with('[') || !t.ends_with(']')))
             .collect();
         tokens.sort_unstable();
         tokens == ["A", "C", "G", "N", "T"]
