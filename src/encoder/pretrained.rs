@@ -326,9 +326,9 @@ impl HfModel {
     }
 
     /// The last hidden state's index: the model's layers L, as `output_hidden_states` counts
-    /// them (0 for an architecture that gives only its last, `Arch::layers`).
+    /// them (`Arch::layers`).
     pub fn last_layer(&self) -> usize {
-        self.architecture.layers().unwrap_or(0)
+        self.architecture.layers()
     }
 
     /// The same loaded model at `?layer=K` (`geneb eval --layers`): its spec names the layer,
@@ -829,31 +829,22 @@ impl HfModel {
 }
 
 /// `?layer=K` values (None: GENEB's last layer) as hidden-state indices of `architecture`; an
-/// error naming the model for a K outside its layers, or any K but the last where the
-/// architecture gives only its last layer's states.
+/// error naming the model for a K outside its layers.
 fn resolve_layers(model: &str, architecture: &dyn Arch, ks: &[Option<i64>]) -> Result<Vec<usize>> {
     let layers = architecture.layers();
     ks.iter()
         .map(|&k| {
             let k = k.unwrap_or(spec::LAST_LAYER);
-            let resolved = match layers {
-                Some(layers) => spec::resolve_layer(k, layers),
-                None => (k == spec::LAST_LAYER).then_some(0),
-            };
-            resolved.ok_or_else(|| {
-                let why = match layers {
-                    Some(layers) => format!(
-                        "{} has hidden states 0 (the embeddings' output) to {layers} (the last \
-                         layer's): K must be from {} to {layers}",
+            spec::resolve_layer(k, layers).ok_or_else(|| {
+                Error::in_file(
+                    model,
+                    format!(
+                        "no layer {k}: {} has hidden states 0 (the embeddings' output) to \
+                         {layers} (the last layer's): K must be from {} to {layers}",
                         architecture.family(),
                         -(layers as i64) - 1
                     ),
-                    None => format!(
-                        "geneb gives {} only its last layer's states (layer=-1)",
-                        architecture.family()
-                    ),
-                };
-                Error::in_file(model, format!("no layer {k}: {why}"))
+                )
             })
         })
         .collect()

@@ -481,10 +481,26 @@ impl Bert {
     }
 }
 
-impl Bert {
-    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
-    /// that layer out.
-    fn run(
+impl Arch for Bert {
+    fn widest_activation(&self) -> usize {
+        self.widest
+    }
+
+    fn hidden_size(&self) -> usize {
+        self.hidden
+    }
+
+    fn token_rows(&self) -> usize {
+        self.embeddings.word.dims()[0]
+    }
+
+    /// The longest input the position table allows (unbounded for ALiBi).
+    fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// last_hidden_state [batch, tokens, hidden].
+    fn pass(
         &self,
         input_ids: Tensor<2, Int>,
         attention_mask: Tensor<2>,
@@ -562,51 +578,12 @@ impl Bert {
         kept.offer(deepest, &x);
         x
     }
-}
-
-impl Arch for Bert {
-    fn widest_activation(&self) -> usize {
-        self.widest
-    }
-
-    fn hidden_size(&self) -> usize {
-        self.hidden
-    }
-
-    fn token_rows(&self) -> usize {
-        self.embeddings.word.dims()[0]
-    }
-
-    /// The longest input the position table allows (unbounded for ALiBi).
-    fn max_tokens(&self) -> usize {
-        self.max_tokens
-    }
-
-    /// last_hidden_state [batch, tokens, hidden].
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            input_ids,
-            attention_mask,
-            &mut Kept::last(self.layers.len()),
-        )
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.layers.len())
-    }
 
     /// As transformers' `output_hidden_states` gives them (and DNABERT-2's and GENA-LM's code
     /// as their encoders' per-layer outputs): the embeddings' output, then each layer's, the
     /// last after the final LayerNorm where there is one.
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
-        self.run(input_ids, attention_mask, &mut kept);
-        Ok(kept.into_states())
+    fn layers(&self) -> usize {
+        self.layers.len()
     }
 
     fn recipe(&self) -> Option<&'static Recipe> {

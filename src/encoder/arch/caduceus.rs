@@ -219,10 +219,10 @@ impl Caduceus {
     }
 }
 
-impl Caduceus {
-    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
-    /// that layer out.
-    fn run(
+impl Arch for Caduceus {
+    /// last_hidden_state [batch, tokens, hidden] for token ids [batch, tokens] and the
+    /// attention mask [batch, tokens] (1 for real tokens, then 0 for right padding).
+    fn pass(
         &self,
         input_ids: Tensor<2, Int>,
         attention_mask: Tensor<2>,
@@ -305,35 +305,12 @@ impl Caduceus {
         kept.offer(deepest, &out);
         out
     }
-}
-
-impl Arch for Caduceus {
-    /// last_hidden_state [batch, tokens, hidden] for token ids [batch, tokens] and the
-    /// attention mask [batch, tokens] (1 for real tokens, then 0 for right padding).
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            input_ids,
-            attention_mask,
-            &mut Kept::last(self.layers.len()),
-        )
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.layers.len())
-    }
 
     /// As Caduceus's code gives them (`output_hidden_states`): the embeddings, then what each
     /// layer passes on to the next (its mixer's output: Mamba blocks carry the residual apart),
     /// the last the final norm's output.
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
-        self.run(input_ids, attention_mask, &mut kept);
-        Ok(kept.into_states())
+    fn layers(&self) -> usize {
+        self.layers.len()
     }
 
     /// d_model, doubled for the RC-equivariant (PS) variant.

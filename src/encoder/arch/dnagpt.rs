@@ -206,36 +206,6 @@ impl DnaGpt {
     fn last_layer(&self) -> usize {
         self.blocks.len() + usize::from(self.head.is_some())
     }
-
-    /// The states after `kept`'s deepest layer, keeping those asked for (`Arch::hidden_states`).
-    fn run(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        kept: &mut Kept,
-    ) -> Tensor<3> {
-        let (mut x, bias) = embed(&self.wte, &self.wpe, input_ids, attention_mask);
-        let deepest = kept.deepest();
-        for (i, block) in self.blocks.iter().enumerate().take(deepest) {
-            kept.offer(i, &x);
-            x = block.forward(x, self.heads, Activation::GeluTanh, bias.clone());
-        }
-        let layers = self.blocks.len();
-        if deepest < layers {
-            kept.offer(deepest, &x);
-            return x;
-        }
-        let hidden = self.ln_f.forward(x);
-        kept.offer(layers, &hidden);
-        match &self.head {
-            Some(head) if deepest > layers => {
-                let head_states = head.norm.forward(silu(head.dense.forward(hidden)));
-                kept.offer(layers + 1, &head_states);
-                head_states
-            }
-            _ => hidden,
-        }
-    }
 }
 
 impl Arch for DnaGpt {
@@ -279,31 +249,41 @@ impl Arch for DnaGpt {
 
     /// The masked-LM head's states before its last layer [batch, tokens, dim], or ln_f's output
     /// where the extractor pools that.
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            input_ids,
-            attention_mask,
-            &mut Kept::last(self.last_layer()),
-        )
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.last_layer())
+    fn pass(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
+        let (mut x, bias) = embed(&self.wte, &self.wpe, input_ids, attention_mask);
+        let deepest = kept.deepest();
+        for (i, block) in self.blocks.iter().enumerate().take(deepest) {
+            kept.offer(i, &x);
+            x = block.forward(x, self.heads, Activation::GeluTanh, bias.clone());
+        }
+        let layers = self.blocks.len();
+        if deepest < layers {
+            kept.offer(deepest, &x);
+            return x;
+        }
+        let hidden = self.ln_f.forward(x);
+        kept.offer(layers, &hidden);
+        match &self.head {
+            Some(head) if deepest > layers => {
+                let head_states = head.norm.forward(silu(head.dense.forward(hidden)));
+                kept.offer(layers + 1, &head_states);
+                head_states
+            }
+            _ => hidden,
+        }
     }
 
     /// DNAGPT's blocks (its code has no `output_hidden_states`): the embeddings, each block's
     /// output, the last block's after `ln_f` (GPT-2's last hidden state), then, where the
     /// extractor pools the masked-LM head's logits, one layer more: the states the head's last
     /// layer reads (today's embedding).
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.last_layer(), layers)?;
-        self.run(input_ids, attention_mask, &mut kept);
-        Ok(kept.into_states())
+    fn layers(&self) -> usize {
+        self.last_layer()
     }
 
     fn family(&self) -> &'static str {

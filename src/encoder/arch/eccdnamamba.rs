@@ -234,10 +234,9 @@ impl Backbone {
     }
 }
 
-impl EccDnaMamba {
-    /// The pass up to `kept`'s deepest layer, keeping the states asked for
-    /// (`Arch::hidden_states`); returns the deepest layer's states.
-    fn run(
+impl Arch for EccDnaMamba {
+    /// `lm_head_proj(cat(forward, flip(backward(flip(x)))))` [batch, tokens, d_model].
+    fn pass(
         &self,
         input_ids: Tensor<2, Int>,
         attention_mask: Tensor<2>,
@@ -272,17 +271,13 @@ impl EccDnaMamba {
         kept.offer(blocks, &deepest);
         deepest
     }
-}
 
-impl Arch for EccDnaMamba {
-    /// `lm_head_proj(cat(forward, flip(backward(flip(x)))))` [batch, tokens, d_model].
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        let layers = self.forward_stream.blocks.len();
-        self.run(input_ids, attention_mask, &mut Kept::last(layers))
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.forward_stream.blocks.len())
+    /// BiMambaForMaskedLM's `hidden_states` is its last state only, so its blocks: after each
+    /// of the L blocks of both streams, each stream's residual sum (what the next block reads,
+    /// the embeddings at 0), the forward one and the backward one flipped back side by side;
+    /// the last, `lm_head_proj` of the two final norms' outputs (today's embedding).
+    fn layers(&self) -> usize {
+        self.forward_stream.blocks.len()
     }
 
     /// The two streams side by side below the last layer, the projection at it.
@@ -291,18 +286,6 @@ impl Arch for EccDnaMamba {
             true => 2 * self.d_model,
             false => self.d_model,
         }
-    }
-
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let last = self.forward_stream.blocks.len();
-        let mut kept = Kept::new(self.family(), last, layers)?;
-        self.run(input_ids, attention_mask, &mut kept);
-        Ok(kept.into_states())
     }
 
     fn hidden_size(&self) -> usize {

@@ -281,19 +281,21 @@ impl Arch for Enformer {
     /// The human head's output per bin. The recipe centres every sequence's text to 196,608
     /// positions; ids of another length (another recipe asked for by name) are centred here the
     /// same way, with N. The mask is not read: the extractor passes none.
-    fn forward(&self, input_ids: Tensor<2, Int>, _attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            centre_ids(input_ids, SEQUENCE_LENGTH),
-            &mut Kept::last(self.layer_widths.len() - 1),
-        )
+    fn pass(
+        &self,
+        input_ids: Tensor<2, Int>,
+        _attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
+        self.run(centre_ids(input_ids, SEQUENCE_LENGTH), kept)
     }
 
     /// enformer-pytorch's blocks (it has no `output_hidden_states`): 0 the stem's output, then
     /// each conv tower block's, each transformer layer's, the trunk's (`return_only_embeddings`:
     /// cropped, final pointwise), and last the human head's (today's embedding). Each is
     /// pooled by the recipe's mean over its bins, as many as that layer has.
-    fn layers(&self) -> Option<usize> {
-        Some(self.layer_widths.len() - 1)
+    fn layers(&self) -> usize {
+        self.layer_widths.len() - 1
     }
 
     fn hidden_size_at(&self, layer: usize) -> usize {
@@ -301,17 +303,6 @@ impl Arch for Enformer {
             .get(layer)
             .copied()
             .unwrap_or(self.head_features)
-    }
-
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        _attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.layer_widths.len() - 1, layers)?;
-        self.run(centre_ids(input_ids, SEQUENCE_LENGTH), &mut kept);
-        Ok(kept.into_states())
     }
 
     fn hidden_size(&self) -> usize {

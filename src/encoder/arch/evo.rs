@@ -549,10 +549,15 @@ impl GatedMlp {
     }
 }
 
-impl Evo {
-    /// The pass up to `kept`'s deepest block, keeping the states asked for
-    /// (`Arch::hidden_states`); the last block's states are after the final RMSNorm.
-    fn run(&self, input_ids: Tensor<2, Int>, kept: &mut Kept) -> Tensor<3> {
+impl Arch for Evo {
+    /// The final RMSNorm's output. The mask is not read: everything is causal, so right padding
+    /// never reaches a real byte's states.
+    fn pass(
+        &self,
+        input_ids: Tensor<2, Int>,
+        _attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
         let [_, tokens] = input_ids.dims();
         let device = input_ids.device();
         let mut x = embedding(self.embedding.clone(), input_ids);
@@ -583,28 +588,11 @@ impl Evo {
         kept.offer(deepest, &x);
         x
     }
-}
 
-impl Arch for Evo {
-    /// The final RMSNorm's output. The mask is not read: everything is causal, so right padding
-    /// never reaches a real byte's states.
-    fn forward(&self, input_ids: Tensor<2, Int>, _attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(input_ids, &mut Kept::last(self.blocks.len()))
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.blocks.len())
-    }
-
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        _attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.blocks.len(), layers)?;
-        self.run(input_ids, &mut kept);
-        Ok(kept.into_states())
+    /// StripedHyena's code keeps no hidden states, so its blocks: the embeddings, each block's
+    /// output (the residual stream the next block reads), the last after the final RMSNorm.
+    fn layers(&self) -> usize {
+        self.blocks.len()
     }
 
     fn hidden_size(&self) -> usize {

@@ -223,10 +223,11 @@ impl Gpt2 {
             max_tokens: c.n_positions,
         })
     }
+}
 
-    /// The pass up to `kept`'s deepest layer, keeping the states asked for
-    /// (`Arch::hidden_states`); the last layer's states are `ln_f`'s output.
-    fn run(
+impl Arch for Gpt2 {
+    /// `ln_f`'s output after the last block.
+    fn pass(
         &self,
         input_ids: Tensor<2, Int>,
         attention_mask: Tensor<2>,
@@ -244,32 +245,11 @@ impl Gpt2 {
         kept.offer(deepest, &x);
         x
     }
-}
-
-impl Arch for Gpt2 {
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            input_ids,
-            attention_mask,
-            &mut Kept::last(self.blocks.len()),
-        )
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.blocks.len())
-    }
 
     /// As transformers' `output_hidden_states` gives them: the embeddings, each block's output,
     /// the last block's after `ln_f`.
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.blocks.len(), layers)?;
-        self.run(input_ids, attention_mask, &mut kept);
-        Ok(kept.into_states())
+    fn layers(&self) -> usize {
+        self.blocks.len()
     }
 
     fn hidden_size(&self) -> usize {

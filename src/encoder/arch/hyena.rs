@@ -293,12 +293,11 @@ impl Hyena {
     }
 }
 
-impl Hyena {
-    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
-    /// that layer out.
-    /// The attention mask is unused: the model is causal, so right padding cannot reach real
-    /// tokens.
-    fn run(
+impl Arch for Hyena {
+    /// last_hidden_state [batch, tokens, hidden] for token ids [batch, tokens] and the attention
+    /// mask (unused: the model is causal, so right padding cannot reach real tokens).
+    /// `tokens` must not exceed `max_tokens()`.
+    fn pass(
         &self,
         input_ids: Tensor<2, Int>,
         _attention_mask: Tensor<2>,
@@ -323,35 +322,11 @@ impl Hyena {
         kept.offer(deepest, &h);
         h
     }
-}
-
-impl Arch for Hyena {
-    /// last_hidden_state [batch, tokens, hidden] for token ids [batch, tokens] and the attention
-    /// mask (unused: the model is causal, so right padding cannot reach real tokens).
-    /// `tokens` must not exceed `max_tokens()`.
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            input_ids,
-            attention_mask,
-            &mut Kept::last(self.blocks.len() + 1),
-        )
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.blocks.len() + 1)
-    }
 
     /// As the HF modeling code's `output_hidden_states` gives them: the embeddings, each
     /// block's output, then the final LayerNorm's (one more than the blocks).
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.blocks.len() + 1, layers)?;
-        self.run(input_ids, attention_mask, &mut kept);
-        Ok(kept.into_states())
+    fn layers(&self) -> usize {
+        self.blocks.len() + 1
     }
 
     fn widest_activation(&self) -> usize {

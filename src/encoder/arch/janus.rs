@@ -800,10 +800,23 @@ impl Block {
     }
 }
 
-impl Janus {
-    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
-    /// that layer out.
-    fn run(
+/// `final_fusion_repos_formasked` of the two streams [batch, length, hidden] each, the reverse
+/// one flipped back: token p from forward p − 1 and reverse p + 1; the first token from reverse
+/// 1 alone, the last from forward L − 2 alone.
+fn fuse(forward: Tensor<3>, reverse: Tensor<3>) -> Tensor<3> {
+    let length = forward.dims()[1];
+    Tensor::cat(
+        vec![
+            reverse.clone().narrow(1, 1, 1),
+            forward.clone().narrow(1, 0, length - 2) + reverse.narrow(1, 2, length - 2),
+            forward.narrow(1, length - 2, 1),
+        ],
+        1,
+    )
+}
+
+impl Arch for Janus {
+    fn pass(
         &self,
         input_ids: Tensor<2, Int>,
         attention_mask: Tensor<2>,
@@ -871,49 +884,13 @@ impl Janus {
         kept.offer(deepest, &out);
         out
     }
-}
-
-/// `final_fusion_repos_formasked` of the two streams [batch, length, hidden] each, the reverse
-/// one flipped back: token p from forward p − 1 and reverse p + 1; the first token from reverse
-/// 1 alone, the last from forward L − 2 alone.
-fn fuse(forward: Tensor<3>, reverse: Tensor<3>) -> Tensor<3> {
-    let length = forward.dims()[1];
-    Tensor::cat(
-        vec![
-            reverse.clone().narrow(1, 1, 1),
-            forward.clone().narrow(1, 0, length - 2) + reverse.narrow(1, 2, length - 2),
-            forward.narrow(1, length - 2, 1),
-        ],
-        1,
-    )
-}
-
-impl Arch for Janus {
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            input_ids,
-            attention_mask,
-            &mut Kept::last(self.layers.len() + 1),
-        )
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.layers.len() + 1)
-    }
 
     /// JanusDNA's code keeps no hidden states, so its blocks: after each of `layers` (0 = the
     /// embeddings) the two streams fused as its final fusion fuses them (token p from forward
     /// p − 1 and reverse p + 1, so no state has seen its token), then one layer more, today's
     /// output (the final Janus attention, fusion and norm).
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.layers.len() + 1, layers)?;
-        self.run(input_ids, attention_mask, &mut kept);
-        Ok(kept.into_states())
+    fn layers(&self) -> usize {
+        self.layers.len() + 1
     }
 
     fn hidden_size(&self) -> usize {

@@ -262,10 +262,26 @@ impl Llama {
     }
 }
 
-impl Llama {
-    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
-    /// that layer out.
-    fn run(
+impl Arch for Llama {
+    fn hidden_size(&self) -> usize {
+        self.hidden
+    }
+
+    fn token_rows(&self) -> usize {
+        self.embed_tokens.rows()
+    }
+
+    fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// The gate's and the up projection's outputs, alive together.
+    fn widest_activation(&self) -> usize {
+        (2 * self.intermediate).max(3 * self.heads * self.head_dim)
+    }
+
+    /// `hidden_states[-1]` [batch, tokens, hidden]: the final RMSNorm's output.
+    fn pass(
         &self,
         input_ids: Tensor<2, Int>,
         attention_mask: Tensor<2>,
@@ -292,50 +308,11 @@ impl Llama {
         kept.offer(deepest, &x);
         x
     }
-}
-
-impl Arch for Llama {
-    fn hidden_size(&self) -> usize {
-        self.hidden
-    }
-
-    fn token_rows(&self) -> usize {
-        self.embed_tokens.rows()
-    }
-
-    fn max_tokens(&self) -> usize {
-        self.max_tokens
-    }
-
-    /// The gate's and the up projection's outputs, alive together.
-    fn widest_activation(&self) -> usize {
-        (2 * self.intermediate).max(3 * self.heads * self.head_dim)
-    }
-
-    /// `hidden_states[-1]` [batch, tokens, hidden]: the final RMSNorm's output.
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            input_ids,
-            attention_mask,
-            &mut Kept::last(self.layers.len()),
-        )
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.layers.len())
-    }
 
     /// As transformers' `output_hidden_states` gives them: the embeddings, each layer's output,
     /// the last after the final RMSNorm.
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
-        self.run(input_ids, attention_mask, &mut kept);
-        Ok(kept.into_states())
+    fn layers(&self) -> usize {
+        self.layers.len()
     }
 
     fn family(&self) -> &'static str {

@@ -275,10 +275,11 @@ impl LucaOne {
         let keep = input_ids.not_equal_elem(self.pad_token_id).float();
         x * keep.reshape([batch, tokens, 1])
     }
+}
 
-    /// The pass up to `kept`'s deepest layer, keeping the states asked for
-    /// (`Arch::hidden_states`); the last layer's states are after the last LayerNorm.
-    fn run(
+impl Arch for LucaOne {
+    /// last_hidden_state [batch, tokens, hidden] (after the last LayerNorm).
+    fn pass(
         &self,
         input_ids: Tensor<2, Int>,
         attention_mask: Tensor<2>,
@@ -314,31 +315,9 @@ impl LucaOne {
         kept.offer(deepest, &x);
         x
     }
-}
 
-impl Arch for LucaOne {
-    /// last_hidden_state [batch, tokens, hidden] (after the last LayerNorm).
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            input_ids,
-            attention_mask,
-            &mut Kept::last(self.layers.len()),
-        )
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.layers.len())
-    }
-
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
-        self.run(input_ids, attention_mask, &mut kept);
-        Ok(kept.into_states())
+    fn layers(&self) -> usize {
+        self.layers.len()
     }
 
     fn hidden_size(&self) -> usize {

@@ -39,19 +39,27 @@ use serde_json::Value;
 
 /// A loaded encoder: token ids and the attention mask in, the final hidden states out.
 pub trait Arch: Send + Sync {
-    /// last_hidden_state [batch, tokens, hidden] for ids [batch, tokens] and the attention mask
-    /// [batch, tokens] (1 for real tokens, then 0 for right padding).
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3>;
+    /// The forward pass for ids [batch, tokens] and the attention mask [batch, tokens] (1 for
+    /// real tokens, then 0 for right padding), up to `kept`'s deepest layer, keeping the states
+    /// asked for on the way; the states after that layer out. The one place an architecture
+    /// runs, so `forward` and `hidden_states` cannot drift apart.
+    fn pass(
+        &self,
+        input_ids: Tensor<2, Int>,
+        attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3>;
+    /// How many blocks `pass` can stop after: L, where the states are indexed as transformers'
+    /// `output_hidden_states` indexes them (0 = the embeddings' output, L = `forward`'s), or as
+    /// the reference code's blocks for models outside transformers (the architecture's file
+    /// says which).
+    fn layers(&self) -> usize;
+    /// last_hidden_state [batch, tokens, hidden]: the states after all L layers.
+    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
+        self.pass(input_ids, attention_mask, &mut Kept::last(self.layers()))
+    }
     /// The width of `forward`'s states.
     fn hidden_size(&self) -> usize;
-    /// How many blocks `hidden_states` can stop after: L, where the states are indexed as
-    /// transformers' `output_hidden_states` indexes them (0 = the embeddings' output, L =
-    /// `forward`'s), or as the reference code's blocks for models outside transformers (the
-    /// architecture's file says which). None, the default, where the architecture gives only
-    /// `forward`'s states (`?layer=` is then refused unless it is the last).
-    fn layers(&self) -> Option<usize> {
-        None
-    }
     /// The width of the states after `layer` blocks (0..=L): `hidden_size` unless the blocks
     /// change it (Enformer's convolution tower).
     fn hidden_size_at(&self, layer: usize) -> usize {
@@ -59,21 +67,17 @@ pub trait Arch: Send + Sync {
         self.hidden_size()
     }
     /// The states after each of `layers` blocks (each 0..=L, in the order asked), [batch,
-    /// tokens, hidden_size_at(layer)] each, from one forward pass; layer L is `forward`'s output
-    /// bit for bit. The default serves architectures without per-layer states: an error naming
-    /// the family (the caller asks it only for another layer than the last, which it refuses
-    /// first where `layers` is None).
+    /// tokens, hidden_size_at(layer)] each, from one `pass`; layer L is `forward`'s output bit
+    /// for bit. An error for a layer beyond L.
     fn hidden_states(
         &self,
         input_ids: Tensor<2, Int>,
         attention_mask: Tensor<2>,
         layers: &[usize],
     ) -> Result<Vec<Tensor<3>>> {
-        let _ = (input_ids, attention_mask, layers);
-        Err(Error::new(format!(
-            "{}: geneb gives only the last layer's states (layer=-1) for this architecture",
-            self.family()
-        )))
+        let mut kept = Kept::new(self.family(), self.layers(), layers)?;
+        self.pass(input_ids, attention_mask, &mut kept);
+        Ok(kept.into_states())
     }
     /// What follows the pooling, [batch, hidden] → [batch, embedding_size]: nothing, except where
     /// the reference pools the output of a linear layer, which commutes with the mean and is
@@ -113,10 +117,10 @@ pub trait Arch: Send + Sync {
     }
 }
 
-/// The states one forward pass keeps for `Arch::hidden_states`: those after the blocks asked
+/// The states one `Arch::pass` keeps for `Arch::hidden_states`: those after the blocks asked
 /// for, in the order asked. The pass offers the state entering each block and its output, and
 /// stops after the deepest block asked for.
-pub(crate) struct Kept {
+pub struct Kept {
     wanted: Vec<usize>,
     states: Vec<Option<Tensor<3>>>,
 }

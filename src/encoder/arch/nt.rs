@@ -305,10 +305,26 @@ impl NucleotideTransformer {
     }
 }
 
-impl NucleotideTransformer {
-    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
-    /// that layer out.
-    fn run(
+impl Arch for NucleotideTransformer {
+    /// Floats per token of the widest activation: the feed-forward's (SwiGLU's two halves).
+    fn widest_activation(&self) -> usize {
+        2 * self.intermediate
+    }
+
+    fn hidden_size(&self) -> usize {
+        self.hidden
+    }
+
+    fn token_rows(&self) -> usize {
+        self.word_embeddings.dims()[0]
+    }
+
+    fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// last_hidden_state [batch, tokens, hidden] (after the final LayerNorm).
+    fn pass(
         &self,
         input_ids: Tensor<2, Int>,
         attention_mask: Tensor<2>,
@@ -362,50 +378,11 @@ impl NucleotideTransformer {
         kept.offer(deepest, &x);
         x
     }
-}
-
-impl Arch for NucleotideTransformer {
-    /// Floats per token of the widest activation: the feed-forward's (SwiGLU's two halves).
-    fn widest_activation(&self) -> usize {
-        2 * self.intermediate
-    }
-
-    fn hidden_size(&self) -> usize {
-        self.hidden
-    }
-
-    fn token_rows(&self) -> usize {
-        self.word_embeddings.dims()[0]
-    }
-
-    fn max_tokens(&self) -> usize {
-        self.max_tokens
-    }
-
-    /// last_hidden_state [batch, tokens, hidden] (after the final LayerNorm).
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            input_ids,
-            attention_mask,
-            &mut Kept::last(self.layers.len()),
-        )
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.layers.len())
-    }
 
     /// As transformers' ESM gives them: the embeddings' output (padding zeroed), each layer's,
     /// the last after `emb_layer_norm_after`.
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
-        self.run(input_ids, attention_mask, &mut kept);
-        Ok(kept.into_states())
+    fn layers(&self) -> usize {
+        self.layers.len()
     }
 
     fn family(&self) -> &'static str {

@@ -322,10 +322,28 @@ impl Olmo {
     }
 }
 
-impl Olmo {
-    /// The pass up to `kept`'s deepest layer, keeping the states asked for; the states after
-    /// that layer out.
-    fn run(
+impl Arch for Olmo {
+    fn hidden_size(&self) -> usize {
+        self.hidden
+    }
+
+    fn token_rows(&self) -> usize {
+        self.wte.dims()[0]
+    }
+
+    /// OLMo's rotary tables have no end, but Omni-DNA was trained on `max_sequence_length`
+    /// tokens and omnidna.py cuts there.
+    fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// The SwiGLU's value and gate, alive together.
+    fn widest_activation(&self) -> usize {
+        (2 * self.intermediate).max(3 * self.hidden)
+    }
+
+    /// `hidden_states[-1]` [batch, tokens, hidden]: `ln_f`'s output.
+    fn pass(
         &self,
         input_ids: Tensor<2, Int>,
         attention_mask: Tensor<2>,
@@ -351,52 +369,11 @@ impl Olmo {
         kept.offer(deepest, &x);
         x
     }
-}
-
-impl Arch for Olmo {
-    fn hidden_size(&self) -> usize {
-        self.hidden
-    }
-
-    fn token_rows(&self) -> usize {
-        self.wte.dims()[0]
-    }
-
-    /// OLMo's rotary tables have no end, but Omni-DNA was trained on `max_sequence_length`
-    /// tokens and omnidna.py cuts there.
-    fn max_tokens(&self) -> usize {
-        self.max_tokens
-    }
-
-    /// The SwiGLU's value and gate, alive together.
-    fn widest_activation(&self) -> usize {
-        (2 * self.intermediate).max(3 * self.hidden)
-    }
-
-    /// `hidden_states[-1]` [batch, tokens, hidden]: `ln_f`'s output.
-    fn forward(&self, input_ids: Tensor<2, Int>, attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            input_ids,
-            attention_mask,
-            &mut Kept::last(self.layers.len()),
-        )
-    }
-
-    fn layers(&self) -> Option<usize> {
-        Some(self.layers.len())
-    }
 
     /// As OLMo's code gives them (`output_hidden_states`): the embeddings, each block's output,
     /// the last after the final LayerNorm.
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.layers.len(), layers)?;
-        self.run(input_ids, attention_mask, &mut kept);
-        Ok(kept.into_states())
+    fn layers(&self) -> usize {
+        self.layers.len()
     }
 
     fn family(&self) -> &'static str {

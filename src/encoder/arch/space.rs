@@ -445,15 +445,17 @@ impl Arch for Space {
     /// `final_pointwise`'s output per bin. The recipe centres every sequence's text to
     /// 131,072 positions; ids of another length are centred here the same way, with N. The
     /// mask is not read: the extractor passes none.
-    fn forward(&self, input_ids: Tensor<2, Int>, _attention_mask: Tensor<2>) -> Tensor<3> {
-        self.run(
-            centre_ids(input_ids, SEQUENCE_LENGTH),
-            &mut Kept::last(self.layer_widths.len() - 1),
-        )
+    fn pass(
+        &self,
+        input_ids: Tensor<2, Int>,
+        _attention_mask: Tensor<2>,
+        kept: &mut Kept,
+    ) -> Tensor<3> {
+        self.run(centre_ids(input_ids, SEQUENCE_LENGTH), kept)
     }
 
-    fn layers(&self) -> Option<usize> {
-        Some(self.layer_widths.len() - 1)
+    fn layers(&self) -> usize {
+        self.layer_widths.len() - 1
     }
 
     fn hidden_size_at(&self, layer: usize) -> usize {
@@ -461,17 +463,6 @@ impl Arch for Space {
             .get(layer)
             .copied()
             .unwrap_or_else(|| self.hidden_size())
-    }
-
-    fn hidden_states(
-        &self,
-        input_ids: Tensor<2, Int>,
-        _attention_mask: Tensor<2>,
-        layers: &[usize],
-    ) -> Result<Vec<Tensor<3>>> {
-        let mut kept = Kept::new(self.family(), self.layer_widths.len() - 1, layers)?;
-        self.run(centre_ids(input_ids, SEQUENCE_LENGTH), &mut kept);
-        Ok(kept.into_states())
     }
 
     /// `final_pointwise`'s width, 2·dim.
