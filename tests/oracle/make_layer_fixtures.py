@@ -11,13 +11,18 @@ modules). The last state is checked against pipeline.json first, so the oracle i
 that was already trusted. Writes layers.json beside pipeline.json:
 {"sequences": n, "pooled": {"K": [[...] per sequence]}} for every K from 0 to L.
 
-Run: python3 tests/oracle/make_layer_fixtures.py   (after scripts/fetch-real-models.sh for
-HyenaDNA; CADUCEUS_SRC for Caduceus, as make_caduceus_fixtures.py says; the `lucaone` package for
-LucaOne, as make_lucaone_fixtures.py says)
+Run: python3 tests/oracle/make_layer_fixtures.py [NAME ...]   (every fixture, or those named:
+"bert", "caduceus/ph", "evo", …). Each reference comes from where its oracle script says, never
+committed: scripts/fetch-real-models.sh for HyenaDNA; the `lucaone` package for LucaOne; the
+`ai2-olmo` package for OLMo; CADUCEUS_SRC, DEEPGENE_SRC, DNAGPT_SRC and JANUS_SRC (checkouts);
+MAMBA_SSM_SRC and GENAI_LAB_SRC for eccDNAMamba; EVO_CODE, make_evo_fixtures.py's --code folder.
+SPACE has none: its modeling code is not to be had here, so its layers are checked only against
+each other (tests/hf_models.rs).
 """
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -75,12 +80,13 @@ def bert():
     write(folder, stack(batches))
 
 
-def decoder(name, max_length=None):
-    """make_llama_fixtures.embed's lines (batches of four, the mask passed, masked mean)."""
+def decoder(name, max_length=None, model=None):
+    """make_llama_fixtures.embed's lines (batches of four, the mask passed, masked mean), on
+    `model` or else transformers' own."""
     from transformers import AutoModel, AutoTokenizer
 
     folder = FIXTURES / name
-    model = AutoModel.from_pretrained(folder, torch_dtype=torch.float32).eval()
+    model = model or AutoModel.from_pretrained(folder, torch_dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:SEQUENCES]
     batches = []
@@ -88,7 +94,8 @@ def decoder(name, max_length=None):
         kwargs = {"max_length": max_length} if max_length else {}
         enc = tokenizer(seqs[i:i + 4], padding=True, truncation=True, return_tensors="pt", **kwargs)
         with torch.no_grad():
-            states = model(**enc, output_hidden_states=True).hidden_states
+            states = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                           output_hidden_states=True).hidden_states
         batches.append([masked_mean(h, enc["attention_mask"]) for h in states])
     write(folder, stack(batches))
 
@@ -154,7 +161,8 @@ def enformer():
     ref = oracle("make_enformer_fixtures")
     folder = FIXTURES / "enformer"
     model = from_pretrained(str(folder), use_tf_gamma=False).double().eval()
-    seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:2]
+    # One sequence: each pass of it is 196,608 bp (tests/hf_models.rs runs four).
+    seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:1]
     outputs = []
     transformer = set(model.transformer)
 
@@ -200,11 +208,249 @@ def lucaone():
     write(folder, pooled)
 
 
+def olmo():
+    """make_olmo_fixtures.py's lines (omnidna.py's: batches of four, `max_length=250`, the mask
+    passed, masked mean), which are `decoder`'s, on OLMo's own `output_hidden_states`."""
+    ref = oracle("make_olmo_fixtures")
+    folder = FIXTURES / "olmo"
+    saved = json.loads((folder / "config.json").read_text())
+    # model_type names Omni-DNA's remote code; OLMoConfig takes every other key.
+    config = ref.OLMoConfig(**{k: v for k, v in saved.items() if k != "model_type"})
+    assert ref.BATCH == 4
+    decoder("olmo", ref.MAX_LENGTH, ref.OLMoForCausalLM.from_pretrained(folder, config=config).eval())
+
+
+def deepgene():
+    """make_deepgene_fixtures.embed's lines (one batch of every sequence, [CLS] [SEP] first, the
+    positions and mask passed, masked mean) on the DeepGene code's `output_hidden_states`
+    (its RoFormer is transformers', adapted: the embeddings' output, then each layer's)."""
+    import tokenizers
+
+    ref = oracle("make_deepgene_fixtures")
+    RoFormerConfig, RoFormerForMaskedLM = ref.deepgene_code()
+    folder = FIXTURES / "deepgene"
+    config = RoFormerConfig.from_json_file(folder / "config.json")
+    model = RoFormerForMaskedLM(config).eval()
+    # The head's decoder is tied to the word embeddings here but was saved apart (different
+    # values): loaded, it would overwrite them. The hidden states never read it.
+    state = {k: v for k, v in load_file(str(folder / "model.safetensors")).items()
+             if k != "cls.predictions.decoder.weight"}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    # The sinusoidal table is built by the code, not saved (make_deepgene_fixtures.save).
+    assert not unexpected and set(missing) == {"roformer.encoder.embed_positions.weight",
+                                               "cls.predictions.decoder.weight"}, (missing, unexpected)
+    tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
+    seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:SEQUENCES]
+    input_ids, mask, positions = ref.encode(tokenizer, seqs, config.max_position_embeddings)
+    with torch.no_grad():
+        states = model.roformer(input_ids=input_ids, pos_ids=positions, attention_mask=mask,
+                                output_hidden_states=True, return_dict=True).hidden_states
+    write(folder, [masked_mean(h, mask) for h in states])
+
+
+def caduceus(variant):
+    """make_batched_pipelines.caduceus's lines (CaduceusTokenizer, batches of four padded on the
+    left, `input_ids` alone, float64, the mean over the attention mask) on Caduceus's own
+    `output_hidden_states`: the embeddings, what each layer passes on, the final norm's output."""
+    ref = oracle("make_caduceus_fixtures")
+    ref.install_mamba_stand_in()
+    sys.path.insert(0, str(ref.SOURCE))
+    from caduceus.configuration_caduceus import CaduceusConfig
+    from caduceus.modeling_caduceus import CaduceusForMaskedLM
+    from caduceus.tokenization_caduceus import CaduceusTokenizer
+
+    folder = FIXTURES / "caduceus" / variant
+    config = CaduceusConfig.from_json_file(folder / "config.json")
+    model = CaduceusForMaskedLM(config).eval()
+    # The LM head is tied to the word embeddings here but was saved apart (different values):
+    # loaded, it would overwrite them. The hidden states never read it.
+    state = {k: v for k, v in load_file(str(folder / "model.safetensors")).items()
+             if not k.startswith("lm_head.")}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    # The PS checkpoint leaves out the tied copies (make_caduceus_fixtures.main's `drop`);
+    # loading their originals sets them.
+    assert not unexpected and all(".mamba_rev." in k or k.startswith("lm_head.") for k in missing), missing
+    model = model.double()
+    tok_config = json.loads((folder / "tokenizer_config.json").read_text())
+    tokenizer = CaduceusTokenizer(model_max_length=tok_config["model_max_length"])
+    seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:SEQUENCES]
+    batches = []
+    with torch.no_grad():
+        for i in range(0, len(seqs), 4):
+            enc = tokenizer(seqs[i:i + 4], padding=True, truncation=True, return_attention_mask=True,
+                            return_tensors="pt")
+            states = model(input_ids=enc["input_ids"], output_hidden_states=True).hidden_states
+            batches.append([masked_mean(h, enc["attention_mask"]) for h in states])
+    write(folder, stack(batches))
+
+
+def dnagpt(name):
+    """make_dnagpt_fixtures.py's lines: DNAGPT's code has no `output_hidden_states`, so its
+    blocks as src/encoder/arch/dnagpt.rs defines them, from the model's own modules: the
+    embeddings, each block's output, the last after `ln_f`, and where the extractor pools the
+    masked-LM head's logits (dnagpt/) one more, the logits (the head's last layer commutes with
+    the mean). dnagpt/: each sequence alone, unmasked mean; dnagpt_hidden/: `<R>` first, batches
+    of four padded with `<P>`, mean over the non-pad ids."""
+    from torch.nn.utils.rnn import pad_sequence
+
+    ref = oracle("make_dnagpt_fixtures")
+    DNAGPT, KmerTokenizer = ref.dnagpt_code()
+    folder = FIXTURES / name
+    config = json.loads((folder / "config.json").read_text())
+    model = DNAGPT(vocab_size=config["vocab_size"], max_len=config["max_len"], num_layers=config["num_layers"],
+                   num_heads=config["num_heads"], embedding_dim=config["embedding_dim"], bias=config["bias"]).eval()
+    model.load_state_dict(torch.load(folder / "dna_gpt_tiny.pth", weights_only=True)["model"])
+    tokenizer = KmerTokenizer(config["kmer"], ref.SPECIAL, dynamic_kmer=config["dynamic_kmer"])
+    seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:SEQUENCES]
+    head = config.get("output") != "hidden"
+
+    def blocks(input_ids):
+        x = model._embedding_impl(input_ids)
+        states = [x]
+        for block in model.transformer.h:
+            x = block(x)
+            states.append(x)
+        states[-1] = model.transformer.ln_f(x)
+        if head:
+            states.append(model.mlm_head(states[-1]))
+        return states
+
+    batches = []
+    with torch.no_grad():
+        if head:
+            for text in seqs:
+                input_ids = tokenizer.encode(text, max_len=model.max_len)[None]
+                batches.append([h.mean(dim=1) for h in blocks(input_ids)])
+        else:
+            for i in range(0, len(seqs), 4):
+                toks = [tokenizer.encode(f"<R>{s}", max_len=model.max_len) for s in seqs[i:i + 4]]
+                input_ids = pad_sequence(toks, batch_first=True, padding_value=tokenizer.pad_id)
+                mask = (input_ids != tokenizer.pad_id).long()
+                batches.append([masked_mean(h, mask) for h in blocks(input_ids)])
+    write(folder, stack(batches))
+
+
+def janus(variant, sequences=2):
+    """make_janus_fixtures.run's lines (the extractor's: padded to 1,024 on the right, no special
+    tokens, the mask passed, float64, masked mean; one batch, of two: each row is 2 × 1,024
+    positions whatever its length). JanusDNA's code keeps no hidden states, so its blocks as
+    src/encoder/arch/janus.rs defines them, from hooks on the model's own modules: the embeddings' output and each decoder layer's (both streams, the
+    reverse one in reverse order), each fused by the model's own `final_fusion` as its last
+    states are (the streams side by side, the reverse one flipped back), then the model's output."""
+    ref = oracle("make_janus_fixtures")
+    modeling, JanusDNAConfig, CaduceusTokenizer = ref.import_published_code()
+    folder = FIXTURES / "janus" / variant
+    model, _ = ref.extractor_model(modeling, JanusDNAConfig, folder)
+    tokenizer = CaduceusTokenizer(model_max_length=ref.MAX_LENGTH, padding_side="right")
+    seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:sequences]
+    streams = []
+    hooks = [model.embed_tokens.register_forward_hook(
+        lambda _m, _i, out: streams.append(torch.cat([out, out.flip(dims=(1,))], dim=1)))]
+    hooks += [layer.register_forward_hook(lambda _m, _i, out: streams.append(out[0])) for layer in model.layers]
+
+    def fused(both):
+        half = both.shape[1] // 2
+        return model.final_fusion(torch.cat([both[:, :half], both[:, half:].flip(dims=[1])], dim=1))
+
+    enc = ref.encode(tokenizer, seqs)
+    with torch.no_grad():
+        last = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                     return_dict=True).last_hidden_state
+        states = [fused(both) for both in streams] + [last]
+    for h in hooks:
+        h.remove()
+    write(folder, [masked_mean(h, enc["attention_mask"]) for h in states])
+
+
+def eccdnamamba():
+    """make_eccdnamamba_fixtures.extract's lines (batches of four, the mask passed, masked mean).
+    BiMambaForMaskedLM's `hidden_states` is its last state only, so its blocks as
+    src/encoder/arch/eccdnamamba.rs defines them, from hooks on the two backbones' own blocks:
+    after i blocks each stream's residual sum (the block's output plus its residual, both
+    masked as the patched MixerModel.forward masks them; the embeddings at 0), the forward and
+    the flipped-back backward side by side, and last the model's `hidden_states`."""
+    ref = oracle("make_eccdnamamba_fixtures")
+    from transformers import AutoTokenizer
+
+    folder = FIXTURES / "eccdnamamba"
+    model = ref.genai_lab.BiMambaForMaskedLM.from_pretrained(str(folder)).eval()
+    for module in model.modules():  # the CPU's path, as make_eccdnamamba_fixtures.build
+        if isinstance(module, ref.mamba2.Mamba2):
+            module.use_mem_eff_path = False
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:SEQUENCES]
+    outputs = {"forward": [], "backward": []}
+    hooks = [layer.register_forward_hook(lambda _m, _i, out, stream=stream: outputs[stream].append(out))
+             for stream, lm in [("forward", model.mamba_forward), ("backward", model.mamba_backward)]
+             for layer in lm.backbone.layers]
+    batches = []
+    with torch.no_grad():
+        for i in range(0, len(seqs), ref.BATCH_SIZE):
+            enc = tokenizer(seqs[i:i + ref.BATCH_SIZE], return_tensors="pt", padding=True, truncation=True)
+            for stream in outputs.values():
+                stream.clear()
+            last = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                         return_dict=True).hidden_states
+            mask = enc["attention_mask"].unsqueeze(-1)
+            embedded = model.token_embedding(enc["input_ids"])
+            states = [torch.cat([embedded, embedded], dim=-1)]
+            for (h_f, r_f), (h_b, r_b) in zip(outputs["forward"], outputs["backward"]):
+                forward = (h_f + r_f) * mask
+                backward = ((h_b + r_b) * mask.flip(dims=[1])).flip(dims=[1])
+                states.append(torch.cat([forward, backward], dim=-1))
+            states[-1] = last
+            batches.append([masked_mean(h, enc["attention_mask"]) for h in states])
+    for h in hooks:
+        h.remove()
+    write(folder, stack(batches))
+
+
+def evo(code):
+    """make_evo_fixtures.extract_embeddings's lines (each sequence alone, the plain mean; the
+    model in float64 as the oracle ran it). StripedHyena keeps no hidden states, so its blocks
+    as src/encoder/arch/evo.rs defines them, from hooks on the model's own blocks: the
+    embeddings, each block's output (the residual stream), the last after the final RMSNorm.
+    `code`: make_evo_fixtures.py's --code folder."""
+    sys.path.insert(0, str(code))
+    ref = oracle("make_evo_fixtures")
+    ref.shim_flash_attn()
+    from src.model import StripedHyena
+    from src.utils import dotdict
+    from evo.tokenizer import CharLevelTokenizer
+
+    folder = FIXTURES / "evo"
+    model = StripedHyena(dotdict(dict(ref.TINY, attn_block_dtype=torch.float32, mlp_dtype=torch.float32)))
+    model = model.double()
+    state = {k.removeprefix("backbone."): v.double() for k, v in load_file(str(folder / "model.safetensors")).items()}
+    model.load_state_dict(state)
+    model.eval()
+    tokenizer = CharLevelTokenizer(512)
+    seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:SEQUENCES]
+    outputs = []
+    hooks = [block.register_forward_hook(lambda _m, _i, out: outputs.append(out[0])) for block in model.blocks]
+    per_sequence = []
+    with torch.no_grad():
+        for seq in seqs:
+            outputs.clear()
+            ids = torch.tensor(tokenizer.tokenize(seq), dtype=torch.int).unsqueeze(0)
+            embedded = model.embedding_layer.embed(ids)
+            last = ref.last_hidden(model, ids)
+            per_sequence.append([h.mean(dim=1) for h in [embedded, *outputs[:-1], last]])
+    for h in hooks:
+        h.remove()
+    write(folder, stack(per_sequence))
+
+
 if __name__ == "__main__":
     only = set(sys.argv[1:])
     for name, make in [("bert", bert), ("llama", lambda: decoder("llama")),
                        ("mistral", lambda: decoder("mistral", 1024)), ("nt_v2", nt_v2),
                        ("gpt2", lambda: decoder("gpt2")), ("lucaone", lucaone),
-                       ("hyena", hyena), ("enformer", enformer)]:
+                       ("hyena", hyena), ("enformer", enformer), ("olmo", olmo),
+                       ("deepgene", deepgene), ("caduceus/ph", lambda: caduceus("ph")),
+                       ("caduceus/ps", lambda: caduceus("ps")), ("dnagpt", lambda: dnagpt("dnagpt")),
+                       ("dnagpt_hidden", lambda: dnagpt("dnagpt_hidden")),
+                       ("janus/w", lambda: janus("w")), ("eccdnamamba", eccdnamamba),
+                       ("evo", lambda: evo(os.environ.get("EVO_CODE", "/tmp/evo-code")))]:
         if not only or name in only:
             make()
