@@ -133,6 +133,17 @@ fn plantcaduceus_lower_cases_and_adds_no_special_tokens() {
     assert_eq!(tokenizer.encode("ACGT", Some(2)), vec![3, 4]);
 }
 
+/// Evo-1's `CharLevelTokenizer(512).tokenize`: the text's UTF-8 bytes as given, case and all,
+/// nothing added (the ids evo-model 0.5's tokenizer.py gives for this text).
+#[test]
+fn evo_bytes_keep_the_case_as_charleveltokenizer_does() {
+    let tokenizer = Tokenizer::from_files(&ModelFiles::new("evo"), TokenizerChoice::Bytes).unwrap();
+    assert_eq!(
+        tokenizer.encode("ACGTNacgtnUuRy", None),
+        vec![65, 67, 71, 84, 78, 97, 99, 103, 116, 110, 85, 117, 82, 121]
+    );
+}
+
 #[test]
 fn descriptions_sizes_and_padding() {
     for (name, description, pad_id) in [

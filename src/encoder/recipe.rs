@@ -403,6 +403,10 @@ pub const EVO: Recipe = Recipe {
          residues to bf16 on CUDA",
         "sequences longer than 131,072 bytes are cut there (and counted); the extractor \
          passes any length whole",
+        "geneb's readers upper-case every sequence, turn U into T and IUPAC codes into N \
+         before Evo reads its bytes; the extractor tokenizes the table's text as given, so \
+         lower-case (soft-masked), U or IUPAC letters are other bytes there (text of A, C, G, \
+         T and N alone is the same)",
     ],
     ..masked_mean("evo", "embedding_pipeline/extractors/evo.py")
 };

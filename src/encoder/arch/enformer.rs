@@ -19,7 +19,7 @@ use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::enformer_trunk::{
     AttentionShape, ConvTower, FeedForward, FinalPointwise, RelativeAttention, centre_crop,
-    centre_ids, refuse_unbindable, skip_batch_norm_counters, tower_widths,
+    centre_ids, largest_unsplit_floats, refuse_unbindable, skip_batch_norm_counters, tower_widths,
 };
 use crate::encoder::layers::{Linear, config_error};
 use crate::tokenize::TokenizerChoice;
@@ -122,8 +122,8 @@ pub struct Enformer {
     /// The width of each layer's states (`Arch::hidden_size_at`): the stem's, each tower
     /// block's, each transformer layer's, the trunk's (final pointwise) and the head's.
     layer_widths: Vec<usize>,
-    /// Floats of the pass's largest tensor: the stem's [196,608, dim/2] or the position
-    /// logits [heads, n, 2n].
+    /// Floats of the pass's largest tensor that chunking cannot split (the human head's
+    /// output or `largest_unsplit_floats`).
     largest_tensor: usize,
     notes: Vec<String>,
 }
@@ -226,7 +226,7 @@ impl Enformer {
             .collect();
         Ok(Enformer {
             layer_widths,
-            largest_tensor: (SEQUENCE_LENGTH * tower.half_dim()).max(c.heads * bins * 2 * bins),
+            largest_tensor: largest_unsplit_floats(&tower, shape).max(crop.1 * head_features),
             tower,
             layers,
             crop,
@@ -241,15 +241,10 @@ impl Enformer {
     /// states after `kept`'s deepest layer, keeping those asked for.
     fn run(&self, input_ids: Tensor<2, Int>, kept: &mut Kept) -> Tensor<3> {
         let deepest = kept.deepest();
-        let mut x = self.tower.stem(input_ids);
-        let mut layer = 0;
-        for block in 0..self.tower.blocks() {
-            kept.offer(layer, &x);
-            if layer == deepest {
-                return x;
-            }
-            x = self.tower.block(block, x);
-            layer += 1;
+        let mut x = self.tower.forward(input_ids, kept);
+        let mut layer = self.tower.blocks();
+        if deepest < layer {
+            return x;
         }
         for transformer_layer in &self.layers {
             kept.offer(layer, &x);

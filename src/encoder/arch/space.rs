@@ -31,7 +31,8 @@ use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::enformer_trunk::{
     AttentionShape, ConvTower, FeedForward, FinalPointwise, LAYER_NORM_EPS, RelativeAttention,
-    centre_crop, centre_ids, refuse_unbindable, skip_batch_norm_counters, tower_widths,
+    centre_crop, centre_ids, largest_unsplit_floats, refuse_unbindable, skip_batch_norm_counters,
+    tower_widths,
 };
 use crate::encoder::layers::{LayerNorm, Linear, config_error, param};
 use crate::tokenize::TokenizerChoice;
@@ -174,8 +175,8 @@ pub struct Space {
     /// The width of each layer's states, 0..=L: the stem's and the tower blocks', the
     /// transformer layers', `final_pointwise`'s.
     layer_widths: Vec<usize>,
-    /// Floats of the pass's largest tensor: the stem's [131,072, dim/2] or the position
-    /// logits [heads, n, 2n].
+    /// Floats of the pass's largest tensor that chunking cannot split (the experts' hidden
+    /// states [experts, n, 2·dim] or `largest_unsplit_floats`).
     largest_tensor: usize,
     notes: Vec<String>,
 }
@@ -295,8 +296,8 @@ impl Space {
             2 * dim
         )];
         Ok(Space {
-            largest_tensor: (SEQUENCE_LENGTH * tower.half_dim())
-                .max(c.heads * (bins + 1) * 2 * (bins + 1)),
+            largest_tensor: largest_unsplit_floats(&tower, shape)
+                .max(c.species_num_experts * (bins + 1) * 2 * dim),
             tower,
             species_token,
             layers,
@@ -316,15 +317,10 @@ impl Space {
     /// those asked for.
     fn run(&self, input_ids: Tensor<2, Int>, kept: &mut Kept) -> Tensor<3> {
         let deepest = kept.deepest();
-        let mut x = self.tower.stem(input_ids);
-        let mut layer = 0;
-        for block in 0..self.tower.blocks() {
-            kept.offer(layer, &x);
-            if layer == deepest {
-                return x;
-            }
-            x = self.tower.block(block, x);
-            layer += 1;
+        let x = self.tower.forward(input_ids, kept);
+        let mut layer = self.tower.blocks();
+        if deepest < layer {
+            return x;
         }
         let [batch, bins, dim] = x.dims();
         kept.offer(layer, &x);
