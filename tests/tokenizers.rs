@@ -126,6 +126,44 @@ fn gena_t2t_normalizers_and_split_match_hf() {
     assert!(!nine.contains(&dash), "{nine:?}");
 }
 
+/// GENERator's DNAKmerTokenizer (its own tokenizer.py): non-overlapping 6-mers, anything else
+/// `<oov>`, special-token names in the text read as those tokens, `<s>` first and no `</s>`.
+#[test]
+fn generator_kmers_match_its_tokenizer_code() {
+    check_against_oracle(&["generator"]);
+    let tokenizer = tokenizer("generator");
+    // generator.py's input as a pinned run of the 3B checkpoint's tokenizer gave its ids: `<s>`
+    // twice, a 6-mer with an N `<oov>` (0), AAAAAA 32, TTTTTT 1397.
+    assert_eq!(tokenizer.encode("<s>ACGTNACGTNAC", None), vec![1, 1, 0, 0]);
+    assert_eq!(
+        tokenizer.encode("<s>AAAAAATTTTTT", None),
+        vec![1, 1, 32, 1397]
+    );
+    // GGGGGG is the last k-mer; a remainder and lower case are `<oov>`.
+    assert_eq!(tokenizer.encode("GGGGGGAC", None), vec![1, 4127, 0]);
+    assert_eq!(tokenizer.encode("acgtac", None), vec![1, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(tokenizer.pad_id(), 3);
+    assert_eq!(tokenizer.vocab_size(), 4128);
+    for (k, why) in [
+        ("0", "expected 1 to 15"),
+        ("null", "needs its k-mer length"),
+    ] {
+        let mut files = model_files("generator");
+        files.insert(
+            "tokenizer_config.json",
+            format!(r#"{{"tokenizer_class": "DNAKmerTokenizer", "k": {k}}}"#).into_bytes(),
+        );
+        let err = Tokenizer::from_files(&files, TokenizerChoice::Files)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("tokenizer_config.json") && err.contains(why),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn plantcaduceus_lower_cases_and_adds_no_special_tokens() {
     let tokenizer = tokenizer("plantcaduceus");

@@ -12,6 +12,8 @@
 //! - WordPiece over `vocab.txt` (BERT: SpliceBERT, DNABERT), fed as these models are fed:
 //!   single nucleotides or overlapping k-mers separated by spaces;
 //! - bytes (Evo's `CharLevelTokenizer`): each byte of the text its id;
+//! - non-overlapping k-mers (GENERator's `DNAKmerTokenizer`, which `tokenizer_config.json`
+//!   names): built from its `k`, special-token names in the text read as those tokens;
 //! - a `tokenizer.json` pipeline (DNABERT-2, GROVER): normalizer, pre-tokenizer, BPE or
 //!   WordPiece model and post-processor, implementing the components those files use and
 //!   refusing others by name.
@@ -24,6 +26,7 @@
 mod bpe;
 mod chars;
 mod dnagpt;
+mod generator;
 mod kmer;
 mod pipeline;
 mod trie;
@@ -52,6 +55,7 @@ enum Kind {
     Chars(chars::Chars),
     Chunks(dnagpt::Chunks),
     LongestMatch(kmer::LongestMatch),
+    GeneratorKmers(generator::Kmers),
     Pipeline(pipeline::Pipeline),
     /// The text's bytes (`np.frombuffer(text.encode(), dtype=np.uint8)`).
     Bytes,
@@ -71,7 +75,8 @@ pub enum TokenizerChoice {
     /// as `AutoTokenizer` decides: PlantCaduceus ships GPN's lower-casing single-nucleotide
     /// `tokenizer.json`, with no special tokens.
     CaduceusOrFiles,
-    /// Whatever the tokenizer files say: `tokenizer.json`, else a BERT `vocab.txt`.
+    /// Whatever the tokenizer files say: `tokenizer.json`, else a BERT `vocab.txt`; GENERator's
+    /// `DNAKmerTokenizer` where `tokenizer_config.json` names that class.
     Files,
     /// DeepGene's extractor: `tokenizer.json`'s tokens without its special tokens, after
     /// [CLS] (id 1) and [SEP] (id 2), padded with id 3, to the model's length alone
@@ -104,7 +109,10 @@ impl TokenizerChoice {
             TokenizerChoice::CaduceusOrFiles => {
                 "characters (upper-cased), or the folder's tokenizer.json (PlantCaduceus)"
             }
-            TokenizerChoice::Files => "tokenizer.json (BPE or WordPiece), or vocab.txt (WordPiece)",
+            TokenizerChoice::Files => {
+                "tokenizer.json (BPE or WordPiece), vocab.txt (WordPiece), or the k-mers of \
+                 GENERator's DNAKmerTokenizer"
+            }
             TokenizerChoice::DeepGene => {
                 "tokenizer.json's tokens after [CLS] [SEP] (DeepGene's extractor)"
             }
@@ -123,6 +131,8 @@ impl Tokenizer {
         let model_max_length = settings.model_max_length();
         let caduceus_tokenizer = !files.contains("tokenizer.json")
             || settings.tokenizer_config["tokenizer_class"] == "CaduceusTokenizer";
+        // GENERator's class is code, not files: tokenizer_config.json names it and its `k`.
+        let generator_kmers = settings.tokenizer_config["tokenizer_class"] == "DNAKmerTokenizer";
         let mut tokenizer = match choice {
             TokenizerChoice::Characters { upper_case } => {
                 chars::character_tokenizer(&settings, upper_case)
@@ -170,6 +180,7 @@ impl Tokenizer {
                 tokenizer.description += ", [CLS] [SEP] before the sequence (DeepGene)";
                 return Ok(tokenizer);
             }
+            TokenizerChoice::Files if generator_kmers => generator::generator_tokenizer(&settings)?,
             TokenizerChoice::Esm | TokenizerChoice::Files | TokenizerChoice::CaduceusOrFiles => {
                 if files.contains("tokenizer.json") {
                     pipeline::from_tokenizer_json(files, &settings)?
@@ -218,6 +229,7 @@ impl Tokenizer {
             Kind::Chars(chars) => chars.tokens(sequence),
             Kind::Chunks(chunks) => chunks.tokens(sequence),
             Kind::LongestMatch(kmers) => kmers.tokens(sequence),
+            Kind::GeneratorKmers(kmers) => kmers.tokens(sequence),
             Kind::Pipeline(pipeline) => pipeline.tokens(sequence),
             Kind::Bytes => sequence.bytes().map(u32::from).collect(),
         }
