@@ -309,6 +309,8 @@ fn model_folders_embed_like_the_reference_extractors() {
         "evo",
         // The common recipe, a byte-level BPE tokenizer.json, cut at 64 positions.
         "gpt2",
+        // generator.py: trimmed to whole 6-mers, `<s>` written before them, DNAKmerTokenizer.
+        "generator",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -331,6 +333,7 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("janus/w", BackendKind::Wgpu);
     pipeline("splicebert", BackendKind::Wgpu);
     pipeline("evo", BackendKind::Wgpu);
+    pipeline("generator", BackendKind::Wgpu);
 }
 
 #[derive(Deserialize)]
@@ -907,7 +910,7 @@ fn the_registry_chooses_each_models_tokenizer() {
         }
         checked.push(name);
     }
-    assert_eq!(checked.len(), 14, "{checked:?}");
+    assert_eq!(checked.len(), 15, "{checked:?}");
 }
 
 /// A decoder's tokenizer.json without a pad token (OmniNA's): geneb pads with its eos token, as

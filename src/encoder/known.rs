@@ -151,9 +151,9 @@ const JANUS_WEIGHTS: &str = "https://github.com/Qihao-Duan/JanusDNA (Harvard Dat
 const JANUS_TOKENIZER: &str =
     "characters (CaduceusTokenizer), no special tokens, padded on the right to 1,024";
 
-/// GENERator runs on the Llama decoder, but geneb does not yet read its 6-mer tokenizer (the
-/// checkpoint's own tokenizer code), nor write generator.py's input: each sequence trimmed to a
-/// multiple of 6 nt and the tokenizer's BOS token written before it as text.
+/// GENERator on the Llama decoder (`arch/llama.rs`), its own 6-mer tokenizer read as its code
+/// reads (`tokenize/generator.rs`), generator.py's input written as the extractor writes it:
+/// each sequence trimmed to a multiple of 6 nt, the tokenizer's BOS token before it as text.
 const fn generator(
     hub_id: &'static str,
     display: &'static str,
@@ -168,10 +168,11 @@ const fn generator(
         parameters: Some(parameters),
         context: 16_384,
         context_unit: ContextUnit::Tokens,
-        tokenizer: "non-overlapping 6-mers (GENERator's own tokenizer code)",
-        runs_on: RunsOn::NotYet("GENERator (Llama; its 6-mer tokenizer not read yet)"),
-        checked: Check::NotChecked,
-        recipe: &recipe::GENERIC,
+        tokenizer: "non-overlapping 6-mers (GENERator's DNAKmerTokenizer), <s> twice first",
+        runs_on: RunsOn::Family(&family::LLAMA),
+        // tests/hf_models.rs's generator fixture (tests/oracle/make_generator_fixtures.py).
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::GENERATOR,
     }
 }
 

@@ -86,6 +86,14 @@ pub enum Input {
     /// Upper-cased, U → T, then centre-cropped to `length` or padded with N on both sides to it
     /// (the extra N on the right), as Enformer's extractor's `one_hot_seq` does.
     Centred { length: usize },
+    /// Cut at the end to a multiple of `multiple` nucleotides, then `prefix` (the tokenizer's
+    /// BOS token's text) written before it, alone where nothing is left: GENERator's
+    /// `_trim_to_multiple_of_6` and `self.bos_token + s2 if s2 else self.bos_token`. The
+    /// tokenizer then reads the prefix as that token and adds its own BOS too.
+    TrimmedAfterText {
+        multiple: usize,
+        prefix: &'static str,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -450,6 +458,30 @@ pub const GPT2: Recipe = masked_mean(
     "none (darlednik/GENEB has no gpt2 extractor file; the common recipe of the files)",
 );
 
+/// `generator.py` (GENERator) at e3d5f45, the newest of its three versions, which the published
+/// rows are taken to be made with: each sequence cut to a multiple of 6 nt and the tokenizer's
+/// `bos_token` (`<s>`) written before it as text, then `tokenizer(..., add_special_tokens=True,
+/// padding=True, max_length=max_position_embeddings, truncation=True)` with `padding_side =
+/// "right"`, the mask passed and `hidden_states[-1]` pooled over it, the model loaded with no
+/// torch_dtype (f32). The checkpoints' tokenizer (add_bos_token, no add_eos_token) gives
+/// `<s> <s> k-mers…`. The versions disagree: 18e4a8d tokenizes the sequence as given (a
+/// remainder under 6 nt is one `<oov>`, no `<s>` text) and cuts only at the tokenizer's
+/// model_max_length, which it does not set (`?recipe=generator-untrimmed`); 9fcbcbd passes
+/// `remote_trust_code`, a misspelling with which the checkpoint's tokenizer code does not load.
+pub const GENERATOR: Recipe = Recipe {
+    input: Input::TrimmedAfterText {
+        multiple: 6,
+        prefix: "<s>",
+    },
+    ..masked_mean("generator", "embedding_pipeline/extractors/generator.py")
+};
+
+/// `generator.py` at 18e4a8d: the common recipe (see `GENERATOR`).
+pub const GENERATOR_UNTRIMMED: Recipe = masked_mean(
+    "generator-untrimmed",
+    "embedding_pipeline/extractors/generator.py",
+);
+
 /// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
 pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
 
@@ -481,6 +513,8 @@ pub const RECIPES: &[&Recipe] = &[
     &LUCAONE,
     &ECCDNAMAMBA,
     &GPT2,
+    &GENERATOR,
+    &GENERATOR_UNTRIMMED,
     &GENERIC,
 ];
 
@@ -533,6 +567,10 @@ impl Recipe {
             Input::Centred { length } => format!(
                 "; upper-cased, U→T, centre-cropped or N-padded to {length} nt, one-hot \
                  (N and any other character as zeros)"
+            ),
+            Input::TrimmedAfterText { multiple, prefix } => format!(
+                "; cut to a multiple of {multiple} nt, then the text {prefix} before it (read as \
+                 that token, after the one the tokenizer adds)"
             ),
         };
         let truncation = match self.truncation {
