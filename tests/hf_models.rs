@@ -311,6 +311,8 @@ fn model_folders_embed_like_the_reference_extractors() {
         "gpt2",
         // generator.py: trimmed to whole 6-mers, `<s>` written before them, DNAKmerTokenizer.
         "generator",
+        // biofm.py: no mask, left padding, the state at column (non-pad count − 2), batches of 4.
+        "biofm",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -334,6 +336,7 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("splicebert", BackendKind::Wgpu);
     pipeline("evo", BackendKind::Wgpu);
     pipeline("generator", BackendKind::Wgpu);
+    pipeline("biofm", BackendKind::Wgpu);
 }
 
 #[derive(Deserialize)]
@@ -910,7 +913,7 @@ fn the_registry_chooses_each_models_tokenizer() {
         }
         checked.push(name);
     }
-    assert_eq!(checked.len(), 15, "{checked:?}");
+    assert_eq!(checked.len(), 16, "{checked:?}");
 }
 
 /// A decoder's tokenizer.json without a pad token (OmniNA's): geneb pads with its eos token, as

@@ -164,6 +164,29 @@ fn generator_kmers_match_its_tokenizer_code() {
     }
 }
 
+/// BioFM's AnnotationTokenizer (biofm-eval), fed as its Embedder feeds it: characters, [CLS]
+/// (6) … [SEP] (7), anything unconfigured [UNK] (8), whitespace no token, padded on the left.
+#[test]
+fn biofm_characters_match_its_annotation_tokenizer() {
+    check_against_oracle(&["biofm"]);
+    let tokenizer = tokenizer("biofm");
+    assert_eq!(tokenizer.encode("AC gÂ", None), vec![6, 0, 1, 8, 13, 7]);
+    assert_eq!((tokenizer.pad_id(), tokenizer.pads_left()), (9, true));
+    let mut files = model_files("biofm");
+    files.insert(
+        "tokenizer_config.json",
+        br#"{"char_ords": [65, -1], "model_max_length": 24}"#.to_vec(),
+    );
+    let err = Tokenizer::from_files(&files, TokenizerChoice::Files)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("tokenizer_config.json") && err.contains("no character code"),
+        "{err}"
+    );
+}
+
 #[test]
 fn plantcaduceus_lower_cases_and_adds_no_special_tokens() {
     let tokenizer = tokenizer("plantcaduceus");

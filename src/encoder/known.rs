@@ -212,7 +212,7 @@ const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u
     }
 }
 
-static KNOWN: [KnownModel; 41] = [
+static KNOWN: [KnownModel; 42] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -625,6 +625,22 @@ static KNOWN: [KnownModel; 41] = [
         runs_on: RunsOn::Family(&family::MISTRAL),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::GENOMEOCEAN_4B,
+    },
+    KnownModel {
+        hub_id: Some("m42-health/BioFM-265M"),
+        weights: None,
+        display: "BioFM 265M",
+        leaderboard: Some("BioFM-265M"),
+        parameters: Some(265_000_000),
+        // biofm-eval's default evaluation context (VCFConverter); the loader cuts at the
+        // tokenizer's model_max_length, which the checkpoint's config decides.
+        context: 1024,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "characters (AnnotationTokenizer), [CLS] … [SEP], padded on the left",
+        runs_on: RunsOn::Family(&family::MISTRAL),
+        // tests/hf_models.rs's biofm fixture (tests/oracle/make_biofm_fixtures.py).
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::BIOFM,
     },
     KnownModel {
         hub_id: Some("EleutherAI/enformer-official-rough"),
@@ -1055,7 +1071,13 @@ mod tests {
             .iter()
             .filter(|m| m.supported() && m.leaderboard.is_some());
         assert_eq!(runnable, known.count());
-        assert!(listed.iter().any(|m| !m.runs && m.hub_id.is_none()));
+        // Every published model has a row now: one not run yet says that its architecture is
+        // missing, not that geneb cannot name it.
+        assert!(listed.iter().filter(|m| !m.runs).all(|m| {
+            m.why_not
+                .as_deref()
+                .is_some_and(|w| w.contains("not in geneb yet"))
+        }));
     }
 
     #[test]

@@ -774,6 +774,20 @@ impl HfModel {
             Pooling::UnmaskedMean | Pooling::BinMean | Pooling::TrunkBinMean => {
                 hidden.mean_dim(1).reshape([rows, width])
             }
+            Pooling::NonPadCountLessTwo => {
+                let [_, columns, _] = hidden.dims();
+                // Python's index: below 0 counts from the row's end.
+                let picked = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(row, tokens)| {
+                        let column = (tokens.len() as i64 - 2).rem_euclid(columns.max(1) as i64);
+                        (row * columns) as i64 + column
+                    })
+                    .collect();
+                let picked = Tensor::<1, Int>::from_data(TensorData::new(picked, [rows]), device);
+                hidden.reshape([rows * columns, width]).select(0, picked)
+            }
             Pooling::MaskedMean | Pooling::HeadLogitsMean => {
                 let mask = mask.cast(FloatDType::F32);
                 let inverse_count = batch
@@ -1175,6 +1189,25 @@ mod tests {
                 "",
                 "input as given",
                 Box::new(|r: &mut Recipe| r.input = Input::AsGiven),
+            ),
+            // biofm.py: the column (non-pad count − 2) of left-padded rows run without the mask.
+            (
+                "biofm",
+                "",
+                "masked mean",
+                Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean),
+            ),
+            (
+                "biofm",
+                "",
+                "mask to the model",
+                Box::new(|r: &mut Recipe| r.mask_to_model = true),
+            ),
+            (
+                "biofm",
+                "",
+                "right padding",
+                Box::new(|r: &mut Recipe| r.padding = Padding::Right),
             ),
             // generator.py: whole 6-mers after the `<s>` text.
             (

@@ -30,6 +30,10 @@ pub enum Pooling {
     /// The plain mean over the output bins of the trunk's final pointwise layer, before the
     /// heads (SPACE's `model(x, return_embeddings=True)[-1].mean(dim=1)`).
     TrunkBinMean,
+    /// The final state at column (non-pad tokens − 2) of the padded row, counted from the row's
+    /// start (biofm-eval's `extract_decoder_variant_hidden_states`): the last nucleotide before
+    /// [SEP] for a row without padding; with left padding, an earlier column for the shorter rows.
+    NonPadCountLessTwo,
 }
 
 impl Pooling {
@@ -44,6 +48,9 @@ impl Pooling {
             Pooling::BinMean => "mean over the output bins of the human head's tracks",
             Pooling::TrunkBinMean => {
                 "mean over the output bins of the final pointwise layer, before the heads"
+            }
+            Pooling::NonPadCountLessTwo => {
+                "the final state at column (non-pad tokens − 2) of the padded row"
             }
         }
     }
@@ -482,6 +489,25 @@ pub const GENERATOR_UNTRIMMED: Recipe = masked_mean(
     "embedding_pipeline/extractors/generator.py",
 );
 
+/// `biofm.py` (BioFM; one version, e3d5f45): biofm-eval's `Embedder.get_sequence_embeddings`
+/// (m42-health/biofm-eval at 30d5ec2): the characters joined by spaces, `tokenizer(batch,
+/// padding=True, truncation=True)` ([CLS] … [SEP], padded on the left, cut at the tokenizer's
+/// `model_max_length`), the attention mask dropped before `model(input_ids,
+/// output_hidden_states=True)` (so every real token attends the padding before it), and
+/// `hidden_states[-1]` taken at column `(input_ids != pad).sum(1) − 2`. Padding reaches the
+/// states and chooses the column: `main.py`'s batches of 4 in file order. The model loads in bf16.
+pub const BIOFM: Recipe = Recipe {
+    padding: Padding::Left,
+    mask_to_model: false,
+    pooling: Pooling::NonPadCountLessTwo,
+    batching: Batching::FileOrder {
+        size: REFERENCE_BATCH,
+    },
+    reference_dtype: "bf16",
+    deviations: &["runs in f32 where the reference loads the model in bf16"],
+    ..masked_mean("biofm", "embedding_pipeline/extractors/biofm.py")
+};
+
 /// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
 pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
 
@@ -515,6 +541,7 @@ pub const RECIPES: &[&Recipe] = &[
     &GPT2,
     &GENERATOR,
     &GENERATOR_UNTRIMMED,
+    &BIOFM,
     &GENERIC,
 ];
 

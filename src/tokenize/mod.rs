@@ -76,7 +76,8 @@ pub enum TokenizerChoice {
     /// `tokenizer.json`, with no special tokens.
     CaduceusOrFiles,
     /// Whatever the tokenizer files say: `tokenizer.json`, else a BERT `vocab.txt`; GENERator's
-    /// `DNAKmerTokenizer` where `tokenizer_config.json` names that class.
+    /// `DNAKmerTokenizer` where `tokenizer_config.json` names that class; BioFM's
+    /// `AnnotationTokenizer` where the settings give its `char_ords`.
     Files,
     /// DeepGene's extractor: `tokenizer.json`'s tokens without its special tokens, after
     /// [CLS] (id 1) and [SEP] (id 2), padded with id 3, to the model's length alone
@@ -110,8 +111,8 @@ impl TokenizerChoice {
                 "characters (upper-cased), or the folder's tokenizer.json (PlantCaduceus)"
             }
             TokenizerChoice::Files => {
-                "tokenizer.json (BPE or WordPiece), vocab.txt (WordPiece), or the k-mers of \
-                 GENERator's DNAKmerTokenizer"
+                "tokenizer.json (BPE or WordPiece), vocab.txt (WordPiece), the k-mers of \
+                 GENERator's DNAKmerTokenizer, or BioFM's AnnotationTokenizer"
             }
             TokenizerChoice::DeepGene => {
                 "tokenizer.json's tokens after [CLS] [SEP] (DeepGene's extractor)"
@@ -181,17 +182,14 @@ impl Tokenizer {
                 return Ok(tokenizer);
             }
             TokenizerChoice::Files if generator_kmers => generator::generator_tokenizer(&settings)?,
-            TokenizerChoice::Esm | TokenizerChoice::Files | TokenizerChoice::CaduceusOrFiles => {
-                if files.contains("tokenizer.json") {
-                    pipeline::from_tokenizer_json(files, &settings)?
-                } else if files.contains("vocab.txt") {
-                    pipeline::bert_from_vocab(files, &settings)?
-                } else {
-                    return Err(Error::in_file(
-                        &files.name,
-                        "no tokenizer files: expected tokenizer.json or vocab.txt",
-                    ));
+            TokenizerChoice::Files => match annotation_settings(files, &settings)? {
+                Some((annotation, source)) => {
+                    return chars::annotation_tokenizer(&annotation, &source);
                 }
+                None => tokenizer_files(files, &settings)?,
+            },
+            TokenizerChoice::Esm | TokenizerChoice::CaduceusOrFiles => {
+                tokenizer_files(files, &settings)?
             }
         };
         tokenizer.model_max_length = model_max_length;
@@ -272,6 +270,41 @@ impl Tokenizer {
     pub fn describe(&self) -> String {
         format!("{}, {} tokens", self.description, self.vocab_size)
     }
+}
+
+/// The tokenizer `tokenizer.json` describes, else a BERT `vocab.txt`.
+fn tokenizer_files(files: &ModelFiles, settings: &Settings) -> Result<Tokenizer> {
+    if files.contains("tokenizer.json") {
+        pipeline::from_tokenizer_json(files, settings)
+    } else if files.contains("vocab.txt") {
+        pipeline::bert_from_vocab(files, settings)
+    } else {
+        Err(Error::in_file(
+            &files.name,
+            "no tokenizer files: expected tokenizer.json or vocab.txt",
+        ))
+    }
+}
+
+/// BioFM's `AnnotationTokenizer` settings (`char_ords`) and the file they are in: config.json's
+/// `tokenizer_config`, which `AnnotationTokenizer.from_pretrained` reads given a hub id (as
+/// GENEB's biofm.py gives it), else tokenizer_config.json, which it reads given a folder.
+fn annotation_settings(files: &ModelFiles, settings: &Settings) -> Result<Option<(Value, String)>> {
+    if files.contains("config.json") {
+        let embedded = &files.config()?["tokenizer_config"];
+        if embedded.get("char_ords").is_some() {
+            return Ok(Some((
+                embedded.clone(),
+                format!("{}/config.json", files.name),
+            )));
+        }
+    }
+    Ok(settings.tokenizer_config.get("char_ords").map(|_| {
+        (
+            settings.tokenizer_config.clone(),
+            format!("{}/tokenizer_config.json", files.name),
+        )
+    }))
 }
 
 /// `tokenizer_config.json` and `special_tokens_map.json`, either of which may be absent.
