@@ -313,6 +313,9 @@ fn model_folders_embed_like_the_reference_extractors() {
         "generator",
         // biofm.py: no mask, left padding, the state at column (non-pad count − 2), batches of 4.
         "biofm",
+        // nt.py on transformers' ESM as AgroNT's repository lays it out: pytorch_model.bin,
+        // <eos> and <bos> in vocab.txt past the embedding table, no <eos> appended.
+        "agro_nt",
     ] {
         pipeline(name, BackendKind::Cpu);
     }

@@ -555,9 +555,13 @@ static KNOWN: [KnownModel; 42] = [
         context: 1024,
         context_unit: ContextUnit::Tokens,
         tokenizer: "6-mer, single-nucleotide fallback",
-        // NT-v1's ESM (arch/nt.rs), but through a modeling file of its own, not read yet.
-        runs_on: RunsOn::NotYet("AgroNT (ESM, learned positions; its own modeling code)"),
-        checked: Check::NotChecked,
+        // transformers' own ESM, as NT-2.5B: the repository ships a modeling_esm.py, but its
+        // config.json names no auto_map (the hub marks it `esm`, not `custom_code`, and loads
+        // it without trust_remote_code), so nt.py's AutoModelForMaskedLM builds transformers'
+        // EsmForMaskedLM. Had the file run, it is InstaDeep's ESM fork, which arch/nt.rs runs
+        // too (NT-v2), following the same config keys.
+        runs_on: RunsOn::Variant(&family::NT_V2, family::NT_V1),
+        checked: Check::RandomWeightsTiny,
         recipe: &recipe::NT,
     },
     KnownModel {
