@@ -28,6 +28,7 @@ import torch
 from transformers import EsmConfig, EsmForMaskedLM, EsmTokenizer
 
 sys.path.insert(0, str(Path(__file__).parent))
+from make_esm_v1_fixtures import perturb  # noqa: E402
 from make_llama_fixtures import sequences  # noqa: E402 (make_deepgene_fixtures.py's)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,12 +60,7 @@ def main():
         attention_probs_dropout_prob=0.0, tie_word_embeddings=True,
         architectures=["EsmForMaskedLM"])
     model = EsmForMaskedLM(config).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
-                p.add_(torch.randn_like(p) * 0.1)
-            if "position_embeddings" in name:
-                p.normal_(0, 0.5)
+    perturb(model)
     model.save_pretrained(OUT, safe_serialization=False)
     saved = json.loads((OUT / "config.json").read_text())
     saved["_name_or_path"] = "InstaDeepAI/agro-nucleotide-transformer-1b"
