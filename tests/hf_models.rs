@@ -309,6 +309,13 @@ fn model_folders_embed_like_the_reference_extractors() {
         "evo",
         // The common recipe, a byte-level BPE tokenizer.json, cut at 64 positions.
         "gpt2",
+        // generator.py: trimmed to whole 6-mers, `<s>` written before them, DNAKmerTokenizer.
+        "generator",
+        // biofm.py: no mask, left padding, the state at column (non-pad count − 2), batches of 4.
+        "biofm",
+        // nt.py on transformers' ESM as AgroNT's repository lays it out: pytorch_model.bin,
+        // <eos> and <bos> in vocab.txt past the embedding table, no <eos> appended.
+        "agro_nt",
     ] {
         pipeline(name, BackendKind::Cpu);
     }
@@ -331,6 +338,8 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("janus/w", BackendKind::Wgpu);
     pipeline("splicebert", BackendKind::Wgpu);
     pipeline("evo", BackendKind::Wgpu);
+    pipeline("generator", BackendKind::Wgpu);
+    pipeline("biofm", BackendKind::Wgpu);
 }
 
 #[derive(Deserialize)]
@@ -933,7 +942,7 @@ fn the_registry_chooses_each_models_tokenizer() {
         }
         checked.push(name);
     }
-    assert_eq!(checked.len(), 14, "{checked:?}");
+    assert_eq!(checked.len(), 16, "{checked:?}");
 }
 
 /// A decoder's tokenizer.json without a pad token (OmniNA's): geneb pads with its eos token, as

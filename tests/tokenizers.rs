@@ -126,6 +126,67 @@ fn gena_t2t_normalizers_and_split_match_hf() {
     assert!(!nine.contains(&dash), "{nine:?}");
 }
 
+/// GENERator's DNAKmerTokenizer (its own tokenizer.py): non-overlapping 6-mers, anything else
+/// `<oov>`, special-token names in the text read as those tokens, `<s>` first and no `</s>`.
+#[test]
+fn generator_kmers_match_its_tokenizer_code() {
+    check_against_oracle(&["generator"]);
+    let tokenizer = tokenizer("generator");
+    // generator.py's input as a pinned run of the 3B checkpoint's tokenizer gave its ids: `<s>`
+    // twice, a 6-mer with an N `<oov>` (0), AAAAAA 32, TTTTTT 1397.
+    assert_eq!(tokenizer.encode("<s>ACGTNACGTNAC", None), vec![1, 1, 0, 0]);
+    assert_eq!(
+        tokenizer.encode("<s>AAAAAATTTTTT", None),
+        vec![1, 1, 32, 1397]
+    );
+    // GGGGGG is the last k-mer; a remainder and lower case are `<oov>`.
+    assert_eq!(tokenizer.encode("GGGGGGAC", None), vec![1, 4127, 0]);
+    assert_eq!(tokenizer.encode("acgtac", None), vec![1, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(tokenizer.pad_id(), 3);
+    assert_eq!(tokenizer.vocab_size(), 4128);
+    for (k, why) in [
+        ("0", "expected 1 to 15"),
+        ("null", "needs its k-mer length"),
+    ] {
+        let mut files = model_files("generator");
+        files.insert(
+            "tokenizer_config.json",
+            format!(r#"{{"tokenizer_class": "DNAKmerTokenizer", "k": {k}}}"#).into_bytes(),
+        );
+        let err = Tokenizer::from_files(&files, TokenizerChoice::Files)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("tokenizer_config.json") && err.contains(why),
+            "{err}"
+        );
+    }
+}
+
+/// BioFM's AnnotationTokenizer (biofm-eval), fed as its Embedder feeds it: characters, [CLS]
+/// (6) … [SEP] (7), anything unconfigured [UNK] (8), whitespace no token, padded on the left.
+#[test]
+fn biofm_characters_match_its_annotation_tokenizer() {
+    check_against_oracle(&["biofm"]);
+    let tokenizer = tokenizer("biofm");
+    assert_eq!(tokenizer.encode("AC gÂ", None), vec![6, 0, 1, 8, 13, 7]);
+    assert_eq!((tokenizer.pad_id(), tokenizer.pads_left()), (9, true));
+    let mut files = model_files("biofm");
+    files.insert(
+        "tokenizer_config.json",
+        br#"{"char_ords": [65, -1], "model_max_length": 24}"#.to_vec(),
+    );
+    let err = Tokenizer::from_files(&files, TokenizerChoice::Files)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("tokenizer_config.json") && err.contains("no character code"),
+        "{err}"
+    );
+}
+
 #[test]
 fn plantcaduceus_lower_cases_and_adds_no_special_tokens() {
     let tokenizer = tokenizer("plantcaduceus");

@@ -151,9 +151,9 @@ const JANUS_WEIGHTS: &str = "https://github.com/Qihao-Duan/JanusDNA (Harvard Dat
 const JANUS_TOKENIZER: &str =
     "characters (CaduceusTokenizer), no special tokens, padded on the right to 1,024";
 
-/// GENERator runs on the Llama decoder, but geneb does not yet read its 6-mer tokenizer (the
-/// checkpoint's own tokenizer code), nor write generator.py's input: each sequence trimmed to a
-/// multiple of 6 nt and the tokenizer's BOS token written before it as text.
+/// GENERator on the Llama decoder (`arch/llama.rs`), its own 6-mer tokenizer read as its code
+/// reads (`tokenize/generator.rs`), generator.py's input written as the extractor writes it:
+/// each sequence trimmed to a multiple of 6 nt, the tokenizer's BOS token before it as text.
 const fn generator(
     hub_id: &'static str,
     display: &'static str,
@@ -168,10 +168,11 @@ const fn generator(
         parameters: Some(parameters),
         context: 16_384,
         context_unit: ContextUnit::Tokens,
-        tokenizer: "non-overlapping 6-mers (GENERator's own tokenizer code)",
-        runs_on: RunsOn::NotYet("GENERator (Llama; its 6-mer tokenizer not read yet)"),
-        checked: Check::NotChecked,
-        recipe: &recipe::GENERIC,
+        tokenizer: "non-overlapping 6-mers (GENERator's DNAKmerTokenizer), <s> twice first",
+        runs_on: RunsOn::Family(&family::LLAMA),
+        // tests/hf_models.rs's generator fixture (tests/oracle/make_generator_fixtures.py).
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::GENERATOR,
     }
 }
 
@@ -211,7 +212,7 @@ const fn omni_dna(hub_id: &'static str, leaderboard: &'static str, parameters: u
     }
 }
 
-static KNOWN: [KnownModel; 41] = [
+static KNOWN: [KnownModel; 42] = [
     KnownModel {
         hub_id: Some("InstaDeepAI/nucleotide-transformer-v2-50m-multi-species"),
         weights: None,
@@ -554,9 +555,13 @@ static KNOWN: [KnownModel; 41] = [
         context: 1024,
         context_unit: ContextUnit::Tokens,
         tokenizer: "6-mer, single-nucleotide fallback",
-        // NT-v1's ESM (arch/nt.rs), but through a modeling file of its own, not read yet.
-        runs_on: RunsOn::NotYet("AgroNT (ESM, learned positions; its own modeling code)"),
-        checked: Check::NotChecked,
+        // transformers' own ESM, as NT-2.5B: the repository ships a modeling_esm.py, but its
+        // config.json names no auto_map (the hub marks it `esm`, not `custom_code`, and loads
+        // it without trust_remote_code), so nt.py's AutoModelForMaskedLM builds transformers'
+        // EsmForMaskedLM. Had the file run, it is InstaDeep's ESM fork, which arch/nt.rs runs
+        // too (NT-v2), following the same config keys.
+        runs_on: RunsOn::Variant(&family::NT_V2, family::NT_V1),
+        checked: Check::RandomWeightsTiny,
         recipe: &recipe::NT,
     },
     KnownModel {
@@ -624,6 +629,22 @@ static KNOWN: [KnownModel; 41] = [
         runs_on: RunsOn::Family(&family::MISTRAL),
         checked: Check::RandomWeightsTiny,
         recipe: &recipe::GENOMEOCEAN_4B,
+    },
+    KnownModel {
+        hub_id: Some("m42-health/BioFM-265M"),
+        weights: None,
+        display: "BioFM 265M",
+        leaderboard: Some("BioFM-265M"),
+        parameters: Some(265_000_000),
+        // biofm-eval's default evaluation context (VCFConverter); the loader cuts at the
+        // tokenizer's model_max_length, which the checkpoint's config decides.
+        context: 1024,
+        context_unit: ContextUnit::Tokens,
+        tokenizer: "characters (AnnotationTokenizer), [CLS] … [SEP], padded on the left",
+        runs_on: RunsOn::Family(&family::MISTRAL),
+        // tests/hf_models.rs's biofm fixture (tests/oracle/make_biofm_fixtures.py).
+        checked: Check::RandomWeightsTiny,
+        recipe: &recipe::BIOFM,
     },
     KnownModel {
         hub_id: Some("EleutherAI/enformer-official-rough"),
@@ -1054,7 +1075,8 @@ mod tests {
             .iter()
             .filter(|m| m.supported() && m.leaderboard.is_some());
         assert_eq!(runnable, known.count());
-        assert!(listed.iter().any(|m| !m.runs && m.hub_id.is_none()));
+        // Every published model has a row and runs (GENERator, BioFM and AgroNT were the last).
+        assert_eq!(runnable, listed.len());
     }
 
     #[test]

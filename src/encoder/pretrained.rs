@@ -189,6 +189,16 @@ fn recipe_from_files(
                    1,026 positions is SpliceBERT-1024nt";
         return (&recipe::SPLICEBERT, why.to_string());
     }
+    // GENERator's tokenizer class is its own: no other model GENEB evaluated uses it.
+    let generator_tokenizer = files
+        .get("tokenizer_config.json")
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(bytes).ok())
+        .is_some_and(|settings| settings["tokenizer_class"] == "DNAKmerTokenizer");
+    if generator_tokenizer && structural.name == recipe::GENERIC.name {
+        let why = "recipe 'generator' from the files: a decoder over GENERator's \
+                   DNAKmerTokenizer is GENERator";
+        return (&recipe::GENERATOR, why.to_string());
+    }
     (
         structural,
         format!("recipe '{}', its architecture's", structural.name),
@@ -445,8 +455,9 @@ impl HfModel {
                     .collect::<Result<Vec<String>>>()?;
                 &normalized
             }
-            // Each piece the model sees is centred (`embed_truncated`), windows included.
-            Input::Centred { .. } => sequences,
+            // Each piece the model sees is centred or trimmed (`embed_truncated`), windows
+            // included.
+            Input::Centred { .. } | Input::TrimmedAfterText { .. } => sequences,
         };
         if self.window.is_none() && self.recipe.windows().is_none() {
             return self.embed_truncated(sequences, layers).await;
@@ -492,7 +503,13 @@ impl HfModel {
     /// How many of `sequences` lose tokens to the model's maximum length (with windows: in any
     /// of their windows). Counted from the tokens, so cached embeddings count too.
     pub fn truncated(&self, sequences: &[String]) -> usize {
-        let cut = |piece: &str| self.tokenizer.truncates(piece, self.max_length);
+        let cut = |piece: &str| match self.recipe.input {
+            // A piece longer than the centring's length loses nucleotides to the crop itself.
+            Input::Centred { .. } => self.tokenizer.truncates(piece, self.max_length),
+            _ => self
+                .tokenizer
+                .truncates(&self.tokenizer_text(piece), self.max_length),
+        };
         sequences
             .iter()
             .filter(|sequence| match self.window_ranges(sequence.len()) {
@@ -502,6 +519,18 @@ impl HfModel {
             .count()
     }
 
+    /// The text the tokenizer reads for one piece of a sequence, as the recipe's input step
+    /// writes it.
+    fn tokenizer_text<'a>(&self, piece: &'a str) -> std::borrow::Cow<'a, str> {
+        match self.recipe.input {
+            Input::Centred { length } => centred(piece, length).into(),
+            Input::TrimmedAfterText { multiple, prefix } => {
+                trimmed_after_text(piece, multiple, prefix).into()
+            }
+            Input::AsGiven | Input::IupacToN => piece.into(),
+        }
+    }
+
     async fn embed_truncated(
         &self,
         sequences: &[String],
@@ -509,11 +538,9 @@ impl HfModel {
     ) -> Result<Vec<Array2<f32>>> {
         let tokens: Vec<Vec<u32>> = sequences
             .iter()
-            .map(|s| match self.recipe.input {
-                Input::Centred { length } => self
-                    .tokenizer
-                    .encode(&centred(s, length), Some(self.max_length)),
-                _ => self.tokenizer.encode(s, Some(self.max_length)),
+            .map(|s| {
+                self.tokenizer
+                    .encode(&self.tokenizer_text(s), Some(self.max_length))
             })
             .collect();
         // Tokenizer files from another model (or a damaged one) can give ids past the
@@ -752,6 +779,20 @@ impl HfModel {
                     sum_positions(hidden).reshape([rows, width]) / positions as f32
                 }
             }
+            Pooling::NonPadCountLessTwo => {
+                let [_, columns, _] = hidden.dims();
+                // Python's index: below 0 counts from the row's end.
+                let picked = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(row, tokens)| {
+                        let column = (tokens.len() as i64 - 2).rem_euclid(columns.max(1) as i64);
+                        (row * columns) as i64 + column
+                    })
+                    .collect();
+                let picked = Tensor::<1, Int>::from_data(TensorData::new(picked, [rows]), device);
+                hidden.reshape([rows * columns, width]).select(0, picked)
+            }
             Pooling::MaskedMean | Pooling::HeadLogitsMean => {
                 let mask = mask.cast(FloatDType::F32);
                 let inverse_count = batch
@@ -907,6 +948,16 @@ pub fn centred(sequence: &str, length: usize) -> String {
         "N".repeat(left),
         "N".repeat(length - len - left)
     )
+}
+
+/// `prefix` then `sequence` cut at the end to a multiple of `multiple` characters (Python's
+/// `len` counts characters), GENERator's extractor's input.
+pub fn trimmed_after_text(sequence: &str, multiple: usize, prefix: &str) -> String {
+    let kept = sequence.chars().count() / multiple.max(1) * multiple.max(1);
+    let mut out = String::with_capacity(prefix.len() + kept);
+    out.push_str(prefix);
+    out.extend(sequence.chars().take(kept));
+    out
 }
 
 /// The windows of GENEB's SpliceBERT extractor (`_window_starts`): every `stride` from 0 while a
@@ -1157,6 +1208,32 @@ mod tests {
             ),
             (
                 "splicebert",
+                "",
+                "input as given",
+                Box::new(|r: &mut Recipe| r.input = Input::AsGiven),
+            ),
+            // biofm.py: the column (non-pad count − 2) of left-padded rows run without the mask.
+            (
+                "biofm",
+                "",
+                "masked mean",
+                Box::new(|r: &mut Recipe| r.pooling = Pooling::MaskedMean),
+            ),
+            (
+                "biofm",
+                "",
+                "mask to the model",
+                Box::new(|r: &mut Recipe| r.mask_to_model = true),
+            ),
+            (
+                "biofm",
+                "",
+                "right padding",
+                Box::new(|r: &mut Recipe| r.padding = Padding::Right),
+            ),
+            // generator.py: whole 6-mers after the `<s>` text.
+            (
+                "generator",
                 "",
                 "input as given",
                 Box::new(|r: &mut Recipe| r.input = Input::AsGiven),

@@ -30,6 +30,10 @@ pub enum Pooling {
     /// The plain mean over the output bins of the trunk's final pointwise layer, before the
     /// heads (SPACE's `model(x, return_embeddings=True)[-1].mean(dim=1)`).
     TrunkBinMean,
+    /// The final state at column (non-pad tokens − 2) of the padded row, counted from the row's
+    /// start (biofm-eval's `extract_decoder_variant_hidden_states`): the last nucleotide before
+    /// [SEP] for a row without padding; with left padding, an earlier column for the shorter rows.
+    NonPadCountLessTwo,
 }
 
 impl Pooling {
@@ -44,6 +48,9 @@ impl Pooling {
             Pooling::BinMean => "mean over the output bins of the human head's tracks",
             Pooling::TrunkBinMean => {
                 "mean over the output bins of the final pointwise layer, before the heads"
+            }
+            Pooling::NonPadCountLessTwo => {
+                "the final state at column (non-pad tokens − 2) of the padded row"
             }
         }
     }
@@ -86,6 +93,14 @@ pub enum Input {
     /// Upper-cased, U → T, then centre-cropped to `length` or padded with N on both sides to it
     /// (the extra N on the right), as Enformer's extractor's `one_hot_seq` does.
     Centred { length: usize },
+    /// Cut at the end to a multiple of `multiple` nucleotides, then `prefix` (the tokenizer's
+    /// BOS token's text) written before it, alone where nothing is left: GENERator's
+    /// `_trim_to_multiple_of_6` and `self.bos_token + s2 if s2 else self.bos_token`. The
+    /// tokenizer then reads the prefix as that token and adds its own BOS too.
+    TrimmedAfterText {
+        multiple: usize,
+        prefix: &'static str,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -454,6 +469,49 @@ pub const GPT2: Recipe = masked_mean(
     "none (darlednik/GENEB has no gpt2 extractor file; the common recipe of the files)",
 );
 
+/// `generator.py` (GENERator) at e3d5f45, the newest of its three versions, which the published
+/// rows are taken to be made with: each sequence cut to a multiple of 6 nt and the tokenizer's
+/// `bos_token` (`<s>`) written before it as text, then `tokenizer(..., add_special_tokens=True,
+/// padding=True, max_length=max_position_embeddings, truncation=True)` with `padding_side =
+/// "right"`, the mask passed and `hidden_states[-1]` pooled over it, the model loaded with no
+/// torch_dtype (f32). The checkpoints' tokenizer (add_bos_token, no add_eos_token) gives
+/// `<s> <s> k-mers…`. The versions disagree: 18e4a8d tokenizes the sequence as given (a
+/// remainder under 6 nt is one `<oov>`, no `<s>` text) and cuts only at the tokenizer's
+/// model_max_length, which it does not set (`?recipe=generator-untrimmed`); 9fcbcbd passes
+/// `remote_trust_code`, a misspelling with which the checkpoint's tokenizer code does not load.
+pub const GENERATOR: Recipe = Recipe {
+    input: Input::TrimmedAfterText {
+        multiple: 6,
+        prefix: "<s>",
+    },
+    ..masked_mean("generator", "embedding_pipeline/extractors/generator.py")
+};
+
+/// `generator.py` at 18e4a8d: the common recipe (see `GENERATOR`).
+pub const GENERATOR_UNTRIMMED: Recipe = masked_mean(
+    "generator-untrimmed",
+    "embedding_pipeline/extractors/generator.py",
+);
+
+/// `biofm.py` (BioFM; one version, e3d5f45): biofm-eval's `Embedder.get_sequence_embeddings`
+/// (m42-health/biofm-eval at 30d5ec2): the characters joined by spaces, `tokenizer(batch,
+/// padding=True, truncation=True)` ([CLS] … [SEP], padded on the left, cut at the tokenizer's
+/// `model_max_length`), the attention mask dropped before `model(input_ids,
+/// output_hidden_states=True)` (so every real token attends the padding before it), and
+/// `hidden_states[-1]` taken at column `(input_ids != pad).sum(1) − 2`. Padding reaches the
+/// states and chooses the column: `main.py`'s batches of 4 in file order. The model loads in bf16.
+pub const BIOFM: Recipe = Recipe {
+    padding: Padding::Left,
+    mask_to_model: false,
+    pooling: Pooling::NonPadCountLessTwo,
+    batching: Batching::FileOrder {
+        size: REFERENCE_BATCH,
+    },
+    reference_dtype: "bf16",
+    deviations: &["runs in f32 where the reference loads the model in bf16"],
+    ..masked_mean("biofm", "embedding_pipeline/extractors/biofm.py")
+};
+
 /// For a model no extractor file names (a BERT, ESM, … of the user's own): the common recipe.
 pub const GENERIC: Recipe = masked_mean("generic", "none (the common recipe of the files)");
 
@@ -485,6 +543,9 @@ pub const RECIPES: &[&Recipe] = &[
     &LUCAONE,
     &ECCDNAMAMBA,
     &GPT2,
+    &GENERATOR,
+    &GENERATOR_UNTRIMMED,
+    &BIOFM,
     &GENERIC,
 ];
 
@@ -537,6 +598,10 @@ impl Recipe {
             Input::Centred { length } => format!(
                 "; upper-cased, U→T, centre-cropped or N-padded to {length} nt, one-hot \
                  (N and any other character as zeros)"
+            ),
+            Input::TrimmedAfterText { multiple, prefix } => format!(
+                "; cut to a multiple of {multiple} nt, then the text {prefix} before it (read as \
+                 that token, after the one the tokenizer adds)"
             ),
         };
         let truncation = match self.truncation {

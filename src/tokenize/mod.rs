@@ -12,6 +12,8 @@
 //! - WordPiece over `vocab.txt` (BERT: SpliceBERT, DNABERT), fed as these models are fed:
 //!   single nucleotides or overlapping k-mers separated by spaces;
 //! - bytes (Evo's `CharLevelTokenizer`): each byte of the text its id;
+//! - non-overlapping k-mers (GENERator's `DNAKmerTokenizer`, which `tokenizer_config.json`
+//!   names): built from its `k`, special-token names in the text read as those tokens;
 //! - a `tokenizer.json` pipeline (DNABERT-2, GROVER): normalizer, pre-tokenizer, BPE or
 //!   WordPiece model and post-processor, implementing the components those files use and
 //!   refusing others by name.
@@ -24,6 +26,7 @@
 mod bpe;
 mod chars;
 mod dnagpt;
+mod generator;
 mod kmer;
 mod pipeline;
 mod trie;
@@ -52,6 +55,7 @@ enum Kind {
     Chars(chars::Chars),
     Chunks(dnagpt::Chunks),
     LongestMatch(kmer::LongestMatch),
+    GeneratorKmers(generator::Kmers),
     Pipeline(pipeline::Pipeline),
     /// The text's bytes (`np.frombuffer(text.encode(), dtype=np.uint8)`).
     Bytes,
@@ -71,7 +75,9 @@ pub enum TokenizerChoice {
     /// as `AutoTokenizer` decides: PlantCaduceus ships GPN's lower-casing single-nucleotide
     /// `tokenizer.json`, with no special tokens.
     CaduceusOrFiles,
-    /// Whatever the tokenizer files say: `tokenizer.json`, else a BERT `vocab.txt`.
+    /// Whatever the tokenizer files say: `tokenizer.json`, else a BERT `vocab.txt`; GENERator's
+    /// `DNAKmerTokenizer` where `tokenizer_config.json` names that class; BioFM's
+    /// `AnnotationTokenizer` where the settings give its `char_ords`.
     Files,
     /// DeepGene's extractor: `tokenizer.json`'s tokens without its special tokens, after
     /// [CLS] (id 1) and [SEP] (id 2), padded with id 3, to the model's length alone
@@ -104,7 +110,10 @@ impl TokenizerChoice {
             TokenizerChoice::CaduceusOrFiles => {
                 "characters (upper-cased), or the folder's tokenizer.json (PlantCaduceus)"
             }
-            TokenizerChoice::Files => "tokenizer.json (BPE or WordPiece), or vocab.txt (WordPiece)",
+            TokenizerChoice::Files => {
+                "tokenizer.json (BPE or WordPiece), vocab.txt (WordPiece), the k-mers of \
+                 GENERator's DNAKmerTokenizer, or BioFM's AnnotationTokenizer"
+            }
             TokenizerChoice::DeepGene => {
                 "tokenizer.json's tokens after [CLS] [SEP] (DeepGene's extractor)"
             }
@@ -123,6 +132,8 @@ impl Tokenizer {
         let model_max_length = settings.model_max_length();
         let caduceus_tokenizer = !files.contains("tokenizer.json")
             || settings.tokenizer_config["tokenizer_class"] == "CaduceusTokenizer";
+        // GENERator's class is code, not files: tokenizer_config.json names it and its `k`.
+        let generator_kmers = settings.tokenizer_config["tokenizer_class"] == "DNAKmerTokenizer";
         let mut tokenizer = match choice {
             TokenizerChoice::Characters { upper_case } => {
                 chars::character_tokenizer(&settings, upper_case)
@@ -170,17 +181,15 @@ impl Tokenizer {
                 tokenizer.description += ", [CLS] [SEP] before the sequence (DeepGene)";
                 return Ok(tokenizer);
             }
-            TokenizerChoice::Esm | TokenizerChoice::Files | TokenizerChoice::CaduceusOrFiles => {
-                if files.contains("tokenizer.json") {
-                    pipeline::from_tokenizer_json(files, &settings)?
-                } else if files.contains("vocab.txt") {
-                    pipeline::bert_from_vocab(files, &settings)?
-                } else {
-                    return Err(Error::in_file(
-                        &files.name,
-                        "no tokenizer files: expected tokenizer.json or vocab.txt",
-                    ));
+            TokenizerChoice::Files if generator_kmers => generator::generator_tokenizer(&settings)?,
+            TokenizerChoice::Files => match annotation_settings(files, &settings)? {
+                Some((annotation, source)) => {
+                    return chars::annotation_tokenizer(&annotation, &source);
                 }
+                None => tokenizer_files(files, &settings)?,
+            },
+            TokenizerChoice::Esm | TokenizerChoice::CaduceusOrFiles => {
+                tokenizer_files(files, &settings)?
             }
         };
         tokenizer.model_max_length = model_max_length;
@@ -218,6 +227,7 @@ impl Tokenizer {
             Kind::Chars(chars) => chars.tokens(sequence),
             Kind::Chunks(chunks) => chunks.tokens(sequence),
             Kind::LongestMatch(kmers) => kmers.tokens(sequence),
+            Kind::GeneratorKmers(kmers) => kmers.tokens(sequence),
             Kind::Pipeline(pipeline) => pipeline.tokens(sequence),
             Kind::Bytes => sequence.bytes().map(u32::from).collect(),
         }
@@ -260,6 +270,41 @@ impl Tokenizer {
     pub fn describe(&self) -> String {
         format!("{}, {} tokens", self.description, self.vocab_size)
     }
+}
+
+/// The tokenizer `tokenizer.json` describes, else a BERT `vocab.txt`.
+fn tokenizer_files(files: &ModelFiles, settings: &Settings) -> Result<Tokenizer> {
+    if files.contains("tokenizer.json") {
+        pipeline::from_tokenizer_json(files, settings)
+    } else if files.contains("vocab.txt") {
+        pipeline::bert_from_vocab(files, settings)
+    } else {
+        Err(Error::in_file(
+            &files.name,
+            "no tokenizer files: expected tokenizer.json or vocab.txt",
+        ))
+    }
+}
+
+/// BioFM's `AnnotationTokenizer` settings (`char_ords`) and the file they are in: config.json's
+/// `tokenizer_config`, which `AnnotationTokenizer.from_pretrained` reads given a hub id (as
+/// GENEB's biofm.py gives it), else tokenizer_config.json, which it reads given a folder.
+fn annotation_settings(files: &ModelFiles, settings: &Settings) -> Result<Option<(Value, String)>> {
+    if files.contains("config.json") {
+        let embedded = &files.config()?["tokenizer_config"];
+        if embedded.get("char_ords").is_some() {
+            return Ok(Some((
+                embedded.clone(),
+                format!("{}/config.json", files.name),
+            )));
+        }
+    }
+    Ok(settings.tokenizer_config.get("char_ords").map(|_| {
+        (
+            settings.tokenizer_config.clone(),
+            format!("{}/tokenizer_config.json", files.name),
+        )
+    }))
 }
 
 /// `tokenizer_config.json` and `special_tokens_map.json`, either of which may be absent.

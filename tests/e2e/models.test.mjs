@@ -254,12 +254,12 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     }
   });
 
-  it('every architecture (BERT, DNABERT-2, GENA-LM, MutBERT, Genomics-FM, DeepGene, DNAGPT, HyenaDNA, Caduceus PH and PS, PlantCaduceus, JanusDNA, SpliceBERT, Llama, Mistral, NT-v1, OLMo, Enformer, SPACE, Evo-1, LucaOne, eccDNAMamba, GPT-2) embeds as its GENEB extractor on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 30 }, async () => {
+  it('every architecture (BERT, DNABERT-2, GENA-LM, MutBERT, Genomics-FM, DeepGene, DNAGPT, HyenaDNA, Caduceus PH and PS, PlantCaduceus, JanusDNA, SpliceBERT, Llama, Mistral, NT-v1, OLMo, Enformer, SPACE, Evo-1, LucaOne, eccDNAMamba, GPT-2, GENERator, BioFM) embeds as its GENEB extractor on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 30 }, async () => {
     const server = await startServer({ port: 0, mounts: pkgMounts() });
     try {
       // janus/w and janus/wo as JanusDNA's training saves them: `{"config": …}` in
       // model_config.json and a Lightning last.ckpt, dropped as they are.
-      for (const name of ['bert', 'dnabert2', 'gena/t2t-multi', 'gena/lastln', 'mutbert', 'genomics_fm', 'deepgene', 'dnagpt', 'hyena/tiny', 'caduceus/ph', 'caduceus/ps', 'plantcaduceus', 'janus/w', 'janus/wo', 'splicebert', 'llama', 'mistral', 'nt_v1', 'olmo', 'enformer', 'space', 'evo', 'lucaone', 'eccdnamamba', 'gpt2']) {
+      for (const name of ['bert', 'dnabert2', 'gena/t2t-multi', 'gena/lastln', 'mutbert', 'genomics_fm', 'deepgene', 'dnagpt', 'hyena/tiny', 'caduceus/ph', 'caduceus/ps', 'plantcaduceus', 'janus/w', 'janus/wo', 'splicebert', 'llama', 'mistral', 'nt_v1', 'olmo', 'enformer', 'space', 'evo', 'lucaone', 'eccdnamamba', 'gpt2', 'generator', 'biofm']) {
         const folder = await folderFiles(join(REPO, 'tests', 'fixtures', 'models', ...name.split('/')));
         const expected = JSON.parse(folder['pipeline.json']);
         const app = await openApp(browser, server);

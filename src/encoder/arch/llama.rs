@@ -28,7 +28,7 @@ use serde_json::Value;
 pub const SPEC: ArchSpec = ArchSpec {
     name: family::LLAMA.architecture,
     family: family::LLAMA.name,
-    serves: "metagene-ai/METAGENE-1, XLS/OmniNA-*",
+    serves: "metagene-ai/METAGENE-1, XLS/OmniNA-*, GenerTeam/GENERator-eukaryote-*",
     matches: |config| model_type(config) == Some("llama"),
     tokenizer: TokenizerChoice::Files,
     poolings: &[Pooling::MaskedMean, Pooling::UnmaskedMean],

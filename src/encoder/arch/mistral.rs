@@ -16,10 +16,10 @@ use serde_json::Value;
 pub const SPEC: ArchSpec = ArchSpec {
     name: family::MISTRAL.architecture,
     family: family::MISTRAL.name,
-    serves: "DOEJGI/GenomeOcean-*",
+    serves: "DOEJGI/GenomeOcean-*, m42-health/BioFM-265M",
     matches: |config| model_type(config) == Some("mistral"),
     tokenizer: TokenizerChoice::Files,
-    poolings: &[Pooling::MaskedMean],
+    poolings: &[Pooling::MaskedMean, Pooling::NonPadCountLessTwo],
     load: |config, ckpt, compute| Ok(Box::new(load(config, ckpt, &compute.device)?)),
     recipe: &crate::encoder::recipe::GENERIC,
     published_config: None,
