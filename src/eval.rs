@@ -155,6 +155,8 @@ pub async fn evaluate_views(
     let mut truncated: BTreeMap<&str, usize> = BTreeMap::new();
     let mut embed_seconds = 0.0;
     let mut probe_seconds = vec![0.0; views.len()];
+    // What the encoder itself embedded (cache hits cost nothing), for the cost block.
+    let mut embedded = Embedding::default();
     let mut batches: Vec<Vec<Embedded>> = views.iter().map(|_| Vec::new()).collect();
     let mut held = 0;
     let mut meters = Meters {
@@ -218,7 +220,23 @@ pub async fn evaluate_views(
         )
         .await?;
         meters.embed.pause();
-        embed_seconds += started.elapsed().as_secs_f64();
+        let seconds = started.elapsed().as_secs_f64();
+        embed_seconds += seconds;
+        for (split, computed) in [
+            (
+                &data.train.sequences,
+                train.iter().any(|(_, cached)| !cached),
+            ),
+            (&data.test.sequences, test.iter().any(|(_, cached)| !cached)),
+        ] {
+            if computed {
+                embedded.sequences += split.len();
+                embedded.nucleotides += split.iter().map(String::len).sum::<usize>();
+            }
+        }
+        if train.iter().chain(&test).any(|(_, cached)| !cached) {
+            embedded.seconds += seconds;
+        }
         for (v, ((x_train, train_cached), (x_test, test_cached))) in
             train.into_iter().zip(test).enumerate()
         {
@@ -275,6 +293,7 @@ pub async fn evaluate_views(
             "embeddings_from_cache": from_cache[v],
             "task_data_sha256": task_hashes,
             "truncated_sequences": truncated,
+            "cost": embedded.cost(&view.backend_info()),
         });
         let timings = [embed_seconds, probe_seconds[v]];
         let full_probes = std::mem::take(&mut out.full_probes);
@@ -794,6 +813,51 @@ pub async fn embed_sequences(encoder: &Encoder, sequences: &[String]) -> Result<
         .pop()
         .ok_or_else(|| crate::Error::new("internal error: no embeddings"))?;
     Ok(embeddings)
+}
+
+/// What the encoder embedded itself in one evaluation: the cost block's rates.
+#[derive(Default)]
+struct Embedding {
+    sequences: usize,
+    nucleotides: usize,
+    /// Seconds of the tasks whose embeddings were computed, not read from the cache.
+    seconds: f64,
+}
+
+impl Embedding {
+    /// The result's `protocol.cost`: where it ran, the embedding pass's rates (null when every
+    /// embedding came from the cache) and the process's peak memory so far. `Run` adds the
+    /// model's load time.
+    fn cost(&self, backend: &crate::encoder::BackendInfo) -> serde_json::Value {
+        let rate = |count: usize| {
+            (self.sequences > 0 && self.seconds > 0.0).then(|| count as f64 / self.seconds)
+        };
+        json!({
+            "device": backend.kind,
+            "adapter": backend.adapter,
+            "embedded_sequences": self.sequences,
+            "embedded_nucleotides": self.nucleotides,
+            "sequences_per_s": rate(self.sequences),
+            "nucleotides_per_s": rate(self.nucleotides),
+            "peak_memory_bytes": peak_memory_bytes(),
+        })
+    }
+}
+
+/// The process's peak resident memory (Linux's VmHWM), or in the page the WebAssembly heap's
+/// size, which only grows; None where neither can be read.
+pub fn peak_memory_bytes() -> Option<u64> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        Some(core::arch::wasm32::memory_size(0) as u64 * 65536)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
 }
 
 /// The embedding store and each view's identity in it (None: not cached).
