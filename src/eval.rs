@@ -237,6 +237,9 @@ pub async fn evaluate_views(
         if train.iter().chain(&test).any(|(_, cached)| !cached) {
             embedded.seconds += seconds;
         }
+        // Burn keeps a pass's buffers pooled until memory runs short, so what the GPU holds
+        // after each task's pass is close to what that pass needed at most.
+        embedded.gpu_bytes = embedded.gpu_bytes.max(first.gpu_memory_bytes());
         for (v, ((x_train, train_cached), (x_test, test_cached))) in
             train.into_iter().zip(test).enumerate()
         {
@@ -822,25 +825,41 @@ struct Embedding {
     nucleotides: usize,
     /// Seconds of the tasks whose embeddings were computed, not read from the cache.
     seconds: f64,
+    /// The most GPU memory seen after a task's pass (None off the GPU).
+    gpu_bytes: Option<u64>,
 }
 
 impl Embedding {
     /// The result's `protocol.cost`: where it ran, the embedding pass's rates (null when every
-    /// embedding came from the cache) and the process's peak memory so far. `Run` adds the
-    /// model's load time.
+    /// embedding came from the cache) and the peak memory so far, the host's and the GPU's.
+    /// `Run` adds the model's load time. `merge` sums `embedding_s` and the counts across
+    /// shards and recomputes the rates with `cost_rates`.
     fn cost(&self, backend: &crate::encoder::BackendInfo) -> serde_json::Value {
-        let rate = |count: usize| {
-            (self.sequences > 0 && self.seconds > 0.0).then(|| count as f64 / self.seconds)
-        };
-        json!({
+        let mut cost = json!({
             "device": backend.kind,
             "adapter": backend.adapter,
             "embedded_sequences": self.sequences,
             "embedded_nucleotides": self.nucleotides,
-            "sequences_per_s": rate(self.sequences),
-            "nucleotides_per_s": rate(self.nucleotides),
+            "embedding_s": self.seconds,
             "peak_memory_bytes": peak_memory_bytes(),
-        })
+            "peak_gpu_memory_bytes": self.gpu_bytes,
+        });
+        cost_rates(&mut cost);
+        cost
+    }
+}
+
+/// A cost block's `sequences_per_s` and `nucleotides_per_s` from its counts and
+/// `embedding_s` (null where nothing was embedded, every embedding read from the cache).
+pub fn cost_rates(cost: &mut serde_json::Value) {
+    let seconds = cost["embedding_s"].as_f64().unwrap_or(0.0);
+    let sequences = cost["embedded_sequences"].as_f64().unwrap_or(0.0);
+    for (count, rate) in [
+        ("embedded_sequences", "sequences_per_s"),
+        ("embedded_nucleotides", "nucleotides_per_s"),
+    ] {
+        let count = cost[count].as_f64().unwrap_or(0.0);
+        cost[rate] = json!((sequences > 0.0 && seconds > 0.0).then(|| count / seconds));
     }
 }
 
@@ -982,8 +1001,9 @@ fn own_tasks(tasks: &[crate::input::split::SplitOf]) -> Vec<String> {
 }
 
 /// The keys of the protocol block that describe how this run went rather than what it
-/// computed: timings differ between any two runs, cache hits between a first run and a rerun.
-pub const RUN_CIRCUMSTANCES: [&str; 2] = ["timings_s", "embeddings_from_cache"];
+/// computed: timings and cost differ between any two runs, cache hits between a first run and
+/// a rerun.
+pub const RUN_CIRCUMSTANCES: [&str; 3] = ["timings_s", "embeddings_from_cache", "cost"];
 
 fn protocol_block(
     encoder: serde_json::Value,

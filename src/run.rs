@@ -266,7 +266,9 @@ impl Run {
                 .iter()
                 .find(|m| m.to_string() == *name)
                 .ok_or_else(|| Error::new(format!("internal error: {name} is not in the run")))?;
+            let started = web_time::Instant::now();
             let encoder = encoders.load(model).await?;
+            let load_seconds = started.elapsed().as_secs_f64();
             for task in tasks {
                 let audit = audits.get(task.task.id.as_str()).ok_or_else(|| {
                     Error::new(format!("internal error: {} was not audited", task.task.id))
@@ -282,6 +284,9 @@ impl Run {
                 )
                 .await?;
                 let mut result = evaluated.submission;
+                // Each of the model's pairs in this shard says what loading it took once;
+                // `geneb merge` keeps the longest.
+                record_load(&mut result, load_seconds);
                 self.meta.apply(&mut result.meta);
                 Plan::write_pair(dir, name, &task.task.id, &result)?;
                 notes.extend(eval::truncation_notes(&result));

@@ -263,6 +263,7 @@ fn layers_are_chosen_one_by_one_or_swept_in_one_pass() {
         for field in [
             "sequences_per_s",
             "nucleotides_per_s",
+            "embedding_s",
             "load_s",
             "peak_memory_bytes",
         ] {
@@ -271,6 +272,14 @@ fn layers_are_chosen_one_by_one_or_swept_in_one_pass() {
         let per_nucleotide =
             cost["nucleotides_per_s"].as_f64().unwrap() / cost["sequences_per_s"].as_f64().unwrap();
         assert!((per_nucleotide - 30.0).abs() < 1e-9, "{cost}");
+        let per_second = 24.0 / cost["embedding_s"].as_f64().unwrap();
+        assert!((cost["sequences_per_s"].as_f64().unwrap() / per_second - 1.0).abs() < 1e-9);
+        // The CPU's tensors are host memory, which peak_memory_bytes counts.
+        assert_eq!(
+            cost["peak_gpu_memory_bytes"],
+            serde_json::Value::Null,
+            "{cost}"
+        );
     }
 }
 
