@@ -155,6 +155,8 @@ pub async fn evaluate_views(
     let mut truncated: BTreeMap<&str, usize> = BTreeMap::new();
     let mut embed_seconds = 0.0;
     let mut probe_seconds = vec![0.0; views.len()];
+    // What the encoder itself embedded (cache hits cost nothing), for the cost block.
+    let mut embedded = Embedding::default();
     let mut batches: Vec<Vec<Embedded>> = views.iter().map(|_| Vec::new()).collect();
     let mut held = 0;
     let mut meters = Meters {
@@ -218,7 +220,26 @@ pub async fn evaluate_views(
         )
         .await?;
         meters.embed.pause();
-        embed_seconds += started.elapsed().as_secs_f64();
+        let seconds = started.elapsed().as_secs_f64();
+        embed_seconds += seconds;
+        for (split, computed) in [
+            (
+                &data.train.sequences,
+                train.iter().any(|(_, cached)| !cached),
+            ),
+            (&data.test.sequences, test.iter().any(|(_, cached)| !cached)),
+        ] {
+            if computed {
+                embedded.sequences += split.len();
+                embedded.nucleotides += split.iter().map(String::len).sum::<usize>();
+            }
+        }
+        if train.iter().chain(&test).any(|(_, cached)| !cached) {
+            embedded.seconds += seconds;
+        }
+        // Burn keeps a pass's buffers pooled until memory runs short, so what the GPU holds
+        // after each task's pass is close to what that pass needed at most.
+        embedded.gpu_bytes = embedded.gpu_bytes.max(first.gpu_memory_bytes());
         for (v, ((x_train, train_cached), (x_test, test_cached))) in
             train.into_iter().zip(test).enumerate()
         {
@@ -275,6 +296,7 @@ pub async fn evaluate_views(
             "embeddings_from_cache": from_cache[v],
             "task_data_sha256": task_hashes,
             "truncated_sequences": truncated,
+            "cost": embedded.cost(&view.backend_info()),
         });
         let timings = [embed_seconds, probe_seconds[v]];
         let full_probes = std::mem::take(&mut out.full_probes);
@@ -796,6 +818,67 @@ pub async fn embed_sequences(encoder: &Encoder, sequences: &[String]) -> Result<
     Ok(embeddings)
 }
 
+/// What the encoder embedded itself in one evaluation: the cost block's rates.
+#[derive(Default)]
+struct Embedding {
+    sequences: usize,
+    nucleotides: usize,
+    /// Seconds of the tasks whose embeddings were computed, not read from the cache.
+    seconds: f64,
+    /// The most GPU memory seen after a task's pass (None off the GPU).
+    gpu_bytes: Option<u64>,
+}
+
+impl Embedding {
+    /// The result's `protocol.cost`: where it ran, the embedding pass's rates (null when every
+    /// embedding came from the cache) and the peak memory so far, the host's and the GPU's.
+    /// `Run` adds the model's load time. `merge` sums `embedding_s` and the counts across
+    /// shards and recomputes the rates with `cost_rates`.
+    fn cost(&self, backend: &crate::encoder::BackendInfo) -> serde_json::Value {
+        let mut cost = json!({
+            "device": backend.kind,
+            "adapter": backend.adapter,
+            "embedded_sequences": self.sequences,
+            "embedded_nucleotides": self.nucleotides,
+            "embedding_s": self.seconds,
+            "peak_memory_bytes": peak_memory_bytes(),
+            "peak_gpu_memory_bytes": self.gpu_bytes,
+        });
+        cost_rates(&mut cost);
+        cost
+    }
+}
+
+/// A cost block's `sequences_per_s` and `nucleotides_per_s` from its counts and
+/// `embedding_s` (null where nothing was embedded, every embedding read from the cache).
+pub fn cost_rates(cost: &mut serde_json::Value) {
+    let seconds = cost["embedding_s"].as_f64().unwrap_or(0.0);
+    let sequences = cost["embedded_sequences"].as_f64().unwrap_or(0.0);
+    for (count, rate) in [
+        ("embedded_sequences", "sequences_per_s"),
+        ("embedded_nucleotides", "nucleotides_per_s"),
+    ] {
+        let count = cost[count].as_f64().unwrap_or(0.0);
+        cost[rate] = json!((sequences > 0.0 && seconds > 0.0).then(|| count / seconds));
+    }
+}
+
+/// The process's peak resident memory (Linux's VmHWM), or in the page the WebAssembly heap's
+/// size, which only grows; None where neither can be read.
+pub fn peak_memory_bytes() -> Option<u64> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        Some(core::arch::wasm32::memory_size(0) as u64 * 65536)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+}
+
 /// The embedding store and each view's identity in it (None: not cached).
 #[derive(Clone, Copy)]
 struct Cache<'a> {
@@ -918,8 +1001,9 @@ fn own_tasks(tasks: &[crate::input::split::SplitOf]) -> Vec<String> {
 }
 
 /// The keys of the protocol block that describe how this run went rather than what it
-/// computed: timings differ between any two runs, cache hits between a first run and a rerun.
-pub const RUN_CIRCUMSTANCES: [&str; 2] = ["timings_s", "embeddings_from_cache"];
+/// computed: timings and cost differ between any two runs, cache hits between a first run and
+/// a rerun.
+pub const RUN_CIRCUMSTANCES: [&str; 3] = ["timings_s", "embeddings_from_cache", "cost"];
 
 fn protocol_block(
     encoder: serde_json::Value,

@@ -1,9 +1,10 @@
 //! `geneb merge`: the pair results of a sharded run (`shard`) put back together as one
 //! submission per model, equal to what one unsharded `geneb eval` would have written except
-//! for the run's circumstances (`eval::RUN_CIRCUMSTANCES`: timings summed, cache hits joined).
+//! for the run's circumstances (`eval::RUN_CIRCUMSTANCES`: timings summed, cache hits joined,
+//! cost combined as `add_cost` says).
 //! Anything that would make the merged file a mix of different runs is refused.
 
-use crate::eval::{RUN_CIRCUMSTANCES, task_deviations};
+use crate::eval::{RUN_CIRCUMSTANCES, cost_rates, task_deviations};
 use crate::shard::{Plan, pair_problem};
 use crate::submission::Submission;
 use crate::{Error, Result};
@@ -153,6 +154,8 @@ fn join(plan: &Plan, pairs: Vec<Pair>) -> Result<Submission> {
         _ => Value::Object(Default::default()),
     };
     let (mut embed_s, mut probe_s) = timings(&protocol);
+    // Results of a geneb that measured no cost have none to combine.
+    let mut cost = protocol.get("cost").cloned();
     for pair in pairs {
         let shared = shared_part(&pair.result)?;
         if shared != reference {
@@ -187,6 +190,9 @@ fn join(plan: &Plan, pairs: Vec<Pair>) -> Result<Submission> {
         let (e, p) = timings(&theirs);
         embed_s += e;
         probe_s += p;
+        if let Some(cost) = &mut cost {
+            add_cost(cost, &theirs["cost"]);
+        }
     }
     let encoder_deviations = reference["protocol"]["encoder_deviations"].clone();
     // In the order `evaluate` states them: the tasks', the splits geneb made, the encoder's.
@@ -202,6 +208,10 @@ fn join(plan: &Plan, pairs: Vec<Pair>) -> Result<Submission> {
     protocol["truncated_sequences"] = truncated;
     protocol["timings_s"] = serde_json::json!({ "embed": embed_s, "probe": probe_s });
     protocol["deviations"] = Value::Array(deviations);
+    if let Some(mut cost) = cost {
+        cost_rates(&mut cost);
+        protocol["cost"] = cost;
+    }
     out.protocol = Some(protocol);
     Ok(out)
 }
@@ -285,6 +295,26 @@ fn timings(protocol: &Value) -> (f64, f64) {
         t["embed"].as_f64().unwrap_or(0.0),
         t["probe"].as_f64().unwrap_or(0.0),
     )
+}
+
+/// One shard's `protocol.cost` added to the others': the work and its seconds summed (the rates
+/// are recomputed from the sums: the throughput of the run's devices, each shard's pass
+/// counted once), the peaks' maximum, and the longest model load: an unsharded run loads each
+/// model once, so a sum would charge it for every shard's reload, and the longest (a cold disk
+/// cache) is what one run may pay, whatever the shards' order. Device and adapter need no
+/// combining: `protocol.backend` must agree for the pairs to merge at all.
+fn add_cost(total: &mut Value, more: &Value) {
+    for key in ["embedded_sequences", "embedded_nucleotides"] {
+        total[key] = (total[key].as_u64().unwrap_or(0) + more[key].as_u64().unwrap_or(0)).into();
+    }
+    let seconds = |cost: &Value| cost["embedding_s"].as_f64().unwrap_or(0.0);
+    total["embedding_s"] = (seconds(total) + seconds(more)).into();
+    for key in ["load_s", "peak_memory_bytes", "peak_gpu_memory_bytes"] {
+        // A null (not measured there) loses to any measurement.
+        if more[key].as_f64() > total[key].as_f64() {
+            total[key] = more[key].clone();
+        }
+    }
 }
 
 fn append(list: &mut Value, more: &Value) {

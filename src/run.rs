@@ -135,7 +135,9 @@ impl Run {
             false => audit::audit_tasks(&self.tasks)?,
         };
         for i in order {
+            let started = web_time::Instant::now();
             let encoder = encoders.load(&models[i]).await?;
+            let load_seconds = started.elapsed().as_secs_f64();
             let sweep = self.layers.as_ref().and_then(|l| encoder.at_layers(l.ks()));
             let views = sweep.transpose()?;
             let views: Vec<&Encoder> = match &views {
@@ -156,7 +158,9 @@ impl Run {
                 if self.save_probe {
                     probe = Some(self.saved_probe(view, &mut evaluated)?);
                 }
-                done[i].push((evaluated.submission, view.backend_info()));
+                let mut submission = evaluated.submission;
+                record_load(&mut submission, load_seconds);
+                done[i].push((submission, view.backend_info()));
             }
         }
         let (mut submissions, mut backends): (Vec<_>, Vec<_>) = done.into_iter().flatten().unzip();
@@ -195,6 +199,18 @@ impl Run {
             &fit,
             task.data.train.len(),
         ))
+    }
+}
+
+/// The model's load time in the result's `protocol.cost` (0 where the page held it already).
+fn record_load(submission: &mut Submission, seconds: f64) {
+    if let Some(cost) = submission
+        .protocol
+        .as_mut()
+        .and_then(|p| p.get_mut("cost"))
+        .and_then(|c| c.as_object_mut())
+    {
+        cost.insert("load_s".into(), serde_json::json!(seconds));
     }
 }
 
@@ -250,7 +266,9 @@ impl Run {
                 .iter()
                 .find(|m| m.to_string() == *name)
                 .ok_or_else(|| Error::new(format!("internal error: {name} is not in the run")))?;
+            let started = web_time::Instant::now();
             let encoder = encoders.load(model).await?;
+            let load_seconds = started.elapsed().as_secs_f64();
             for task in tasks {
                 let audit = audits.get(task.task.id.as_str()).ok_or_else(|| {
                     Error::new(format!("internal error: {} was not audited", task.task.id))
@@ -266,6 +284,9 @@ impl Run {
                 )
                 .await?;
                 let mut result = evaluated.submission;
+                // Each of the model's pairs in this shard says what loading it took once;
+                // `geneb merge` keeps the longest.
+                record_load(&mut result, load_seconds);
                 self.meta.apply(&mut result.meta);
                 Plan::write_pair(dir, name, &task.task.id, &result)?;
                 notes.extend(eval::truncation_notes(&result));

@@ -251,6 +251,36 @@ fn layers_are_chosen_one_by_one_or_swept_in_one_pass() {
     let single = ok_json(&eval(&at("?layer=1"), &[]));
     assert_eq!(single["results"], submissions[1]["results"]);
     assert_eq!(single["model_id"], at("?layer=1"));
+    // Every result's cost: where it ran, the pass's rates, the load time, the peak memory.
+    for result in [&single, &submissions[0]] {
+        let cost = &result["protocol"]["cost"];
+        assert_eq!(cost["device"], "cpu", "{cost}");
+        assert_eq!(
+            (&cost["embedded_sequences"], &cost["embedded_nucleotides"]),
+            (&serde_json::json!(24), &serde_json::json!(24 * 30)),
+            "{cost}"
+        );
+        for field in [
+            "sequences_per_s",
+            "nucleotides_per_s",
+            "embedding_s",
+            "load_s",
+            "peak_memory_bytes",
+        ] {
+            assert!(cost[field].as_f64().unwrap() > 0.0, "{field}: {cost}");
+        }
+        let per_nucleotide =
+            cost["nucleotides_per_s"].as_f64().unwrap() / cost["sequences_per_s"].as_f64().unwrap();
+        assert!((per_nucleotide - 30.0).abs() < 1e-9, "{cost}");
+        let per_second = 24.0 / cost["embedding_s"].as_f64().unwrap();
+        assert!((cost["sequences_per_s"].as_f64().unwrap() / per_second - 1.0).abs() < 1e-9);
+        // The CPU's tensors are host memory, which peak_memory_bytes counts.
+        assert_eq!(
+            cost["peak_gpu_memory_bytes"],
+            serde_json::Value::Null,
+            "{cost}"
+        );
+    }
 }
 
 #[test]

@@ -312,6 +312,85 @@ fn recommendations_respect_the_budget_and_never_crown_an_incomparable_model() {
     assert!(svg.contains(">A<") && svg.contains("Not shown") && !svg.contains(">B<"));
 }
 
+/// A time or memory budget picks what a hand computation over each result's measured cost
+/// picks; a result without a measured cost is named, never picked, and published rows (which
+/// have none) give way to your measured models.
+#[test]
+fn a_cost_budget_picks_the_best_model_within_it_by_hand() {
+    use geneb::profile::budget::CostBudget;
+    let fixture = expected();
+    let mut subs = fixture_submissions(&fixture);
+    // The category MCC each model scores, as the profile averages its tasks.
+    let category_mcc = |sub: &Submission| {
+        let scores = &sub.results["10shot"];
+        scores.values().map(|s| s.mcc).sum::<f64>() / scores.len() as f64
+    };
+    // C: the better model's evidence under another name, without a measured cost (an older
+    // file): were it admitted, it would win wherever its original is left out.
+    let better = usize::from(category_mcc(&subs[1]) > category_mcc(&subs[0]));
+    let mut unmeasured = subs[better].clone();
+    unmeasured.meta.display = "C".into();
+    // (sequences/s, host peak bytes, GPU peak bytes): A fast but large, B slow but small.
+    let measured = [
+        (500.0, 3_000_000_000u64, None),
+        (100.0, 500_000_000, Some(250_000_000)),
+    ];
+    for (sub, (rate, host, gpu)) in subs.iter_mut().zip(measured) {
+        sub.protocol = Some(serde_json::json!({ "cost": {
+            "sequences_per_s": rate, "peak_memory_bytes": host, "peak_gpu_memory_bytes": gpu,
+        }}));
+    }
+    subs.push(unmeasured);
+    // By hand: seconds per 1,000 sequences = 1000 / rate; memory = host + GPU.
+    let by_hand = [("A", 2.0, 3.0e9), ("B", 10.0, 0.75e9)];
+    for (seconds, gigabytes) in [
+        (Some(5.0), None),
+        (None, Some(1.0)),
+        // B's host memory alone would fit: its GPU's counts too.
+        (None, Some(0.6)),
+        (Some(20.0), Some(4.0)),
+        (Some(1.0), None),
+    ] {
+        let budget = CostBudget {
+            max_seconds_per_1k_seqs: seconds,
+            max_memory_bytes: gigabytes.map(|g: f64| (g * 1e9) as u64),
+        };
+        let expected = by_hand
+            .iter()
+            .filter(|(_, s, _)| seconds.is_none_or(|max| *s <= max))
+            .filter(|(_, _, m)| gigabytes.is_none_or(|max| *m <= max * 1e9))
+            .map(|(name, _, _)| subs.iter().find(|s| s.meta.display == *name).unwrap())
+            .max_by(|a, b| category_mcc(a).total_cmp(&category_mcc(b)))
+            .map(|s| s.meta.display.clone());
+        let analysis = analysis::analyse_within(&subs, settings(&fixture), None, budget).unwrap();
+        let picked = analysis
+            .recommendations
+            .iter()
+            .find(|r| r.category == "Promoters");
+        assert_eq!(picked.map(|r| r.model.clone()), expected, "{budget:?}");
+        if let Some(r) = picked {
+            assert!(r.note.contains("cost not measured for C"), "{}", r.note);
+            assert!(
+                r.note.contains("published rows have no measured cost"),
+                "{}",
+                r.note
+            );
+        }
+        assert!(
+            analysis::to_text(&analysis).contains("published rows and results without one"),
+            "the rule is stated"
+        );
+    }
+    // The budget changed the pick: without one, a published row or the better of A and B wins.
+    let free = analysis::analyse(&subs, settings(&fixture), None).unwrap();
+    let free_pick = &free
+        .recommendations
+        .iter()
+        .find(|r| r.category == "Promoters")
+        .unwrap();
+    assert!(free_pick.published, "{free_pick:?}");
+}
+
 fn geneb(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_geneb"))
         .args(args)
@@ -348,6 +427,8 @@ fn cli_writes_report_tables_plots_and_submissions() {
     let mut old: Value = serde_json::from_slice(&std::fs::read(&results[1]).unwrap()).unwrap();
     old.as_object_mut().unwrap().remove("predictions");
     old["meta"]["display"] = "kmer:3 (old file)".into();
+    // … and before geneb measured cost: a cost budget names it rather than judge it.
+    old["protocol"].as_object_mut().unwrap().remove("cost");
     let old_path = dir.join("old.json");
     std::fs::write(&old_path, old.to_string()).unwrap();
 
@@ -372,6 +453,13 @@ fn cli_writes_report_tables_plots_and_submissions() {
         "--max-params",
         "120000000",
     ]);
+    // Budgets every measured k-mer run fits.
+    args.extend([
+        "--max-seconds-per-1k-seqs",
+        "1e6",
+        "--max-peak-memory",
+        "1TiB",
+    ]);
     args.extend(results.iter().map(String::as_str));
     args.push(old_path.to_str().unwrap());
     let run = geneb(&args);
@@ -381,6 +469,33 @@ fn cli_writes_report_tables_plots_and_submissions() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
+    assert!(
+        stdout.contains("at most 1000000 s per 1,000 sequences and 1.0 TiB of peak memory")
+            && stdout.contains("published rows and results without one")
+            && stdout
+                .contains("cost not measured, left out under the cost budget: kmer:3 (old file)"),
+        "{stdout}"
+    );
+    for (flag, value, says) in [
+        (
+            "--max-peak-memory",
+            "4XB",
+            "--max-peak-memory: memory size \"4XB\" is not a size",
+        ),
+        (
+            "--max-seconds-per-1k-seqs",
+            "0",
+            "expected a positive number of seconds",
+        ),
+    ] {
+        let refused = geneb(&["profile", flag, value, old_path.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.trim().lines().count() == 1 && stderr.contains(says),
+            "{stderr}"
+        );
+    }
     assert!(
         stdout.contains("kmer:3 (old file): the result file has no per-example predictions"),
         "{stdout}"

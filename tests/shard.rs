@@ -72,9 +72,14 @@ fn merged_shards_equal_the_unsharded_run_for_builtin_and_hf_models() {
     let reference = unsharded(&models, tasks, &root.join("cache-unsharded"), &root);
     for (model, expected) in models.iter().zip(reference) {
         let merged = merged_result(&merged, model);
+        // Every shard embedded its pairs itself, as the unsharded run did: the same work.
+        for count in ["embedded_sequences", "embedded_nucleotides"] {
+            let cost = |result: &Value| result["protocol"]["cost"][count].clone();
+            assert_eq!(cost(&merged), cost(&expected), "{model}: {count}");
+        }
         assert_eq!(
-            without_timings(merged),
-            without_timings(expected),
+            without_measurements(merged),
+            without_measurements(expected),
             "{model}"
         );
     }
@@ -91,6 +96,7 @@ fn merged_shards_equal_the_unsharded_run_for_builtin_and_hf_models() {
     let cached = &again["protocol"]["embeddings_from_cache"]["smoke_lambda_phage_vs_ecoli"];
     assert_eq!(cached, &serde_json::json!(["train", "test"]));
     succeeded(merge(&[&results], &merged));
+    check_merged_cost(&results, &merged, &bert);
     let profile = geneb(
         &[
             "profile",
@@ -103,6 +109,48 @@ fn merged_shards_equal_the_unsharded_run_for_builtin_and_hf_models() {
     let profile = String::from_utf8(succeeded(profile).stdout).unwrap();
     assert!(profile.contains("kmer:4"), "{profile}");
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// The merged `protocol.cost` of `model` is its pairs' combined, computed here by hand: the
+/// work and its seconds summed, the rates from the sums, the longest load, the highest peaks.
+fn check_merged_cost(results: &Path, merged: &Path, model: &str) {
+    let folder = geneb::shard::file_name(model);
+    let pairs: Vec<Value> = pair_files(results)
+        .iter()
+        .filter(|p| p.parent().unwrap().ends_with(&folder))
+        .map(|p| read_json(p)["protocol"]["cost"].clone())
+        .collect();
+    assert_eq!(pairs.len(), 5, "the model's pairs under {folder}");
+    let cost = merged_result(merged, model)["protocol"]["cost"].clone();
+    let field = |c: &Value, key: &str| c[key].as_f64().unwrap_or_else(|| panic!("{key}: {c}"));
+    let sum = |key: &str| pairs.iter().map(|c| field(c, key)).sum::<f64>();
+    let max = |key: &str| pairs.iter().map(|c| field(c, key)).fold(0.0, f64::max);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+    let (sequences, nucleotides, seconds) = (
+        sum("embedded_sequences"),
+        sum("embedded_nucleotides"),
+        sum("embedding_s"),
+    );
+    // The rerun read one pair from the cache: it adds no work.
+    assert!(
+        pairs.iter().any(|c| c["embedded_sequences"] == 0),
+        "{pairs:?}"
+    );
+    assert_eq!(field(&cost, "embedded_sequences"), sequences, "{cost}");
+    assert_eq!(field(&cost, "embedded_nucleotides"), nucleotides, "{cost}");
+    assert!(close(field(&cost, "embedding_s"), seconds), "{cost}");
+    assert!(
+        close(field(&cost, "sequences_per_s"), sequences / seconds),
+        "{cost}"
+    );
+    assert!(
+        close(field(&cost, "nucleotides_per_s"), nucleotides / seconds),
+        "{cost}"
+    );
+    for key in ["load_s", "peak_memory_bytes"] {
+        assert_eq!(field(&cost, key), max(key), "{key}: {cost}");
+    }
+    assert_eq!(cost["device"], "cpu", "{cost}");
 }
 
 /// The committed offline real-genome suite, sharded 4 ways (more shards than some models'
@@ -121,8 +169,8 @@ fn the_offline_suite_merges_to_the_unsharded_run() {
     for (model, expected) in models.iter().zip(unsharded(&models, tasks, &root, &root)) {
         let merged = merged_result(&merged, model);
         assert_eq!(
-            without_timings(merged),
-            without_timings(expected),
+            without_measurements(merged),
+            without_measurements(expected),
             "{model}"
         );
     }
@@ -316,7 +364,7 @@ fn concurrent_runs_share_one_embedding_cache() {
         .into_iter()
         .map(|(mut child, out)| {
             assert!(child.wait().unwrap().success());
-            without_timings(read_json(&out))
+            without_measurements(read_json(&out))
         })
         .collect();
     assert_eq!(results[0]["results"], results[1]["results"]);

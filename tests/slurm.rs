@@ -322,8 +322,8 @@ fn assert_merged_equals_reference(merged: &Path) {
     for (model, expected) in MODELS.iter().zip(reference()) {
         let merged = merged_result(merged, model);
         assert_eq!(
-            without_timings(merged),
-            without_timings(expected.clone()),
+            without_measurements(merged),
+            without_measurements(expected.clone()),
             "{model}"
         );
     }

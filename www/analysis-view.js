@@ -34,12 +34,28 @@ function section(id, title, intro, ...body) {
 
 const modelCell = (name, published) => [h('code', {}, name), published ? h('span', { class: 'badge' }, 'published') : null];
 
-function recommendations(list, maxParams) {
+/** The budget the core applied (`analysis.cost_budget`, src/profile/budget.rs) in words. */
+function costLimits(cost) {
+  return [
+    cost?.max_seconds_per_1k_seqs ? `at most ${cost.max_seconds_per_1k_seqs} s per 1,000 sequences` : null,
+    cost?.max_memory_bytes ? `at most ${(cost.max_memory_bytes / 1e9).toFixed(1)} GB of peak memory` : null,
+  ].filter(Boolean);
+}
+
+function recommendations(list, maxParams, cost) {
   if (!list.length) return null;
-  const budget = maxParams ? `with at most ${paramsText(maxParams)} parameters` : 'of any size';
+  const costs = costLimits(cost);
+  const limits = [maxParams ? `at most ${paramsText(maxParams)} parameters` : null, ...costs].filter(Boolean);
+  const budget = limits.length ? `with ${limits.join(', ')}` : 'of any size';
+  // Results without a measured cost are never silently kept or dropped: the rule is said here,
+  // and each row's note names the models it left out.
+  const rule = costs.length
+    ? ' A time or memory budget picks among results with a measured cost (protocol.cost): published '
+      + 'rows and results without one (older files, or embeddings all from the cache) are left out.'
+    : '';
   return section('an-recommend', 'Which model for your category and label budget',
     `The best-scoring model per category and regime ${budget}, among your results and the published `
-    + 'GENEB leaderboard (published rows are marked; credit: the GENEB authors).',
+    + `GENEB leaderboard (published rows are marked; credit: the GENEB authors).${rule}`,
     table({
       caption: 'Recommendations',
       testId: 'recommendations',
@@ -138,7 +154,7 @@ function publishedContext(list, categories) {
 export function analysisSections(analysis, { maxParams = null } = {}) {
   const list = (key) => (Array.isArray(analysis?.[key]) ? analysis[key] : []);
   const parts = [
-    recommendations(list('recommendations'), maxParams),
+    recommendations(list('recommendations'), maxParams, analysis?.cost_budget),
     paired(list('paired')),
     reordering(list('reordering')),
     paramsCorrelation(list('params_vs_macro')),

@@ -506,9 +506,10 @@ async function onClearEmbeddingsClick() {
 /**
  * Ask the core for the report on result files [{name, text}]: {html, csv, svg, official (each
  * {file name: text}), analysis (the profile with its statistics)}; `maxParams` limits the size
- * of the recommended models. Rejects with `cancelled` when the user cancels it.
+ * of the recommended models and `costBudget` ({maxSecondsPer1kSeqs?, maxMemoryBytes?}) their measured
+ * time and memory. Rejects with `cancelled` when the user cancels it.
  */
-async function requestReport(files, { maxParams = null } = {}) {
+async function requestReport(files, { maxParams = null, costBudget = {} } = {}) {
   if (state.phase !== 'ready') throw new Error('wait for the current run to finish');
   clearError();
   showNotice('');
@@ -516,7 +517,7 @@ async function requestReport(files, { maxParams = null } = {}) {
   setPhase('running');
   setProgress({}, `comparing ${plural(files.length, 'result')}`);
   try {
-    const report = await callCore('report', { request: { files, maxParams } });
+    const report = await callCore('report', { request: { files, maxParams, costBudget } });
     resetProgress('done');
     el.progressBar.value = 1;
     setPhase('ready');

@@ -12,13 +12,14 @@ import { deleteResults, listResults, saveSubmissions } from './store.js';
 const $ = (sel) => document.querySelector(sel);
 
 let el = null;
-let hooks = null; // {requestReport(files, {maxParams}) → Promise<report>, modelName(spec) → string}
+let hooks = null; // {requestReport(files, {maxParams, costBudget}) → Promise<report>, modelName(spec) → string}
 const lib = {
   records: [], // newest first
   selected: new Set(), // record ids
   busy: false, // a run or a comparison is in progress
   comparison: null, // {records, report}
   maxParams: null, // the recommendations' parameter budget, when the user set one
+  costBudget: {}, // their time and memory budget: {maxSecondsPer1kSeqs?, maxMemoryBytes?}
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -220,7 +221,7 @@ async function compare(records) {
   let report;
   try {
     const files = records.map((r) => ({ name: `${r.model} (${r.source}, ${r.date})`, text: JSON.stringify(r.submission) }));
-    report = await hooks.requestReport(files, { maxParams: lib.maxParams });
+    report = await hooks.requestReport(files, { maxParams: lib.maxParams, costBudget: lib.costBudget });
   } catch (err) {
     if (!err?.cancelled) showLibraryError(`The comparison failed: ${messageOf(err)}`);
     return false;
@@ -235,16 +236,37 @@ async function onCompare() {
   if (await compare(selectedRecords())) el.compareHeading.focus();
 }
 
-/** The recommendations under a new parameter budget (millions; empty = no limit). */
+/** A budget field's positive number, null when empty; throws the user's message otherwise. */
+function budgetNumber(input, what, unit) {
+  const text = input.value.trim();
+  if (!text) return null;
+  const value = Number(text);
+  if (!(Number.isFinite(value) && value > 0)) {
+    throw new Error(`${what}: "${text}" is not a positive number of ${unit}; leave it empty for no limit`);
+  }
+  return value;
+}
+
+/**
+ * The recommendations under a new budget: parameters (millions), seconds per 1,000 sequences,
+ * peak memory (GB); an empty field is no limit.
+ */
 async function onBudgetSubmit(event) {
   event.preventDefault();
-  const text = el.budget.value.trim();
-  const millions = Number(text);
-  if (text && !(Number.isFinite(millions) && millions > 0)) {
-    showLibraryError(`Parameter budget: "${text}" is not a positive number of millions; leave it empty for no limit`);
+  let millions, seconds, gigabytes;
+  try {
+    millions = budgetNumber(el.budget, 'Parameter budget', 'millions');
+    seconds = budgetNumber(el.timeBudget, 'Time budget', 'seconds per 1,000 sequences');
+    gigabytes = budgetNumber(el.memoryBudget, 'Memory budget', 'GB');
+  } catch (err) {
+    showLibraryError(err.message);
     return;
   }
-  lib.maxParams = text ? Math.round(millions * 1e6) : null;
+  lib.maxParams = millions === null ? null : Math.round(millions * 1e6);
+  lib.costBudget = {
+    maxSecondsPer1kSeqs: seconds,
+    maxMemoryBytes: gigabytes === null ? null : Math.round(gigabytes * 1e9),
+  };
   if (lib.comparison) await compare(lib.comparison.records);
   el.budget.focus();
 }
@@ -408,6 +430,8 @@ export function initLibrary(options) {
     compareClose: $('#compare-close'),
     budgetForm: $('#budget-form'),
     budget: $('#param-budget'),
+    timeBudget: $('#time-budget'),
+    memoryBudget: $('#memory-budget'),
   };
   el.selectAll.addEventListener('change', () => {
     lib.selected = el.selectAll.checked ? new Set(lib.records.map((r) => r.id)) : new Set();

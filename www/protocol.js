@@ -28,7 +28,7 @@ export const CALLS = Object.freeze({
   },
   report: {
     about: 'the comparison of saved results, as geneb profile makes it (www/library.js)',
-    args: '{request: {files: [{name, text}], maxParams?}}',
+    args: '{request: {files: [{name, text}], maxParams?, costBudget?}}',
     value: '{html, csv, svg, official: {name: text}, analysis}',
   },
   columns: {

@@ -434,6 +434,15 @@ struct ProfileArgs {
     /// Recommend only models with at most this many parameters (e.g. 120000000).
     #[arg(long)]
     max_params: Option<u64>,
+    /// Recommend only models whose embedding pass took at most this many seconds per 1,000
+    /// sequences (each result's protocol.cost; results without one are left out and named).
+    #[arg(long, value_name = "SECONDS")]
+    max_seconds_per_1k_seqs: Option<f64>,
+    /// Recommend only models whose peak memory, host and GPU together, was at most this
+    /// (e.g. 4GB, 512MiB; from each result's protocol.cost, as above). Not --max-memory: that
+    /// global option caps what geneb itself may hold.
+    #[arg(long, value_name = "SIZE")]
+    max_peak_memory: Option<String>,
     /// Bootstrap replicates for the 95 % intervals and paired tests.
     #[arg(long, default_value_t = 1000)]
     bootstrap: usize,
@@ -971,7 +980,19 @@ fn run_profile(args: ProfileArgs) -> Result<()> {
         replicates: args.bootstrap,
         seed: args.seed,
     };
-    let analysis = profile::analysis::analyse(&submissions, settings, args.max_params)?;
+    let cost_budget = profile::budget::CostBudget {
+        max_seconds_per_1k_seqs: args.max_seconds_per_1k_seqs,
+        max_memory_bytes: args
+            .max_peak_memory
+            .as_deref()
+            .map(|size| {
+                geneb::budget::parse_size(size)
+                    .map_err(|e| Error::new(format!("--max-peak-memory: {}", e.message)))
+            })
+            .transpose()?,
+    };
+    let analysis =
+        profile::analysis::analyse_within(&submissions, settings, args.max_params, cost_budget)?;
     let outputs = geneb::report::html::render(&analysis, &submissions)?;
     if let Some(path) = &args.html {
         write_whole(path, &outputs.html)?;

@@ -35,6 +35,16 @@ impl Compute {
             ))
         })
     }
+
+    /// What Burn's memory pools reserve on a wgpu device: the buffers WebGPU (or Vulkan,
+    /// Metal) allocated for the model's weights and the passes' tensors, held for reuse. None
+    /// on the CPU backend, whose tensors are host memory (`peak_memory_bytes` counts those).
+    pub fn gpu_memory_bytes(&self) -> Option<u64> {
+        match self.kind {
+            BackendKind::Wgpu => self.device.memory_pool_usage().map(|u| u.bytes_reserved),
+            BackendKind::Cpu => None,
+        }
+    }
 }
 
 pub const CPU_ADAPTER: &str = "burn-flex (pure-Rust CPU)";

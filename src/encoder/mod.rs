@@ -293,6 +293,15 @@ impl Encoder {
         }
     }
 
+    /// The bytes the encoder's GPU device holds now (the result's `peak_gpu_memory_bytes`);
+    /// None on the CPU.
+    pub fn gpu_memory_bytes(&self) -> Option<u64> {
+        #[cfg(feature = "burn")]
+        return self.compute().and_then(backend::Compute::gpu_memory_bytes);
+        #[cfg(not(feature = "burn"))]
+        None
+    }
+
     /// What identifies this encoder's embeddings for the cache: the model files' hash, the
     /// windows, the backend and geneb's version (a fixed encoder gives other numbers). None for
     /// the baselines, which are cheaper to recompute than to store.

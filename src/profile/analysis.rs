@@ -4,6 +4,7 @@
 //! with a "which model for this category, budget and size" answer.
 
 use super::bootstrap::{self, Estimate, PairedDifference, Settings};
+use super::budget::{CostBudget, ModelCost};
 use super::published::{self, PublishedRow};
 use super::{Profile, stats};
 use crate::protocol::{CATEGORIES, Regime};
@@ -23,6 +24,8 @@ pub struct Analysis {
     pub bootstrap: Settings,
     /// Parameter budget of the recommendations, if the user set one.
     pub max_params: Option<u64>,
+    /// Time and memory budget of the recommendations (`budget`), each limit if set.
+    pub cost_budget: CostBudget,
     pub uncertainty: Vec<Uncertainty>,
     pub paired: Vec<Paired>,
     pub ranks: Vec<Ranks>,
@@ -124,6 +127,9 @@ pub struct ContextRow {
     /// Categories where this row was scored on exactly the published GENEB tasks (always all
     /// of them for published rows); other scores are not directly comparable.
     pub comparable: Vec<String>,
+    /// What the result measured (`protocol.cost`); None for published rows and older files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<ModelCost>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -139,6 +145,9 @@ pub struct Recommendation {
     pub yours: Option<YourStanding>,
     pub candidates: usize,
     pub note: String,
+    /// Your models a cost budget left out because their results measured no cost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured_cost: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -156,11 +165,23 @@ struct TaskEvidence {
     replicates: Vec<f64>,
 }
 
+/// `analyse_within` without a time or memory budget.
 pub fn analyse(
     submissions: &[Submission],
     settings: Settings,
     max_params: Option<u64>,
 ) -> Result<Analysis> {
+    analyse_within(submissions, settings, max_params, CostBudget::default())
+}
+
+/// The analysis, its recommendations within the parameter and cost budgets.
+pub fn analyse_within(
+    submissions: &[Submission],
+    settings: Settings,
+    max_params: Option<u64>,
+    cost_budget: CostBudget,
+) -> Result<Analysis> {
+    cost_budget.check()?;
     if settings.replicates < 2 {
         return Err(Error::new(
             "the bootstrap needs at least 2 replicates (--bootstrap; the default is 1000)",
@@ -234,11 +255,12 @@ pub fn analyse(
     let reordering = reorderings(&profile);
     let published = published_context(&submissions, &profile)?;
     let params_vs_macro = params_correlations(&published);
-    let recommendations = recommend(&published, &profile, max_params);
+    let recommendations = recommend(&published, &profile, max_params, cost_budget);
     Ok(Analysis {
         profile,
         bootstrap: settings,
         max_params,
+        cost_budget,
         uncertainty,
         paired,
         ranks,
@@ -626,6 +648,7 @@ fn published_context(
                         .collect(),
                     macro_mcc: row.macro_mean,
                     comparable: comparable_categories(sub, &regime.regime),
+                    cost: ModelCost::of(sub),
                 })
             })
             .collect();
@@ -653,6 +676,7 @@ fn published_row(row: &PublishedRow) -> ContextRow {
         categories: row.category_mcc.clone(),
         macro_mcc: row.macro_mcc,
         comparable: CATEGORIES.iter().map(|c| c.to_string()).collect(),
+        cost: None,
     }
 }
 
@@ -683,15 +707,23 @@ fn recommend(
     context: &[PublishedContext],
     profile: &Profile,
     max_params: Option<u64>,
+    cost_budget: CostBudget,
 ) -> Vec<Recommendation> {
     let mut out = Vec::new();
     for c in context {
         for category in &profile.categories {
+            let mut unknown_cost = Vec::new();
             let mut candidates: Vec<(&ContextRow, f64)> = c
                 .rows
                 .iter()
                 .filter(|r| max_params.is_none_or(|m| r.params <= m))
                 .filter_map(|r| Some((r, *r.categories.get(category)?)))
+                .filter(|(r, _)| {
+                    cost_budget.admits(r.cost.as_ref()).unwrap_or_else(|| {
+                        unknown_cost.push(*r);
+                        false
+                    })
+                })
                 .collect();
             candidates.sort_by(|a, b| b.1.total_cmp(&a.1));
             // Only rows scored on GENEB's published tasks of the category can be the answer; the
@@ -714,7 +746,12 @@ fn recommend(
                     comparable: r.comparable.contains(category),
                 });
             let mut note = Vec::new();
-            if !published_here {
+            if unknown_cost.iter().any(|r| r.published) {
+                note.push(
+                    "the published rows have no measured cost: your models within the budget only"
+                        .to_string(),
+                );
+            } else if !published_here {
                 note.push(format!(
                     "no published GENEB figures for {category}: your models only"
                 ));
@@ -741,6 +778,17 @@ fn recommend(
                     unknown_size.join(", ")
                 ));
             }
+            let unmeasured: Vec<String> = unknown_cost
+                .iter()
+                .filter(|r| !r.published)
+                .map(|r| r.model.clone())
+                .collect();
+            if !unmeasured.is_empty() {
+                note.push(format!(
+                    "cost not measured for {}: left out under the cost budget",
+                    unmeasured.join(", ")
+                ));
+            }
             out.push(Recommendation {
                 regime: c.regime.clone(),
                 category: category.clone(),
@@ -751,6 +799,7 @@ fn recommend(
                 yours,
                 candidates: candidates.len(),
                 note: note.join("; "),
+                unmeasured_cost: unmeasured,
             });
         }
     }
@@ -815,9 +864,10 @@ pub fn to_text(analysis: &Analysis) -> String {
             ),
         );
     }
-    let budget = analysis
+    let mut budget = analysis
         .max_params
         .map_or(String::new(), |m| format!(", at most {m} parameters"));
+    budget.push_str(&analysis.cost_budget.stated());
     section(
         &mut out,
         &format!(
@@ -844,6 +894,19 @@ pub fn to_text(analysis: &Analysis) -> String {
         out.push_str(&format!(
             "  {} {}: {} ({source}) {:.3}{yours}\n",
             r.regime, r.category, r.model, r.mcc
+        ));
+    }
+    let mut unmeasured: Vec<&str> = analysis
+        .recommendations
+        .iter()
+        .flat_map(|r| r.unmeasured_cost.iter().map(String::as_str))
+        .collect();
+    unmeasured.sort_unstable();
+    unmeasured.dedup();
+    if !unmeasured.is_empty() {
+        out.push_str(&format!(
+            "  cost not measured, left out under the cost budget: {}\n",
+            unmeasured.join(", ")
         ));
     }
     out

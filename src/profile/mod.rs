@@ -9,6 +9,7 @@
 
 pub mod analysis;
 pub mod bootstrap;
+pub mod budget;
 pub mod published;
 pub mod stats;
 

@@ -606,8 +606,9 @@ pub fn all(analysis: &Analysis) -> Vec<Table> {
             None => "Which model for each category and label budget".into(),
         },
         caption: format!(
-            "Best category MCC among your models and the published ones ({}).",
-            analysis.credit
+            "Best category MCC among your models and the published ones ({}){}.",
+            analysis.credit,
+            analysis.cost_budget.stated()
         ),
         header: [
             "regime",

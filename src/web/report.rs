@@ -13,6 +13,10 @@ struct ReportRequest {
     files: Vec<ResultText>,
     #[serde(default)]
     max_params: Option<u64>,
+    /// `{maxSecondsPer1kSeqs?, maxMemoryBytes?}`: `geneb profile --max-seconds-per-1k-seqs`
+    /// and `--max-peak-memory`.
+    #[serde(default)]
+    cost_budget: profile::budget::CostBudget,
     #[serde(default)]
     bootstrap: Option<usize>,
     #[serde(default)]
@@ -35,7 +39,7 @@ struct Report {
 }
 
 /// The comparison report of stored results, exactly as `geneb profile` makes it:
-/// `{files: [{name, text}], maxParams?, bootstrap? (1000), seed? (0)}` →
+/// `{files: [{name, text}], maxParams?, costBudget?, bootstrap? (1000), seed? (0)}` →
 /// `{html, csv: {name: text}, svg: {name: text}, official: {name: text}, analysis}`.
 #[wasm_bindgen]
 pub fn report(request: JsValue) -> std::result::Result<JsValue, JsError> {
@@ -53,7 +57,12 @@ pub fn report(request: JsValue) -> std::result::Result<JsValue, JsError> {
             replicates: request.bootstrap.unwrap_or(defaults.replicates),
             seed: request.seed.unwrap_or(defaults.seed),
         };
-        let analysis = profile::analysis::analyse(&submissions, settings, request.max_params)?;
+        let analysis = profile::analysis::analyse_within(
+            &submissions,
+            settings,
+            request.max_params,
+            request.cost_budget,
+        )?;
         let outputs = crate::report::html::render(&analysis, &submissions)?;
         Ok::<_, Error>(Report { outputs, analysis })
     };

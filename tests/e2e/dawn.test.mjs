@@ -71,6 +71,14 @@ describe('the page core on Dawn', { timeout: 10 * 60_000 }, () => {
       }, () => {}, null);
       assert.equal(result.backend.kind, backend === 'webgpu' ? 'wgpu' : 'cpu');
       profiles[backend] = result.profile;
+      // The result's cost as the CLI writes it: the wasm heap's peak, and on WebGPU the buffers
+      // Burn holds there; nothing came from a cache (none was given), so every rate is measured.
+      const cost = result.submissions[0].protocol.cost;
+      for (const field of ['sequences_per_s', 'nucleotides_per_s', 'load_s', 'peak_memory_bytes']) {
+        assert.ok(cost[field] > 0, `${backend} ${field}: ${JSON.stringify(cost)}`);
+      }
+      if (backend === 'webgpu') assert.ok(cost.peak_gpu_memory_bytes > 0, JSON.stringify(cost));
+      else assert.equal(cost.peak_gpu_memory_bytes, null, JSON.stringify(cost));
     }
     const cells = (profile) => profile.regimes.flatMap((r) => r.rows.flatMap((row) => [row.macro, row.micro]));
     const [gpu, cpu] = [cells(profiles.webgpu), cells(profiles.cpu)];

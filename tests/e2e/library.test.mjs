@@ -208,6 +208,24 @@ describe('saved results and offline use in Chromium', { timeout: 60 * 60_000 }, 
       await byTestId(page, 'param-budget').fill('lots');
       await byTestId(page, 'apply-budget').click();
       assert.match(await byTestId(page, 'library-error').textContent(), /^Parameter budget: "lots" is not a positive number/);
+      // A time budget from each result's measured cost: the core's picks, among your measured
+      // results only (published rows have no cost), and the rule said beside them.
+      await byTestId(page, 'param-budget').fill('120');
+      const timed = await page.evaluate(async (request) => (await import('/pkg/geneb.js')).report(request),
+        { files, maxParams: 120_000_000, costBudget: { maxSecondsPer1kSeqs: 1e6 } });
+      assert.ok(timed.analysis.recommendations.length > 0 && timed.analysis.recommendations.every((r) => !r.published),
+        JSON.stringify(timed.analysis.recommendations));
+      await byTestId(page, 'time-budget').fill('1000000');
+      await runAndWait(page, 'apply-budget');
+      const recommendedTimed = await byTestId(page, 'recommendations').locator('tbody tr td:nth-child(3) code').allTextContents();
+      assert.deepEqual(recommendedTimed, timed.analysis.recommendations.map((r) => r.model));
+      const intro = await page.locator('#an-recommend + p').textContent();
+      assert.match(intro, /at most 1000000 s per 1,000 sequences/);
+      assert.match(intro, /results with a measured cost .* are left out/);
+      await byTestId(page, 'memory-budget').fill('-2');
+      await byTestId(page, 'apply-budget').click();
+      assert.match(await byTestId(page, 'library-error').textContent(), /^Memory budget: "-2" is not a positive number of GB/);
+      await byTestId(page, 'memory-budget').fill('');
 
       // The HTML report: one file that opens with the network cut and shows the same numbers.
       const report = await download(page, () => byTestId(page, 'download-report').click());

@@ -3,7 +3,7 @@
 // Every test fails if any request leaves http://127.0.0.1:<port>/.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
@@ -32,6 +32,37 @@ function assertModels(ids, specs, what) {
 
 /** The native CLI, built by `cargo build` (or `cargo test`). */
 const GENEB_CLI = nativeGeneb() ?? join(REPO, 'target', 'debug', 'geneb');
+
+/** The `protocol.cost` fields `geneb eval` writes (kmer:4 on `task`), to hold the page's to. */
+function cliCostFields(task, scratch) {
+  const out = join(scratch, 'cli-kmer4.json');
+  const run = spawnSync(GENEB_CLI, ['eval', '--model', 'kmer:4', '--task', task, '--regimes', 'full', '--quiet', '--no-cache', '--out', out],
+    { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(run.status, 0, `geneb eval exited with ${run.status}:\n${run.stderr}`);
+  return Object.keys(JSON.parse(readFileSync(out, 'utf8')).protocol.cost).sort();
+}
+
+/**
+ * Every result's cost as the CLI writes it (src/eval.rs), measured in the page: the host's peak
+ * is the wasm heap's, and a model on WebGPU also reports the GPU buffers Burn holds.
+ */
+function checkCost(submissions, cliFields) {
+  for (const sub of submissions) {
+    const cost = sub.protocol.cost;
+    const what = `${sub.model_id}: ${JSON.stringify(cost)}`;
+    assert.deepEqual(Object.keys(cost).sort(), cliFields, what);
+    assert.ok(cost.peak_memory_bytes > 0 && cost.load_s >= 0, what);
+    // What came from the page's embedding cache cost nothing: rates only for what was computed.
+    if (cost.embedded_sequences > 0) {
+      for (const field of ['embedded_nucleotides', 'embedding_s', 'sequences_per_s', 'nucleotides_per_s']) {
+        assert.ok(cost[field] > 0, `${field} of ${what}`);
+      }
+    }
+    assert.equal(cost.device, sub.protocol.backend.kind, what);
+    if (cost.device === 'wgpu') assert.ok(cost.peak_gpu_memory_bytes > 0, `GPU buffers of ${what}`);
+    else assert.equal(cost.peak_gpu_memory_bytes, null, what);
+  }
+}
 
 /** `geneb profile FILE` on a downloaded file: the download must feed back into the CLI. */
 function cliProfile(file) {
@@ -180,6 +211,13 @@ describe('geneb page in Chromium', { timeout: 60 * 60_000 }, () => {
         const text = cliProfile(saved);
         assert.ok(text.includes(category), `geneb profile names the category ${category}:\n${text}`);
         assert.match(text, /macro/i, `geneb profile shows macro:\n${text}`);
+        checkCost(json.submissions, cliCostFields(GOOD, scratch));
+        // k-mer spectra are never cached: the page embedded them itself.
+        const kmerCost = json.submissions.find((s) => sameModel(s.model_id, 'kmer:4')).protocol.cost;
+        assert.ok(kmerCost.sequences_per_s > 0, JSON.stringify(kmerCost));
+        // The random CNN ran on WebGPU, whose buffers the result reports.
+        const cnnCost = json.submissions.find((s) => sameModel(s.model_id, 'random-cnn')).protocol.cost;
+        assert.equal(cnnCost.device, 'wgpu', JSON.stringify(cnnCost));
       } finally {
         await rm(scratch, { recursive: true, force: true });
       }

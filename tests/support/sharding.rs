@@ -43,13 +43,17 @@ pub fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// A result without its timings, the one part two runs of the same work never share.
-pub fn without_timings(mut result: Value) -> Value {
-    result["protocol"]
+/// A result without its timings and cost, the parts two runs of the same work never share
+/// (each measures its own seconds and memory).
+pub fn without_measurements(mut result: Value) -> Value {
+    let protocol = result["protocol"]
         .as_object_mut()
-        .expect("a protocol block")
-        .remove("timings_s")
-        .expect("timings in the protocol block");
+        .expect("a protocol block");
+    for key in ["timings_s", "cost"] {
+        protocol
+            .remove(key)
+            .unwrap_or_else(|| panic!("no {key} in the protocol block"));
+    }
     result
 }
 
