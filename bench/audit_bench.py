@@ -4,7 +4,8 @@
 Tables (written once to target/bench-data/audit/): `families` — N sequences of 200 nt, a third
 of them near copies (shifted or mutated) of others, split 80/20 in file order; `near_identical`
 — N copies of one 200-nt sequence, each with one base changed (the informative rule keeps the
-index small). N = 100,000 by default (`--rows`).
+index small; 600 variants, so most rows repeat one); `near_identical_distinct` — the same with
+three bases changed per row, nearly every row distinct. N = 100,000 by default (`--rows`).
 
 With `--seqleak PATH` (PyPI seqleak 0.4.1) the same table is audited by seqleak too, restricted to
 the same checks at full sampling (`--checks overlap.exact,overlap.near,baseline.lookup
@@ -13,7 +14,8 @@ wall time and the minimum peak RSS of each are kept (the machine is shared) and 
 memory are printed as ratios to seqleak's.
 
 Run: python3 bench/audit_bench.py --geneb target/release/geneb [--seqleak /work/pyenv/bin/seqleak]
-     [--rows 100000] [--threads 1,2] [--runs 3] [--tables families,near_identical]
+     [--rows 100000] [--threads 1,2] [--runs 3]
+     [--tables families,near_identical,near_identical_distinct]
 """
 
 import argparse
@@ -62,6 +64,21 @@ def near_identical(path, rows):
             f.write(f"{s},{i % 2},{split}\n")
 
 
+def near_identical_distinct(path, rows):
+    """As near_identical but three bases changed per row: nearly every row distinct, so
+    reading each distinct sequence once gains nothing."""
+    rng = random.Random(3)
+    base = random_seq(rng, 200)
+    with open(path, "w") as f:
+        f.write("sequence,label,split\n")
+        for i in range(rows):
+            s = list(base)
+            for p in rng.sample(range(200), 3):
+                s[p] = rng.choice([b for b in "ACGT" if b != base[p]])
+            split = "train" if i < rows * 0.8 else "test"
+            f.write(f"{''.join(s)},{i % 2},{split}\n")
+
+
 def timed(cmd, env):
     out = subprocess.run(
         ["/usr/bin/time", "-v", *cmd], capture_output=True, text=True, env=env, check=True
@@ -80,11 +97,15 @@ def main():
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--runs", type=int, default=1)
-    ap.add_argument("--tables", default="families,near_identical")
+    ap.add_argument("--tables", default="families,near_identical,near_identical_distinct")
     args = ap.parse_args()
     root = os.path.join("target", "bench-data", "audit")
     os.makedirs(root, exist_ok=True)
-    makers = {"families": families, "near_identical": near_identical}
+    makers = {
+        "families": families,
+        "near_identical": near_identical,
+        "near_identical_distinct": near_identical_distinct,
+    }
     for name in args.tables.split(","):
         path = os.path.join(root, f"{name}_{args.rows}.csv")
         if not os.path.exists(path):

@@ -28,7 +28,7 @@ use crate::task::{Dataset, TaskData};
 use crate::{Result, metrics};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -209,24 +209,24 @@ pub fn audit_task(task: &TaskData) -> Result<TaskAudit> {
 
 /// Each test row's findings, in test order.
 pub fn audit_rows(id: &str, data: &Dataset) -> Result<Vec<RowFinding>> {
-    let train = &data.train.sequences;
     let mut meter = Meter::new(&format!("task {id}"), "the audit's 21-mer index");
-    let index = Index::build(train, &mut meter)?;
-    let training: HashSet<&str> = train.iter().map(String::as_str).collect();
+    let training = Distinct::of(&data.train.sequences, &mut meter)?;
+    let index = Index::build(&training, &mut meter)?;
     let majority = majority_label(&data.train.y, data.labels.len());
-    Ok(data
-        .test
+    // Equal test rows have equal findings: each distinct one is looked up once.
+    let test = Distinct::of(&data.test.sequences, &mut meter)?;
+    let findings: Vec<RowFinding> = test
         .sequences
         .par_iter()
-        .map(|t| {
+        .map(|&t| {
             let shared = index.shared(t);
             let containment = match shared.informative {
                 0 => 0.0,
                 n => shared.best.map_or(0, |(_, count)| count) as f64 / n as f64,
             };
-            let leak = if training.contains(t.as_str()) {
+            let leak = if training.first_row(t).is_some() {
                 Some(Leak::Exact)
-            } else if training.contains(reverse_complement(t).as_str()) {
+            } else if training.first_row(&reverse_complement(t)).is_some() {
                 Some(Leak::ReverseComplement)
             } else if containment >= NEAR_COPY {
                 Some(Leak::Near)
@@ -241,7 +241,8 @@ pub fn audit_rows(id: &str, data: &Dataset) -> Result<Vec<RowFinding>> {
                 informative: shared.informative > 0,
             }
         })
-        .collect())
+        .collect();
+    Ok(test.numbers.iter().map(|&d| findings[d as usize]).collect())
 }
 
 /// The cluster of each row of a table (named by its first row, 1-based), rows linked when
@@ -250,11 +251,8 @@ pub fn audit_rows(id: &str, data: &Dataset) -> Result<Vec<RowFinding>> {
 /// table. `source` names the table in a budget error.
 pub fn similarity_clusters(sequences: &[String], source: &str) -> Result<Vec<String>> {
     let mut meter = Meter::new(source, "the similarity split's 21-mer index");
-    let index = Index::build(sequences, &mut meter)?;
-    let mut first_of: HashMap<&str, u32> = HashMap::new();
-    for (row, s) in sequences.iter().enumerate() {
-        first_of.entry(s.as_str()).or_insert(row as u32);
-    }
+    let distinct = Distinct::of(sequences, &mut meter)?;
+    let index = Index::build(&distinct, &mut meter)?;
     let links: Vec<Vec<u32>> = sequences
         .par_iter()
         .enumerate()
@@ -267,7 +265,7 @@ pub fn similarity_clusters(sequences: &[String], source: &str) -> Result<Vec<Str
                 .map(|&(other, _)| other);
             let copies = [s.clone(), reverse_complement(s)]
                 .into_iter()
-                .filter_map(|x| first_of.get(x.as_str()).copied());
+                .filter_map(|x| distinct.first_row(&x));
             near.chain(copies).collect()
         })
         .collect();
@@ -420,14 +418,19 @@ pub fn reverse_complement(sequence: &str) -> String {
 }
 
 /// 2-bit codes, A < C < G < T, so packed k-mers compare as the strings do; 4 is not a base.
-const fn code(base: u8) -> u64 {
-    match base {
-        b'A' => 0,
-        b'C' => 1,
-        b'G' => 2,
-        b'T' => 3,
-        _ => 4,
-    }
+/// A table, not a `match`: the compiler made the match a jump table whose branch on random
+/// bases was mispredicted three times in four, the rolling 21-mer's main cost.
+const CODES: [u8; 256] = {
+    let mut codes = [4u8; 256];
+    codes[b'A' as usize] = 0;
+    codes[b'C' as usize] = 1;
+    codes[b'G' as usize] = 2;
+    codes[b'T' as usize] = 3;
+    codes
+};
+
+fn code(base: u8) -> u64 {
+    u64::from(CODES[usize::from(base)])
 }
 
 /// Bits of a packed 21-mer.
@@ -496,6 +499,79 @@ impl Hasher for KmerHasher {
 }
 
 type KmerMap<V> = HashMap<u64, V, BuildHasherDefault<KmerHasher>>;
+
+/// The distinct sequences of a list of rows and the rows holding each. Equal rows hold the same
+/// 21-mers, so the index reads each distinct sequence once however many rows repeat it: a table
+/// of near-identical rows is mostly repeats (one 200-nt sequence with one base changed has 600
+/// variants), and reading each of its 100,000 rows three times was most of its audit.
+pub struct Distinct<'a> {
+    /// Each distinct sequence, in the order of its first row.
+    sequences: Vec<&'a str>,
+    /// Each row's distinct sequence (its position in `sequences`).
+    numbers: Vec<u32>,
+    /// Distinct sequence d's rows are `rows[starts[d]..starts[d + 1]]`, ascending.
+    starts: Vec<u32>,
+    rows: Vec<u32>,
+    number_of: HashMap<&'a str, u32>,
+}
+
+/// Estimated bytes per row of a [`Distinct`]: its number and place among its sequence's rows,
+/// and at worst (every row distinct) a map entry (key, value, control byte, 7/8 load), the
+/// sequence's slice and its start (twice while the rows are sorted).
+const DISTINCT_BYTES: u64 = 4 + 4 + (16 + 8 + 1) * 8 / 7 + 16 + 4 + 4;
+
+impl<'a> Distinct<'a> {
+    /// The distinct sequences of `rows`, charged to `meter` before they are allocated.
+    pub fn of(rows: &'a [String], meter: &mut Meter) -> Result<Distinct<'a>> {
+        if rows.len() >= REPEAT as usize {
+            return Err(crate::Error::new(
+                "the audit takes fewer than 2^32 - 1 rows",
+            ));
+        }
+        meter.add(rows.len() as u64 * DISTINCT_BYTES)?;
+        let mut number_of: HashMap<&str, u32> = HashMap::new();
+        let mut sequences = Vec::new();
+        let numbers: Vec<u32> = rows
+            .iter()
+            .map(|s| {
+                *number_of.entry(s.as_str()).or_insert_with(|| {
+                    sequences.push(s.as_str());
+                    sequences.len() as u32 - 1
+                })
+            })
+            .collect();
+        // Each distinct sequence's rows, in order: a counting sort of the rows by number.
+        let mut starts = vec![0u32; sequences.len() + 1];
+        numbers.iter().for_each(|&d| starts[d as usize + 1] += 1);
+        for d in 0..sequences.len() {
+            starts[d + 1] += starts[d];
+        }
+        let mut next = starts.clone();
+        let mut placed = vec![0u32; rows.len()];
+        for (row, &d) in numbers.iter().enumerate() {
+            placed[next[d as usize] as usize] = row as u32;
+            next[d as usize] += 1;
+        }
+        Ok(Distinct {
+            sequences,
+            numbers,
+            starts,
+            rows: placed,
+            number_of,
+        })
+    }
+
+    /// The rows holding distinct sequence `d`, ascending.
+    fn rows_of(&self, d: usize) -> &[u32] {
+        &self.rows[self.starts[d] as usize..self.starts[d + 1] as usize]
+    }
+
+    /// The first row equal to `sequence`, if any.
+    pub fn first_row(&self, sequence: &str) -> Option<u32> {
+        let &d = self.number_of.get(sequence)?;
+        self.rows_of(d as usize).first().copied()
+    }
+}
 
 /// The row of an index entry that marks a 21-mer held by more than `MAX_HOLDERS` rows.
 const REPEAT: u32 = u32::MAX;
@@ -588,7 +664,7 @@ fn split_by_part<'a, T>(mut table: &'a mut [T], bits: u32, parts: &[Part]) -> Ve
 /// How many rows hold a 21-mer the sketch could not call informative, counted exactly.
 struct Unsure {
     holders: u32,
-    /// The last row counted (or, in the last pass, filed).
+    /// The last distinct sequence counted (or, in the last pass, filed).
     last: u32,
 }
 
@@ -616,18 +692,18 @@ impl Index {
     /// own; (2) the entries per region, and the exact holders of the 21-mers the sketch is
     /// unsure of (repeats: few distinct ones however many rows hold them); (3) the entries
     /// filed in their regions, each region sorted. Nothing depends on the number of parts.
-    pub fn build(sequences: &[String], meter: &mut Meter) -> Result<Index> {
-        if sequences.len() >= REPEAT as usize {
-            return Err(crate::Error::new(
-                "the audit takes fewer than 2^32 - 1 rows",
-            ));
-        }
-        let windows: u64 = sequences
-            .iter()
-            .map(|s| (s.len() as u64).saturating_sub(K as u64 - 1))
+    ///
+    /// Each distinct sequence is read once and counts for as many rows as hold it.
+    pub fn build(distinct: &Distinct, meter: &mut Meter) -> Result<Index> {
+        let sequences = &distinct.sequences;
+        let holding = |d: usize| distinct.starts[d + 1] - distinct.starts[d];
+        let windows_of = |s: &str| (s.len() as u64).saturating_sub(K as u64 - 1);
+        let windows: u64 = sequences.iter().map(|s| windows_of(s)).sum();
+        let row_windows: u64 = (0..sequences.len())
+            .map(|d| windows_of(sequences[d]) * u64::from(holding(d)))
             .sum();
-        // Entries are at most the windows (a repeat's one entry stands for 65 of them).
-        if windows >= u64::from(u32::MAX) {
+        // Entries are at most the rows' windows (a repeat's one entry stands for 65 of them).
+        if row_windows >= u64::from(u32::MAX) {
             return Err(crate::Error::new(
                 "the audit's index holds fewer than 2^32 - 1 21-mers",
             ));
@@ -649,13 +725,12 @@ impl Index {
             .zip(&parts)
             .for_each(|(cells, &part)| {
                 let first = part.first_cell(sketch_bits);
-                for s in sequences {
+                for (d, s) in sequences.iter().enumerate() {
+                    let rows = holding(d) as usize;
                     for_each_kmer(s, |kmer| {
                         if part.holds(kmer) {
                             let cell = &mut cells[(kmer >> sketch_shift) as usize - first];
-                            if usize::from(*cell) <= MAX_HOLDERS {
-                                *cell += 1;
-                            }
+                            *cell = (usize::from(*cell) + rows).min(MAX_HOLDERS + 1) as u8;
                         }
                     });
                 }
@@ -677,13 +752,14 @@ impl Index {
                     let first = part.first_cell(REGION_BITS);
                     let mut unsure: KmerMap<Unsure> = KmerMap::default();
                     let mut over = false;
-                    for (row, s) in sequences.iter().enumerate() {
+                    for (d, s) in sequences.iter().enumerate() {
+                        let rows = holding(d);
                         for_each_kmer(s, |kmer| {
                             if over || !part.holds(kmer) {
                                 return;
                             }
                             if sure(kmer) {
-                                counts[(kmer >> region_shift) as usize - first] += 1;
+                                counts[(kmer >> region_shift) as usize - first] += rows;
                                 return;
                             }
                             if unsure.len() == unsure.capacity() && !unsure.contains_key(&kmer) {
@@ -697,9 +773,9 @@ impl Index {
                                 holders: 0,
                                 last: REPEAT,
                             });
-                            if held.last != row as u32 {
-                                held.last = row as u32;
-                                held.holders += 1;
+                            if held.last != d as u32 {
+                                held.last = d as u32;
+                                held.holders += rows;
                             }
                         });
                         if over {
@@ -770,21 +846,21 @@ impl Index {
                     mine[(*cursor - begin) as usize] = (kmer & low_mask) << 32 | u64::from(row);
                     *cursor += 1;
                 };
-                for (row, s) in sequences.iter().enumerate() {
-                    let row = row as u32;
+                for (d, s) in sequences.iter().enumerate() {
+                    let rows = distinct.rows_of(d);
                     for_each_kmer(s, |kmer| {
                         if !part.holds(kmer) {
                             return;
                         }
                         if sure(kmer) {
-                            file(kmer, row);
+                            rows.iter().for_each(|&row| file(kmer, row));
                         } else if unsure_informative[(kmer >> sketch_shift) as usize]
                             && let Some(held) = unsure.get_mut(&kmer)
                             && held.holders as usize <= MAX_HOLDERS
-                            && held.last != row
+                            && held.last != d as u32
                         {
-                            held.last = row;
-                            file(kmer, row);
+                            held.last = d as u32;
+                            rows.iter().for_each(|&row| file(kmer, row));
                         }
                     });
                 }
@@ -1074,30 +1150,47 @@ mod tests {
                 .any(|&k| cells[(k >> (BITS - bits)) as usize] > MAX_HOLDERS),
             "the fixture must send informative 21-mers down the exact count"
         );
+        // The same rows with copies between them: row 72 held by 41 rows (its own 21-mers
+        // informative, every copy a holder), row 74 by 71 (its own 21-mers repeats by the
+        // copies alone), though each is read once.
+        let mut copied = rows.clone();
+        for copy in 0..70 {
+            copied.insert(10 + 2 * copy, rows[74].clone());
+            if copy < 40 {
+                copied.push(rows[72].clone());
+            }
+        }
         let queries = [
             rows[0].clone(),
             rows[3].clone(),
             rows[71].clone(),
+            rows[72].clone(),
+            rows[74].clone(),
             shared_tail.clone() + &random(100),
             block[..500].to_string(),
         ];
-        let holders = naive_holders(&rows);
-        let want: Vec<_> = queries.iter().map(|q| naive_shared(&holders, q)).collect();
-        for threads in [1, 3] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            let index = pool
-                .install(|| Index::build(&rows, &mut Meter::new("test", "the index")))
-                .unwrap();
-            for (query, want) in queries.iter().zip(&want) {
-                let shared = index.shared(query);
-                assert_eq!(
-                    &(shared.informative, shared.rows),
-                    want,
-                    "{threads} thread(s)"
-                );
+        for rows in [&rows, &copied] {
+            let holders = naive_holders(rows);
+            let want: Vec<_> = queries.iter().map(|q| naive_shared(&holders, q)).collect();
+            for threads in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut meter = Meter::new("test", "the index");
+                let distinct = Distinct::of(rows, &mut meter).unwrap();
+                let index = pool
+                    .install(|| Index::build(&distinct, &mut meter))
+                    .unwrap();
+                for (query, want) in queries.iter().zip(&want) {
+                    let shared = index.shared(query);
+                    assert_eq!(
+                        &(shared.informative, shared.rows),
+                        want,
+                        "{} rows, {threads} thread(s)",
+                        rows.len()
+                    );
+                }
             }
         }
     }
