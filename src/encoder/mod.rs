@@ -198,6 +198,12 @@ pub struct EncoderDescription {
     /// What the weights are held in, where it is not f32 (`pretrained::HeldWeights`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub weights: Option<String>,
+    /// The hidden state pooled and the last one's index (states 0..=last_layer), for `hf:`
+    /// models: what the profile places a layer's result by, without reading `layer`'s words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer_index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_layer: Option<usize>,
 }
 
 impl Encoder {
@@ -451,6 +457,18 @@ impl Encoder {
             recipe_source,
             notes,
             weights,
+            layer_index: self.layer().map(|(index, _)| index),
+            last_layer: self.layer().map(|(_, last)| last),
+        }
+    }
+
+    /// The hidden state this encoder pools and the last one's index (states 0..=last), for the
+    /// encoders with layers (`hf:`); None for the baselines.
+    pub fn layer(&self) -> Option<(usize, usize)> {
+        match self {
+            #[cfg(feature = "burn")]
+            Encoder::Hf(e) => Some((e.layer(), e.last_layer())),
+            _ => None,
         }
     }
 
