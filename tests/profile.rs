@@ -119,72 +119,97 @@ fn rank_statistics_and_percentiles_equal_scipy() {
     }
 }
 
+/// One task of a result file: its category, test labels, one regime's fits and their mean MCC.
+struct TaskResult {
+    category: String,
+    y_true: Vec<usize>,
+    fits: Vec<Vec<usize>>,
+    mcc: f64,
+}
+
+/// A result file with per-example evidence for `regime`, encoded as `geneb eval` writes it.
+fn result_file(
+    model_id: &str,
+    display: &str,
+    regime: &str,
+    tasks: BTreeMap<String, TaskResult>,
+    protocol: Option<Value>,
+) -> Submission {
+    let mut results = BTreeMap::new();
+    let mut predictions = BTreeMap::new();
+    let mut info = BTreeMap::new();
+    for (task, t) in tasks {
+        let scores = Scores {
+            mcc: t.mcc,
+            acc: 0.0,
+            f1: 0.0,
+        };
+        results.insert(task.clone(), scores);
+        let split = TaskInfo {
+            category: t.category,
+            n_train: 10,
+            n_test: t.y_true.len(),
+            n_classes: 3,
+            split: None,
+        };
+        info.insert(task.clone(), split);
+        let fits = t
+            .fits
+            .iter()
+            .map(|f| ClassIndices::encode(f).unwrap())
+            .collect();
+        let evidence = TaskPredictions {
+            y_true: ClassIndices::encode(&t.y_true).unwrap(),
+            regimes: BTreeMap::from([(regime.to_string(), fits)]),
+        };
+        predictions.insert(task, evidence);
+    }
+    Submission {
+        schema_version: "1.0".into(),
+        model_id: model_id.into(),
+        harness_version: "test".into(),
+        meta: Meta {
+            display: display.into(),
+            params: 0,
+            url: String::new(),
+            zero_shot: false,
+            training_data: String::new(),
+            provenance: "self-reported".into(),
+            submitted_by: String::new(),
+        },
+        results: BTreeMap::from([(regime.to_string(), results)]),
+        tasks: info,
+        fewshot: BTreeMap::new(),
+        predictions,
+        folds: BTreeMap::new(),
+        audit: BTreeMap::new(),
+        leak_free: BTreeMap::new(),
+        protocol,
+    }
+}
+
 /// The fixture's two models as result files: both tasks in one category, "10shot" regime
 /// (A with one fit, B with five), evidence encoded as `geneb eval` writes it.
 fn fixture_submissions(fixture: &Value) -> Vec<Submission> {
     ["A", "B"]
         .iter()
         .map(|model| {
-            let mut results = BTreeMap::new();
-            let mut predictions = BTreeMap::new();
-            let mut tasks = BTreeMap::new();
-            for (task, entry) in fixture["tasks"].as_object().unwrap() {
-                let m = &entry["models"][model];
-                let y_true = indices(&entry["y_true"]);
-                let fits: Vec<ClassIndices> = m["fits"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|f| ClassIndices::encode(&indices(f)).unwrap())
-                    .collect();
-                results.insert(
-                    task.clone(),
-                    Scores {
-                        mcc: m["mcc"].as_f64().unwrap(),
-                        acc: 0.0,
-                        f1: 0.0,
-                    },
-                );
-                tasks.insert(
-                    task.clone(),
-                    TaskInfo {
+            let tasks = fixture["tasks"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(task, entry)| {
+                    let m = &entry["models"][model];
+                    let result = TaskResult {
                         category: "Promoters".into(),
-                        n_train: 10,
-                        n_test: y_true.len(),
-                        n_classes: 3,
-                        split: None,
-                    },
-                );
-                predictions.insert(
-                    task.clone(),
-                    TaskPredictions {
-                        y_true: ClassIndices::encode(&y_true).unwrap(),
-                        regimes: BTreeMap::from([("10shot".to_string(), fits)]),
-                    },
-                );
-            }
-            Submission {
-                schema_version: "1.0".into(),
-                model_id: format!("model-{model}"),
-                harness_version: "test".into(),
-                meta: Meta {
-                    display: model.to_string(),
-                    params: 0,
-                    url: String::new(),
-                    zero_shot: false,
-                    training_data: String::new(),
-                    provenance: "self-reported".into(),
-                    submitted_by: String::new(),
-                },
-                results: BTreeMap::from([("10shot".to_string(), results)]),
-                tasks,
-                fewshot: BTreeMap::new(),
-                predictions,
-                folds: BTreeMap::new(),
-                audit: BTreeMap::new(),
-                leak_free: BTreeMap::new(),
-                protocol: None,
-            }
+                        y_true: indices(&entry["y_true"]),
+                        fits: m["fits"].as_array().unwrap().iter().map(indices).collect(),
+                        mcc: m["mcc"].as_f64().unwrap(),
+                    };
+                    (task.clone(), result)
+                })
+                .collect();
+            result_file(&format!("model-{model}"), model, "10shot", tasks, None)
         })
         .collect()
 }
@@ -481,66 +506,25 @@ fn layer_submissions(fixture: &Value) -> Vec<Submission> {
     let last = fixture["last_layer"].as_u64().unwrap();
     (0..=last)
         .map(|layer| {
-            let (mut results, mut predictions, mut tasks) =
-                (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
-            for (task, entry) in fixture["tasks"].as_object().unwrap() {
-                let y_true = indices(&entry["y_true"]);
-                let fit = indices(&entry["predictions"][layer as usize]);
-                let mcc = entry["mcc"][layer as usize].as_f64().unwrap();
-                results.insert(
-                    task.clone(),
-                    Scores {
-                        mcc,
-                        acc: 0.0,
-                        f1: 0.0,
-                    },
-                );
-                tasks.insert(
-                    task.clone(),
-                    TaskInfo {
+            let tasks = fixture["tasks"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(task, entry)| {
+                    let result = TaskResult {
                         category: entry["category"].as_str().unwrap().into(),
-                        n_train: 10,
-                        n_test: y_true.len(),
-                        n_classes: 3,
-                        split: None,
-                    },
-                );
-                predictions.insert(
-                    task.clone(),
-                    TaskPredictions {
-                        y_true: ClassIndices::encode(&y_true).unwrap(),
-                        regimes: BTreeMap::from([(
-                            "full".to_string(),
-                            vec![ClassIndices::encode(&fit).unwrap()],
-                        )]),
-                    },
-                );
-            }
+                        y_true: indices(&entry["y_true"]),
+                        fits: vec![indices(&entry["predictions"][layer as usize])],
+                        mcc: entry["mcc"][layer as usize].as_f64().unwrap(),
+                    };
+                    (task.clone(), result)
+                })
+                .collect();
             let id = format!("hf:tiny?layer={layer}");
-            Submission {
-                schema_version: "1.0".into(),
-                model_id: id.clone(),
-                harness_version: "test".into(),
-                meta: Meta {
-                    display: id,
-                    params: 0,
-                    url: String::new(),
-                    zero_shot: false,
-                    training_data: String::new(),
-                    provenance: "self-reported".into(),
-                    submitted_by: String::new(),
-                },
-                results: BTreeMap::from([("full".to_string(), results)]),
-                tasks,
-                fewshot: BTreeMap::new(),
-                predictions,
-                folds: BTreeMap::new(),
-                audit: BTreeMap::new(),
-                leak_free: BTreeMap::new(),
-                protocol: Some(serde_json::json!({
-                    "encoder": {"spec": format!("hf:tiny?layer={layer}"), "layer_index": layer, "last_layer": last}
-                })),
-            }
+            let protocol = serde_json::json!({
+                "encoder": {"spec": id, "layer_index": layer, "last_layer": last}
+            });
+            result_file(&id, &id, "full", tasks, Some(protocol))
         })
         .collect()
 }

@@ -487,16 +487,22 @@ impl Encoder {
         match self {
             #[cfg(feature = "burn")]
             Encoder::Hf(e) => crate::submission::Meta {
-                // A windowed run is another encoder (a deviation): its name says so, so a
-                // profile of both is not two rows of one name.
-                display: match e.window() {
-                    Some(w) => format!(
-                        "{} (windows of {} nt every {})",
-                        e.card().display,
-                        w.size,
-                        w.stride
-                    ),
-                    None => e.card().display.clone(),
+                // A windowed run or another layer than the last is another encoder (a
+                // deviation): its name says so, so a profile of both is not two rows of one name.
+                display: {
+                    let mut display = match e.window() {
+                        Some(w) => format!(
+                            "{} (windows of {} nt every {})",
+                            e.card().display,
+                            w.size,
+                            w.stride
+                        ),
+                        None => e.card().display.clone(),
+                    };
+                    if e.layer() != e.last_layer() {
+                        display.push_str(&format!(" (layer {})", e.layer()));
+                    }
+                    display
                 },
                 params: e.model_parameters(),
                 url: e.card().url.clone(),

@@ -185,6 +185,23 @@ fn y_axis(svg: &mut Svg, y: &Scale, left: f64, right: f64, label: &str) {
     );
 }
 
+/// The MCC axis of a plot whose area is `plot_w` × `plot_h` from (`left`, `top`).
+fn mcc_axis(
+    svg: &mut Svg,
+    (lo, hi): (f64, f64),
+    (left, top, plot_w, plot_h): (f64, f64, f64, f64),
+    label: &str,
+) -> Scale {
+    let y = Scale {
+        lo,
+        hi,
+        start: top + plot_h,
+        end: top,
+    };
+    y_axis(svg, &y, left, left + plot_w, label);
+    y
+}
+
 fn legend(svg: &mut Svg, entries: &[(String, &str)], x: f64, y: f64) {
     for (i, (name, colour)) in entries.iter().enumerate() {
         let yy = y + i as f64 * 18.0;
@@ -543,13 +560,7 @@ pub fn degradation(analysis: &Analysis) -> Option<String> {
                 .join(", ")
         ),
     );
-    let y = Scale {
-        lo,
-        hi,
-        start: top + plot_h,
-        end: top,
-    };
-    y_axis(&mut svg, &y, left, left + plot_w, "macro MCC");
+    let y = mcc_axis(&mut svg, (lo, hi), (left, top, plot_w, plot_h), "macro MCC");
     let x = |k: usize| left + 30.0 + (plot_w - 60.0) * k as f64 / (regimes.len() - 1) as f64;
     for (k, regime) in regimes.iter().enumerate() {
         svg.text(
@@ -812,18 +823,14 @@ pub fn layers(model: &LayerProfile, regime: &LayerRegime) -> String {
             regime_label(&regime.regime)
         ),
         &format!(
-            "MCC of {} categories at each hidden state probed (0 = the embeddings' output, {} =              the last layer's), whiskers = bootstrap 95 % interval; a ring marks each              category's best layer.",
+            "MCC of {} categories at each hidden state probed (0 = the embeddings' output, {} = \
+             the last layer's), whiskers = bootstrap 95 % interval; a ring marks each \
+             category's best layer.",
             regime.categories.len(),
             model.last_layer
         ),
     );
-    let y = Scale {
-        lo,
-        hi,
-        start: top + plot_h,
-        end: top,
-    };
-    y_axis(&mut svg, &y, left, left + plot_w, "MCC");
+    let y = mcc_axis(&mut svg, (lo, hi), (left, top, plot_w, plot_h), "MCC");
     let x = |layer: usize| {
         left + 20.0 + (plot_w - 40.0) * layer as f64 / model.last_layer.max(1) as f64
     };
