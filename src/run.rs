@@ -34,6 +34,9 @@ pub struct Run {
     /// `--layers`: each `hf:` model's layers, each its own submission from one pass (None:
     /// the model's spec alone, its `?layer=` or the last).
     pub layers: Option<LayerSweep>,
+    /// A sweep of its own for some models (the page's choice per model), by spec as written;
+    /// it takes the place of `layers` for that model.
+    pub model_layers: std::collections::BTreeMap<String, LayerSweep>,
 }
 
 /// Embeddings the user brought, and the model id their submission goes under
@@ -88,7 +91,7 @@ impl Run {
         let models = self.running_models().len();
         self.meta
             .check_models(models + usize::from(self.own.is_some()))?;
-        if self.save_probe && self.layers.is_some() {
+        if self.save_probe && (self.layers.is_some() || !self.model_layers.is_empty()) {
             return Err(Error::new(
                 "saving the probe takes one model at one layer: leave out --layers",
             ));
@@ -138,7 +141,11 @@ impl Run {
             let started = web_time::Instant::now();
             let encoder = encoders.load(&models[i]).await?;
             let load_seconds = started.elapsed().as_secs_f64();
-            let sweep = self.layers.as_ref().and_then(|l| encoder.at_layers(l.ks()));
+            let sweep = self
+                .model_layers
+                .get(&models[i].to_string())
+                .or(self.layers.as_ref())
+                .and_then(|l| encoder.at_layers(l.ks()));
             let views = sweep.transpose()?;
             let views: Vec<&Encoder> = match &views {
                 Some(views) => views.iter().collect(),
@@ -339,6 +346,7 @@ mod tests {
             meta: MetaOverrides::default(),
             save_probe: false,
             layers: None,
+            model_layers: Default::default(),
         }
     }
 

@@ -119,72 +119,97 @@ fn rank_statistics_and_percentiles_equal_scipy() {
     }
 }
 
+/// One task of a result file: its category, test labels, one regime's fits and their mean MCC.
+struct TaskResult {
+    category: String,
+    y_true: Vec<usize>,
+    fits: Vec<Vec<usize>>,
+    mcc: f64,
+}
+
+/// A result file with per-example evidence for `regime`, encoded as `geneb eval` writes it.
+fn result_file(
+    model_id: &str,
+    display: &str,
+    regime: &str,
+    tasks: BTreeMap<String, TaskResult>,
+    protocol: Option<Value>,
+) -> Submission {
+    let mut results = BTreeMap::new();
+    let mut predictions = BTreeMap::new();
+    let mut info = BTreeMap::new();
+    for (task, t) in tasks {
+        let scores = Scores {
+            mcc: t.mcc,
+            acc: 0.0,
+            f1: 0.0,
+        };
+        results.insert(task.clone(), scores);
+        let split = TaskInfo {
+            category: t.category,
+            n_train: 10,
+            n_test: t.y_true.len(),
+            n_classes: 3,
+            split: None,
+        };
+        info.insert(task.clone(), split);
+        let fits = t
+            .fits
+            .iter()
+            .map(|f| ClassIndices::encode(f).unwrap())
+            .collect();
+        let evidence = TaskPredictions {
+            y_true: ClassIndices::encode(&t.y_true).unwrap(),
+            regimes: BTreeMap::from([(regime.to_string(), fits)]),
+        };
+        predictions.insert(task, evidence);
+    }
+    Submission {
+        schema_version: "1.0".into(),
+        model_id: model_id.into(),
+        harness_version: "test".into(),
+        meta: Meta {
+            display: display.into(),
+            params: 0,
+            url: String::new(),
+            zero_shot: false,
+            training_data: String::new(),
+            provenance: "self-reported".into(),
+            submitted_by: String::new(),
+        },
+        results: BTreeMap::from([(regime.to_string(), results)]),
+        tasks: info,
+        fewshot: BTreeMap::new(),
+        predictions,
+        folds: BTreeMap::new(),
+        audit: BTreeMap::new(),
+        leak_free: BTreeMap::new(),
+        protocol,
+    }
+}
+
 /// The fixture's two models as result files: both tasks in one category, "10shot" regime
 /// (A with one fit, B with five), evidence encoded as `geneb eval` writes it.
 fn fixture_submissions(fixture: &Value) -> Vec<Submission> {
     ["A", "B"]
         .iter()
         .map(|model| {
-            let mut results = BTreeMap::new();
-            let mut predictions = BTreeMap::new();
-            let mut tasks = BTreeMap::new();
-            for (task, entry) in fixture["tasks"].as_object().unwrap() {
-                let m = &entry["models"][model];
-                let y_true = indices(&entry["y_true"]);
-                let fits: Vec<ClassIndices> = m["fits"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|f| ClassIndices::encode(&indices(f)).unwrap())
-                    .collect();
-                results.insert(
-                    task.clone(),
-                    Scores {
-                        mcc: m["mcc"].as_f64().unwrap(),
-                        acc: 0.0,
-                        f1: 0.0,
-                    },
-                );
-                tasks.insert(
-                    task.clone(),
-                    TaskInfo {
+            let tasks = fixture["tasks"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(task, entry)| {
+                    let m = &entry["models"][model];
+                    let result = TaskResult {
                         category: "Promoters".into(),
-                        n_train: 10,
-                        n_test: y_true.len(),
-                        n_classes: 3,
-                        split: None,
-                    },
-                );
-                predictions.insert(
-                    task.clone(),
-                    TaskPredictions {
-                        y_true: ClassIndices::encode(&y_true).unwrap(),
-                        regimes: BTreeMap::from([("10shot".to_string(), fits)]),
-                    },
-                );
-            }
-            Submission {
-                schema_version: "1.0".into(),
-                model_id: format!("model-{model}"),
-                harness_version: "test".into(),
-                meta: Meta {
-                    display: model.to_string(),
-                    params: 0,
-                    url: String::new(),
-                    zero_shot: false,
-                    training_data: String::new(),
-                    provenance: "self-reported".into(),
-                    submitted_by: String::new(),
-                },
-                results: BTreeMap::from([("10shot".to_string(), results)]),
-                tasks,
-                fewshot: BTreeMap::new(),
-                predictions,
-                folds: BTreeMap::new(),
-                audit: BTreeMap::new(),
-                leak_free: BTreeMap::new(),
-                protocol: None,
-            }
+                        y_true: indices(&entry["y_true"]),
+                        fits: m["fits"].as_array().unwrap().iter().map(indices).collect(),
+                        mcc: m["mcc"].as_f64().unwrap(),
+                    };
+                    (task.clone(), result)
+                })
+                .collect();
+            result_file(&format!("model-{model}"), model, "10shot", tasks, None)
         })
         .collect()
 }
@@ -587,5 +612,152 @@ fn tasks_scored_on_other_examples_are_left_out_of_the_pairing_and_said() {
             .any(|n| n.contains("different test examples for task binary_task")),
         "{:?}",
         analysis.notes
+    );
+}
+
+/// Three layers of one model (`hf:tiny?layer=K`, as `geneb eval --layers all` names them) with
+/// the predictions of `tests/fixtures/profile/layers.json`, encoded as geneb writes them.
+fn layer_submissions(fixture: &Value) -> Vec<Submission> {
+    let last = fixture["last_layer"].as_u64().unwrap();
+    (0..=last)
+        .map(|layer| {
+            let tasks = fixture["tasks"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(task, entry)| {
+                    let result = TaskResult {
+                        category: entry["category"].as_str().unwrap().into(),
+                        y_true: indices(&entry["y_true"]),
+                        fits: vec![indices(&entry["predictions"][layer as usize])],
+                        mcc: entry["mcc"][layer as usize].as_f64().unwrap(),
+                    };
+                    (task.clone(), result)
+                })
+                .collect();
+            let id = format!("hf:tiny?layer={layer}");
+            let protocol = serde_json::json!({
+                "encoder": {"spec": id, "layer_index": layer, "last_layer": last}
+            });
+            result_file(&id, &id, "full", tasks, Some(protocol))
+        })
+        .collect()
+}
+
+/// The by-layer view of three layers: each layer's category MCC and interval, the best layer,
+/// its gain over the last and the paired test, against numpy/scikit-learn; and `geneb profile`
+/// prints it, writes it in the JSON and draws it.
+#[test]
+fn the_layer_view_picks_the_best_layer_and_tests_its_gain_as_numpy_does() {
+    let text = std::fs::read_to_string(repo("tests/fixtures/profile/layers.json")).unwrap();
+    let fixture: Value = serde_json::from_str(&text).unwrap();
+    let subs = layer_submissions(&fixture);
+    let analysis = analysis::analyse(&subs, settings(&fixture), None).unwrap();
+    assert_eq!(analysis.layers.len(), 1, "one model, three layers");
+    let model = &analysis.layers[0];
+    assert_eq!((model.model.as_str(), model.last_layer), ("hf:tiny", 2));
+    let full = &model.regimes[0];
+    assert_eq!(full.regime, "full");
+    assert_eq!(full.categories.len(), 2);
+    for c in &full.categories {
+        let want = &fixture["categories"][&c.category];
+        assert_eq!(
+            c.best_layer as u64,
+            want["best_layer"].as_u64().unwrap(),
+            "{}",
+            c.category
+        );
+        close(c.gain.unwrap(), want["gain"].as_f64().unwrap(), "gain");
+        let layers: Vec<usize> = c.layers.iter().map(|l| l.layer).collect();
+        assert_eq!(layers, [0, 1, 2]);
+        for (l, (mcc, ci)) in c.layers.iter().zip(
+            floats(&want["mcc"])
+                .iter()
+                .zip(want["interval"].as_array().unwrap()),
+        ) {
+            close(l.mcc, *mcc, "layer MCC");
+            let ci = floats(ci);
+            let got = l.interval.unwrap();
+            close(got.lo, ci[0], "layer lo");
+            close(got.hi, ci[1], "layer hi");
+        }
+        match (&c.test, want.get("test")) {
+            (Some(test), Some(want)) => {
+                let interval = floats(&want["interval"]);
+                close(test.delta, c.gain.unwrap(), "tested gain");
+                close(test.lo, interval[0], "gain lo");
+                close(test.hi, interval[1], "gain hi");
+                close(test.p, want["p"].as_f64().unwrap(), "gain p");
+            }
+            (None, None) => assert_eq!(c.best_layer, 2, "untested only where the last is best"),
+            (got, want) => panic!("{}: test {got:?}, numpy {want:?}", c.category),
+        }
+    }
+    // Promoters peak at layer 1 and Enhancers at the last: both cases are covered.
+    let best: Vec<usize> = full.categories.iter().map(|c| c.best_layer).collect();
+    assert!(best.contains(&1) && best.contains(&2), "{best:?}");
+    // Files in the other order: the analysis tests last − best, read back as best − last
+    // (equal to rounding: the percentile interpolates between negated neighbours).
+    let reversed: Vec<Submission> = subs.iter().rev().cloned().collect();
+    let again = analysis::analyse(&reversed, settings(&fixture), None).unwrap();
+    for (a, b) in again.layers[0].regimes[0]
+        .categories
+        .iter()
+        .zip(&full.categories)
+    {
+        assert_eq!((a.best_layer, a.gain), (b.best_layer, b.gain));
+        let (Some(x), Some(y)) = (a.test, b.test) else {
+            assert_eq!((a.test, b.test), (None, None));
+            continue;
+        };
+        for (g, w) in [(x.delta, y.delta), (x.lo, y.lo), (x.hi, y.hi), (x.p, y.p)] {
+            close(g, w, "the test read the other way round");
+        }
+    }
+
+    // The CLI: text, JSON and a plot with a ring per category's best layer.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("profile_layers");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sweep.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({ "submissions": subs }).to_string(),
+    )
+    .unwrap();
+    let svg = dir.join("svg");
+    let common = ["--bootstrap", "200", "--seed", "7"];
+    let mut args = vec!["profile", "--svg", svg.to_str().unwrap()];
+    args.extend(common);
+    args.push(file.to_str().unwrap());
+    let out = geneb(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("By layer, hf:tiny"), "{stdout}");
+    assert!(
+        stdout.contains("full Promoters: best layer 1 (gain over the last +0.159"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("full Enhancers: best layer 2 (the last layer is best)"),
+        "{stdout}"
+    );
+    let plot = std::fs::read_to_string(svg.join("layers_1_full.svg")).unwrap();
+    assert!(
+        plot.contains("<title>MCC by layer, hf:tiny, full data</title>"),
+        "{plot}"
+    );
+    assert_eq!(plot.matches("class=\"best-layer\"").count(), 2);
+    let mut args = vec!["profile", "--json"];
+    args.extend(common);
+    args.push(file.to_str().unwrap());
+    let json: Value = serde_json::from_slice(&geneb(&args).stdout).unwrap();
+    assert_eq!(
+        json["layers"],
+        serde_json::to_value(&analysis.layers).unwrap()
     );
 }

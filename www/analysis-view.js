@@ -1,6 +1,7 @@
 // The statistics of a comparison, as the core's report computes them: which model to pick per
-// category and label budget, paired tests between models, how rankings reorder under few-shot
-// regimes, parameter count against score, and the notes on what could not be computed.
+// category and label budget, paired tests between models, which layer of a model is best, how
+// rankings reorder under few-shot regimes, parameter count against score, and the notes on what
+// could not be computed.
 // Rendering only: every number comes from the wasm core.
 
 import { fmt, h } from './dom.js';
@@ -86,6 +87,33 @@ function paired(list) {
     }));
 }
 
+/**
+ * Which layer of a model to probe (src/profile/layers.rs): per model, each category's best
+ * hidden state and its gain over the last with the paired test; the plots of MCC by layer come
+ * with the report's other plots.
+ */
+function layers(list) {
+  if (!list.length) return null;
+  const gain = (c) => (c.gain == null ? 'last layer not run' : fmt(c.gain));
+  return section('an-layers', 'Which layer?',
+    'Models probed at several hidden states (0 = the embeddings’ output): each category’s best layer, and its gain '
+    + 'in MCC over the last layer (the one GENEB probes) with the 95 % interval and two-sided p of the paired bootstrap.',
+    ...list.map((m) => table({
+      caption: `${m.model}: best layer per category (layers 0–${m.last_layer})`,
+      testId: 'layer-gain',
+      head: ['Category', 'Regime', 'Best layer', 'MCC', 'Last layer’s MCC', 'Gain', '95 % interval', 'p'],
+      numeric: [2, 3, 4, 5, 6, 7],
+      rows: m.regimes.flatMap((r) => r.categories.map((c) => {
+        const best = c.layers.find((l) => l.layer === c.best_layer);
+        const last = c.layers.find((l) => l.layer === m.last_layer);
+        return [
+          c.category, regimeLabel(r.regime), c.best_layer, fmt(best?.mcc), last ? fmt(last.mcc) : '—', gain(c),
+          c.test ? interval(c.test.lo, c.test.hi) : '—', c.test ? c.test.p.toFixed(3) : '—',
+        ];
+      })),
+    })));
+}
+
 function reordering(list) {
   if (!list.length) return null;
   const changed = list.filter((r) => r.winner_changed).length;
@@ -156,6 +184,7 @@ export function analysisSections(analysis, { maxParams = null } = {}) {
   const parts = [
     recommendations(list('recommendations'), maxParams, analysis?.cost_budget),
     paired(list('paired')),
+    layers(list('layers')),
     reordering(list('reordering')),
     paramsCorrelation(list('params_vs_macro')),
     publishedContext(list('published'), Array.isArray(analysis?.categories) ? analysis.categories : []),

@@ -19,7 +19,7 @@ import {
 } from './encoders.js';
 import { initLibrary, redrawLibrary, saveRun, setLibraryBusy } from './library.js';
 import { initMeta, metaList, metaOverrides } from './meta.js';
-import { initModels, modelFilesFor, setKnownModels } from './models.js';
+import { initModels, modelFilesFor, modelLayersFor, setKnownModels } from './models.js';
 import { setUpOffline } from './offline.js';
 import { initPredict, savingProbe, showProbe } from './predict.js';
 import { renderProfile } from './profile-view.js';
@@ -305,7 +305,7 @@ function startRun({ files, models, regimes, category, label, source = 'run' }) {
     cpuChosen: el.compute.value === 'cpu',
     gpuNote: '',
     request: {
-      files, models, regimes, category: category || null, ...modelFilesFor(models),
+      files, models, regimes, category: category || null, ...modelFilesFor(models), modelLayers: modelLayersFor(models),
       reuseEmbeddings: el.reuseEmbeddings.checked, split: splitSettings(), meta, saveProbe: savingProbe(),
     },
   });

@@ -318,8 +318,8 @@ async function downloadPng(svgText, name) {
   }
 }
 
-/** Plots in reading order: the profile, how it reorders, how it degrades, size against score. */
-const PLOT_ORDER = [/^heatmap_full/, /^heatmap_10/, /^heatmap_1/, /^heatmap/, /^rank/, /degradation/,
+/** Plots in reading order: the profile, by layer, how it reorders, how it degrades, size against score. */
+const PLOT_ORDER = [/^heatmap_full/, /^heatmap_10/, /^heatmap_1/, /^heatmap/, /^layers/, /^rank/, /degradation/,
   /^params.*full/, /^params.*_10/, /^params/];
 
 function plotOrder(name) {

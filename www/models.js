@@ -95,7 +95,7 @@ function checkFitsInTab(label, name, size, untouched) {
 
 /** Embed `sequences` with a loaded model in the worker: {dim, values, backend, modelKept}. */
 export function embedInWorker(spec, sequences, { backend = 'auto' } = {}) {
-  const model = loaded.get(spec);
+  const model = loadedFor(spec);
   if (!model) return Promise.reject(new Error(`no model ${spec} is loaded`));
   // Blob handles, not bytes: the core reads them by range in the worker (src/web/blob_file.rs).
   return callCore('embed', {
@@ -183,9 +183,48 @@ function windowControls(m, id) {
       + 'embedding is the mean of its windows\'.'));
 }
 
-/** The spec a run uses for a loaded model: its own, with `?window=SIZE,STRIDE` when windows are on. */
+/**
+ * Which hidden state of a loaded model a run probes (src/encoder/spec.rs: `?layer=K`, and
+ * `geneb eval --layers all`): the last (GENEB's), one layer K, or every layer, each a result of
+ * its own, from one pass. Shown once the load check has told the model's layer count.
+ */
+function layerControls(m, id) {
+  if (!(m.lastLayer > 0)) return null;
+  const last = m.lastLayer;
+  const mode = h('select', { id: `${id}-layer`, 'data-testid': `${id}-layer` },
+    h('option', { value: 'last', selected: m.layer.mode === 'last' }, `the last (${last}, GENEB's)`),
+    h('option', { value: 'k', selected: m.layer.mode === 'k' }, 'layer K'),
+    h('option', { value: 'all', selected: m.layer.mode === 'all' }, `all layers (0–${last}, one result each)`));
+  const k = h('input', {
+    type: 'number', step: 1, min: -(last + 1), max: last, value: m.layer.k, class: 'layer-k',
+    'aria-label': `layer K, 0 to ${last}`, 'data-testid': `${id}-layer-k`, hidden: m.layer.mode !== 'k',
+  });
+  const error = h('p', { class: 'error', 'data-testid': `${id}-layer-error`, role: 'alert', hidden: true });
+  // Said at once; a run with a bad K is refused by the core with the CLI's own message.
+  const check = () => {
+    const value = Number(k.value);
+    const bad = m.layer.mode === 'k' && (k.value.trim() === '' || !Number.isInteger(value) || value < -(last + 1) || value > last);
+    say(error, bad ? `layer '${k.value}': K must be a whole number from ${-(last + 1)} to ${last} `
+      + `(0 = the embeddings' output, ${last} or -1 = the last layer's)` : '', { error: bad });
+  };
+  mode.addEventListener('change', () => { m.layer.mode = mode.value; k.hidden = mode.value !== 'k'; check(); ctx.onChange(); });
+  k.addEventListener('input', () => { m.layer.k = k.value; check(); ctx.onChange(); });
+  return h('div', { class: 'model-layer' },
+    h('label', { for: `${id}-layer` }, `Probe hidden state (the model has ${last} layers): `), mode, ' ', k,
+    h('p', { class: 'model-desc' }, 'Another layer than the last is not GENEB\'s protocol: the result names it as a '
+      + 'deviation. All layers run in one pass and the comparison of the saved results shows which layer is best.'),
+    error);
+}
+
+/**
+ * The spec a run uses for a loaded model: its own, with `?window=SIZE,STRIDE` when windows are
+ * on and `layer=K` when one layer is chosen (every layer is asked for apart: `modelLayersFor`).
+ */
 function runSpec(m) {
-  return m.window.on ? `${m.spec}?window=${m.window.size},${m.window.stride}` : m.spec;
+  const options = [];
+  if (m.window.on) options.push(`window=${m.window.size},${m.window.stride}`);
+  if (m.layer.mode === 'k') options.push(`layer=${m.layer.k.trim()}`);
+  return options.length ? `${m.spec}?${options.join('&')}` : m.spec;
 }
 
 /** The loaded model a run spec names (the part before its `?` options). */
@@ -201,7 +240,7 @@ function renderLoaded() {
       h('input', { type: 'checkbox', name: 'hf-model', value: m.spec, id, 'data-testid': id, checked: true }),
       h('label', { for: id }, h('span', { class: 'model-name' }, m.label), ' ', h('code', {}, m.spec)),
       h('p', { class: 'model-desc' }, `${m.files.length} files, ${bytesText(size)}, ${m.source}`),
-      windowControls(m, id));
+      windowControls(m, id), layerControls(m, id));
   }));
   ui.embedModel.replaceChildren(...[...loaded.keys()].map((spec) => h('option', { value: spec }, spec)));
   ui.embedTool.hidden = loaded.size === 0;
@@ -227,10 +266,12 @@ async function addModel({ files, ...model }) {
     ...model,
     key: `${model.spec} load ${nextLoadKey++}`,
     window: { on: false, size: 1000, stride: 500 },
+    layer: { mode: 'last', k: '' },
     files: files.map((f) => ({ name: f.name, blob: f.blob })),
   });
   try {
     const r = await embedInWorker(model.spec, ['ACGTACGTAC']);
+    loaded.get(model.spec).lastLayer = r.lastLayer ?? null;
     say(ui.status, `${model.spec} is ready: ${r.dim}-dimensional embeddings, runs on ${r.backend.kind === 'cpu' ? 'the CPU' : `WebGPU (${r.backend.adapter})`}.`);
   } catch (err) {
     loaded.delete(model.spec);
@@ -336,7 +377,9 @@ async function refreshCached() {
 }
 
 async function onEmbedClick() {
-  const spec = ui.embedModel.value;
+  // The layer chosen for the model's runs, when it is one layer K.
+  const model = loaded.get(ui.embedModel.value);
+  const spec = model ? runSpec({ ...model, window: { on: false } }) : ui.embedModel.value;
   const sequences = ui.embedInput.value.split(/\s+/).filter(Boolean);
   say(ui.embedOut, 'embedding…');
   ui.embedJson.textContent = '';
@@ -453,6 +496,11 @@ export function setKnownModels({ known: list, tabWeightsLimit: limit, modelFiles
 export function selectedHubModels() {
   if (!panel) return [];
   return [...panel.querySelectorAll('input[name=hf-model]:checked')].map((b) => runSpec(loaded.get(b.value)));
+}
+
+/** For a run request: each `hf:` spec among `specs` whose model runs every layer → "all". */
+export function modelLayersFor(specs) {
+  return Object.fromEntries(specs.filter((spec) => loaded.get(spec)?.layer.mode === 'all').map((spec) => [spec, 'all']));
 }
 
 /** For a run request: the files and the load key of each `hf:` spec among `specs`. */

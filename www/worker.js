@@ -283,6 +283,8 @@ async function run(id, { request, forceBackend }) {
       modelFiles: Object.fromEntries(Object.entries(request.modelFiles ?? {})
         .filter(([spec]) => !core.holdsModel(request.modelKeys?.[spec] ?? '', spec, backend.kind))),
       modelKeys: request.modelKeys ?? {},
+      // A loaded model run at every layer (www/models.js), each layer a result of its own.
+      modelLayers: request.modelLayers ?? {},
       ...(request.split ? { split: request.split } : {}),
       ...(request.meta ? { meta: request.meta } : {}),
       ...(request.saveProbe ? { saveProbe: true } : {}),

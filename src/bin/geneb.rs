@@ -682,6 +682,7 @@ fn run_eval(args: EvalArgs) -> Result<()> {
         meta: args.meta.overrides(),
         save_probe: args.save_probe.is_some(),
         layers: args.layers.clone(),
+        model_layers: Default::default(),
     };
     run.check()?; // before the cache or a shard plan is touched
     let store =

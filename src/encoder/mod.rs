@@ -198,6 +198,12 @@ pub struct EncoderDescription {
     /// What the weights are held in, where it is not f32 (`pretrained::HeldWeights`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub weights: Option<String>,
+    /// The hidden state pooled and the last one's index (states 0..=last_layer), for `hf:`
+    /// models: what the profile places a layer's result by, without reading `layer`'s words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer_index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_layer: Option<usize>,
 }
 
 impl Encoder {
@@ -460,6 +466,18 @@ impl Encoder {
             recipe_source,
             notes,
             weights,
+            layer_index: self.layer().map(|(index, _)| index),
+            last_layer: self.layer().map(|(_, last)| last),
+        }
+    }
+
+    /// The hidden state this encoder pools and the last one's index (states 0..=last), for the
+    /// encoders with layers (`hf:`); None for the baselines.
+    pub fn layer(&self) -> Option<(usize, usize)> {
+        match self {
+            #[cfg(feature = "burn")]
+            Encoder::Hf(e) => Some((e.layer(), e.last_layer())),
+            _ => None,
         }
     }
 
@@ -478,16 +496,22 @@ impl Encoder {
         match self {
             #[cfg(feature = "burn")]
             Encoder::Hf(e) => crate::submission::Meta {
-                // A windowed run is another encoder (a deviation): its name says so, so a
-                // profile of both is not two rows of one name.
-                display: match e.window() {
-                    Some(w) => format!(
-                        "{} (windows of {} nt every {})",
-                        e.card().display,
-                        w.size,
-                        w.stride
-                    ),
-                    None => e.card().display.clone(),
+                // A windowed run or another layer than the last is another encoder (a
+                // deviation): its name says so, so a profile of both is not two rows of one name.
+                display: {
+                    let mut display = match e.window() {
+                        Some(w) => format!(
+                            "{} (windows of {} nt every {})",
+                            e.card().display,
+                            w.size,
+                            w.stride
+                        ),
+                        None => e.card().display.clone(),
+                    };
+                    if e.layer() != e.last_layer() {
+                        display.push_str(&format!(" (layer {})", e.layer()));
+                    }
+                    display
                 },
                 params: e.model_parameters(),
                 url: e.card().url.clone(),

@@ -259,18 +259,28 @@ impl HfSpec {
         }
     }
 
-    /// The same model at layer `k` (`geneb eval --layers`): its text with `layer=K` in place of
-    /// any it had.
-    pub fn at_layer(&self, k: i64) -> HfSpec {
+    /// Its text without any `layer=` option: the model whose layers a sweep probes (the
+    /// profile groups a sweep's submissions by it).
+    pub fn without_layer(&self) -> String {
         let (source, options) = self.text.split_once('?').unwrap_or((&self.text, ""));
-        let options: Vec<&str> = options
+        let kept: Vec<&str> = options
             .split('&')
             .filter(|o| !o.is_empty() && !o.starts_with("layer="))
             .collect();
-        let layer = format!("layer={k}");
-        let options: Vec<&str> = options.into_iter().chain([layer.as_str()]).collect();
+        if kept.is_empty() {
+            source.to_string()
+        } else {
+            format!("{source}?{}", kept.join("&"))
+        }
+    }
+
+    /// The same model at layer `k` (`geneb eval --layers`): its text with `layer=K` in place of
+    /// any it had.
+    pub fn at_layer(&self, k: i64) -> HfSpec {
+        let base = self.without_layer();
+        let joiner = if base.contains('?') { '&' } else { '?' };
         HfSpec {
-            text: format!("{source}?{}", options.join("&")),
+            text: format!("{base}{joiner}layer={k}"),
             layer: Some(k),
             ..self.clone()
         }
@@ -428,6 +438,11 @@ mod tests {
             "the sweep's spec replaces the layer"
         );
         assert_eq!(spec.at_layer(0).layer, Some(0));
+        assert_eq!(spec.without_layer(), "hf:m?recipe=x");
+        assert_eq!(
+            HfSpec::parse("hf:m?layer=2").unwrap().without_layer(),
+            "hf:m"
+        );
         assert_eq!(
             HfSpec::parse("hf:m").unwrap().at_layer(-1).text,
             "hf:m?layer=-1"

@@ -34,6 +34,10 @@ pub struct Analysis {
     pub params_vs_macro: Vec<ParamsCorrelation>,
     pub published: Vec<PublishedContext>,
     pub recommendations: Vec<Recommendation>,
+    /// Each model whose results hold two or more of its layers: MCC by layer, the best layer
+    /// and its gain over the last.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<super::layers::LayerProfile>,
     /// What could not be computed and why, in plain words.
     pub notes: Vec<String>,
     pub credit: &'static str,
@@ -220,6 +224,8 @@ pub fn analyse_within(
     }
 
     let paired = paired_tests(&submissions, &evidence, &profile, &mut notes);
+    let layers =
+        super::layers::layer_profiles(&submissions, &profile, &uncertainty, &paired, &mut notes);
     let ranks = rank_tables(&profile);
     let category_agreement = profile
         .regimes
@@ -269,6 +275,7 @@ pub fn analyse_within(
         params_vs_macro,
         published,
         recommendations,
+        layers,
         notes,
         credit: PUBLISHED_CREDIT,
     })
@@ -843,6 +850,7 @@ pub fn to_text(analysis: &Analysis) -> String {
             ));
         }
     }
+    out.push_str(&super::layers::to_text(&analysis.layers));
     let changed: Vec<String> = analysis
         .reordering
         .iter()

@@ -4,12 +4,14 @@
 //! flip between categories, so no single number stands for a model.
 //!
 //! `analysis` reads the profile the way the paper does — bootstrap intervals and paired tests
-//! (`bootstrap`), ranks and their instability (`stats`), the published leaderboard as context
+//! (`bootstrap`), ranks and their instability (`stats`), which layer of a model to probe
+//! (`layers`), the published leaderboard as context
 //! (`published`) — and `crate::report` renders it (tables, SVG, HTML).
 
 pub mod analysis;
 pub mod bootstrap;
 pub mod budget;
+pub mod layers;
 pub mod published;
 pub mod stats;
 

@@ -201,6 +201,24 @@ fn html(
         "Your models and the published GENEB leaderboard together.",
     );
     out.push_str(&table("recommendations"));
+    if !analysis.layers.is_empty() {
+        section(
+            &mut out,
+            "Which layer?",
+            "Models probed at several hidden states: MCC by layer per category, each \
+             category's best layer and its gain over the last (GENEB probes the last).",
+        );
+        out.push_str(&table("layer_gain"));
+        for (i, model) in analysis.layers.iter().enumerate() {
+            for regime in &model.regimes {
+                out.push_str(&plot(&format!("layers_{}_{}.svg", i + 1, regime.regime)));
+            }
+        }
+        out.push_str(&format!(
+            "<details><summary>Every layer's MCC</summary>{}</details>",
+            table("layers")
+        ));
+    }
     section(
         &mut out,
         "Are the differences real? Paired comparisons",

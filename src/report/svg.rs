@@ -4,6 +4,7 @@
 //! colour is never the only cue. Each plot carries `<title>` and `<desc>` for screen readers.
 
 use crate::profile::analysis::Analysis;
+use crate::profile::layers::{LayerProfile, LayerRegime};
 use std::fmt::Write;
 
 /// Okabe & Ito (2008), the yellow last: it is faint on white.
@@ -182,6 +183,23 @@ fn y_axis(svg: &mut Svg, y: &Scale, left: f64, right: f64, label: &str) {
             left - 44.0
         ),
     );
+}
+
+/// The MCC axis of a plot whose area is `plot_w` × `plot_h` from (`left`, `top`).
+fn mcc_axis(
+    svg: &mut Svg,
+    (lo, hi): (f64, f64),
+    (left, top, plot_w, plot_h): (f64, f64, f64, f64),
+    label: &str,
+) -> Scale {
+    let y = Scale {
+        lo,
+        hi,
+        start: top + plot_h,
+        end: top,
+    };
+    y_axis(svg, &y, left, left + plot_w, label);
+    y
 }
 
 fn legend(svg: &mut Svg, entries: &[(String, &str)], x: f64, y: f64) {
@@ -542,13 +560,7 @@ pub fn degradation(analysis: &Analysis) -> Option<String> {
                 .join(", ")
         ),
     );
-    let y = Scale {
-        lo,
-        hi,
-        start: top + plot_h,
-        end: top,
-    };
-    y_axis(&mut svg, &y, left, left + plot_w, "macro MCC");
+    let y = mcc_axis(&mut svg, (lo, hi), (left, top, plot_w, plot_h), "macro MCC");
     let x = |k: usize| left + 30.0 + (plot_w - 60.0) * k as f64 / (regimes.len() - 1) as f64;
     for (k, regime) in regimes.iter().enumerate() {
         svg.text(
@@ -778,6 +790,104 @@ pub fn params_label(p: f64) -> String {
     format!("{text}{unit}")
 }
 
+/// MCC by hidden state for one model in one regime: a line per category (bootstrap 95 %
+/// intervals as whiskers where the results carry evidence), each category's best layer ringed.
+pub fn layers(model: &LayerProfile, regime: &LayerRegime) -> String {
+    let values = regime.categories.iter().flat_map(|c| {
+        c.layers.iter().flat_map(|l| {
+            [
+                Some(l.mcc),
+                l.interval.map(|e| e.lo),
+                l.interval.map(|e| e.hi),
+            ]
+            .into_iter()
+            .flatten()
+        })
+    });
+    let (lo, hi) = mcc_range(values);
+    let (left, top, plot_w, plot_h) = (70.0, 50.0, 420.0, 300.0);
+    let legend_x = left + plot_w + 30.0;
+    let label_w = regime
+        .categories
+        .iter()
+        .map(|c| c.category.chars().count() + 16)
+        .max()
+        .unwrap_or(20) as f64
+        * 7.0;
+    let mut svg = Svg::new(
+        legend_x + label_w,
+        top + plot_h + 60.0,
+        &format!(
+            "MCC by layer, {}, {}",
+            model.model,
+            regime_label(&regime.regime)
+        ),
+        &format!(
+            "MCC of {} categories at each hidden state probed (0 = the embeddings' output, {} = \
+             the last layer's), whiskers = bootstrap 95 % interval; a ring marks each \
+             category's best layer.",
+            regime.categories.len(),
+            model.last_layer
+        ),
+    );
+    let y = mcc_axis(&mut svg, (lo, hi), (left, top, plot_w, plot_h), "MCC");
+    let x = |layer: usize| {
+        left + 20.0 + (plot_w - 40.0) * layer as f64 / model.last_layer.max(1) as f64
+    };
+    // Every layer's tick when they fit, else about ten.
+    let step = model.last_layer.div_ceil(10).max(1);
+    for layer in (0..=model.last_layer).filter(|l| l % step == 0 || *l == model.last_layer) {
+        svg.text(
+            x(layer),
+            top + plot_h + 18.0,
+            &layer.to_string(),
+            "middle",
+            "fill=\"#333\"",
+        );
+    }
+    svg.text(
+        left + plot_w / 2.0,
+        top + plot_h + 40.0,
+        "hidden state (layer)",
+        "middle",
+        "fill=\"#333\"",
+    );
+    let mut entries = Vec::new();
+    for (i, c) in regime.categories.iter().enumerate() {
+        let colour = OKABE_ITO[i % OKABE_ITO.len()];
+        for l in &c.layers {
+            if let Some(e) = l.interval {
+                svg.line(
+                    (x(l.layer), y.at(e.lo)),
+                    (x(l.layer), y.at(e.hi)),
+                    &format!("stroke=\"{colour}\" stroke-width=\"1.5\""),
+                );
+            }
+        }
+        let points: Vec<(f64, f64)> = c.layers.iter().map(|l| (x(l.layer), y.at(l.mcc))).collect();
+        svg.polyline(&points, colour, "stroke-width=\"2.5\" class=\"layer-line\"");
+        for (l, p) in c.layers.iter().zip(&points) {
+            svg.circle(
+                *p,
+                3.5,
+                colour,
+                &format!("{}, layer {}: MCC {:.3}", c.category, l.layer, l.mcc),
+            );
+            if l.layer == c.best_layer {
+                let _ = write!(
+                    svg.body,
+                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"8\" fill=\"none\" \
+                     stroke=\"{colour}\" stroke-width=\"2\" class=\"best-layer\"/>",
+                    p.0, p.1
+                );
+            }
+        }
+        entries.push((format!("{} (best: {})", c.category, c.best_layer), colour));
+    }
+    legend(&mut svg, &entries, legend_x, top + 10.0);
+    svg.finish()
+}
+
 /// Every plot of the analysis, by file name.
 pub fn all(analysis: &Analysis) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -795,6 +905,15 @@ pub fn all(analysis: &Analysis) -> Vec<(String, String)> {
     for regime in &analysis.profile.regimes {
         if let Some(svg) = params_scatter(analysis, &regime.regime) {
             out.push((format!("params_vs_macro_{}.svg", regime.regime), svg));
+        }
+    }
+    // Numbered, as model specs are paths and ids: the title names the model.
+    for (i, model) in analysis.layers.iter().enumerate() {
+        for regime in &model.regimes {
+            out.push((
+                format!("layers_{}_{}.svg", i + 1, regime.regime),
+                layers(model, regime),
+            ));
         }
     }
     out

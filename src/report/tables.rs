@@ -647,5 +647,89 @@ pub fn all(analysis: &Analysis) -> Vec<Table> {
             .collect(),
     });
     tables.extend(leak_tables(analysis));
+    tables.extend(layer_tables(analysis));
     tables
+}
+
+/// Which layer of a model to probe: every layer's MCC, then each category's best layer and its
+/// gain over the last; none when no model has two layers among the results.
+fn layer_tables(analysis: &Analysis) -> Vec<Table> {
+    if analysis.layers.is_empty() {
+        return Vec::new();
+    }
+    let each = || {
+        analysis.layers.iter().flat_map(|m| {
+            m.regimes
+                .iter()
+                .flat_map(move |r| r.categories.iter().map(move |c| (m, r, c)))
+        })
+    };
+    let scores = each()
+        .flat_map(|(m, r, c)| {
+            c.layers.iter().map(move |l| {
+                vec![
+                    Value::text(&m.model),
+                    Value::text(&r.regime),
+                    Value::text(&c.category),
+                    Value::Text(l.layer.to_string()),
+                    Value::estimate(l.mcc, None, l.interval.as_ref()),
+                    Value::text(if l.layer == c.best_layer { "best" } else { "" }),
+                ]
+            })
+        })
+        .collect();
+    let gains = each()
+        .map(|(m, r, c)| {
+            let test = c.test;
+            vec![
+                Value::text(&m.model),
+                Value::text(&r.regime),
+                Value::text(&c.category),
+                Value::Text(c.best_layer.to_string()),
+                Value::Text(m.last_layer.to_string()),
+                Value::optional(c.gain),
+                Value::optional(test.map(|t| t.lo)),
+                Value::optional(test.map(|t| t.hi)),
+                Value::optional(test.map(|t| t.p)),
+            ]
+        })
+        .collect();
+    vec![
+        Table {
+            name: "layers".into(),
+            title: "MCC by layer".into(),
+            caption: "Each hidden state probed (0 = the embeddings' output, the last = the last \
+                      layer's, which GENEB probes): category MCC with its 95 % bootstrap \
+                      interval over test examples."
+                .into(),
+            header: ["model", "regime", "category", "layer", "MCC", "best"]
+                .map(String::from)
+                .to_vec(),
+            rows: scores,
+        },
+        Table {
+            name: "layer_gain".into(),
+            title: "Best layer and its gain over the last".into(),
+            caption: format!(
+                "gain = the best layer's category MCC − the last layer's; 95 % interval and \
+                 two-sided p from the paired bootstrap ({} replicates, seed {}), – where the \
+                 last layer is best, was not run, or a result has no per-example evidence.",
+                analysis.bootstrap.replicates, analysis.bootstrap.seed
+            ),
+            header: [
+                "model",
+                "regime",
+                "category",
+                "best_layer",
+                "last_layer",
+                "gain_MCC",
+                "ci_lo",
+                "ci_hi",
+                "p",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: gains,
+        },
+    ]
 }

@@ -35,10 +35,14 @@ struct Embedded {
     /// The model was the one held from an earlier call, not built for this one.
     #[serde(rename = "modelKept")]
     model_kept: bool,
+    /// The last hidden state's index (states 0..=lastLayer, `?layer=K`), for the page's layer
+    /// choice; absent for the baselines.
+    #[serde(rename = "lastLayer", skip_serializing_if = "Option::is_none")]
+    last_layer: Option<usize>,
 }
 
 /// Pooled embeddings of raw sequences: `{model, backend, sequences, modelFiles?, modelKey?}` →
-/// `{dim, values, backend, modelKept}`.
+/// `{dim, values, backend, modelKept, lastLayer?}`.
 /// Sequences are validated like task files (IUPAC codes → N).
 #[wasm_bindgen]
 pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
@@ -69,6 +73,7 @@ pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
             values: x.into_iter().collect(),
             backend: encoder.backend_info(),
             model_kept,
+            last_layer: encoder.layer().map(|(_, last)| last),
         })
     };
     answer(run.await)

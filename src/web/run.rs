@@ -52,6 +52,10 @@ struct Request {
     /// submission.
     #[serde(default)]
     layers: Option<crate::encoder::spec::LayerSweep>,
+    /// The page's layer choice per `hf:` model (its spec in `models` → "all" or "0,6,-1"),
+    /// over `layers`: one loaded model swept, the others as they are.
+    #[serde(default, rename = "modelLayers")]
+    model_layers: BTreeMap<String, crate::encoder::spec::LayerSweep>,
 }
 
 fn all_regimes() -> Vec<String> {
@@ -146,6 +150,7 @@ async fn execute(
         meta: request.meta,
         save_probe: request.save_probe,
         layers: request.layers,
+        model_layers: request.model_layers,
     };
     let mut encoders = PageEncoders {
         files: request.model_files,

@@ -326,3 +326,13 @@ export async function startFakeHub(files, { repo, rev, lfs }) {
     close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()); }),
   };
 }
+
+/** A little-endian float32 .npy (geneb embed's output) as a flat array. */
+export function readNpyF32(bytes) {
+  assert.equal(bytes.subarray(1, 6).toString('latin1'), 'NUMPY', 'an .npy file');
+  const headerLen = bytes.readUInt16LE(8);
+  const header = bytes.subarray(10, 10 + headerLen).toString('latin1');
+  assert.match(header, /'descr': '<f4'/, header);
+  const start = 10 + headerLen;
+  return Array.from(new Float32Array(bytes.buffer.slice(bytes.byteOffset + start, bytes.byteOffset + bytes.length)));
+}

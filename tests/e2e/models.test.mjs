@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import {
   LOAD_TIMEOUT, NO_WASM, REPO, byTestId, downloadResult, dropModel, embedThroughPage, folderFiles, launchBrowser, nativeGeneb, openApp,
-  pkgMounts, profileRows, runWithoutError, startFakeHub, waitLoaded, waitModelError, waitReady, wasmBuilt, wasmMemoryMib,
+  pkgMounts, profileRows, readNpyF32, runAndWait, runWithoutError, startFakeHub, waitLoaded, waitModelError, waitReady, wasmBuilt,
+  wasmMemoryMib,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
@@ -201,6 +202,79 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     } finally {
       await app.close();
       await server.close();
+    }
+  });
+
+  it('a loaded model runs at one layer K or at all of them: K\'s embeddings are the CLI\'s, a bad K is a message, and the comparison picks the best layer as geneb profile does', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+    const cli = nativeGeneb();
+    assert.ok(cli, 'no native geneb build to compare with');
+    const server = await startServer({ port: 0, mounts: pkgMounts() });
+    const app = await openApp(browser, server);
+    const { page } = app;
+    const scratch = mkdtempSync(join(tmpdir(), 'geneb-layers-'));
+    try {
+      await waitReady(page);
+      await dropModel(page, files);
+      await waitLoaded(page, 'hf:dropped-model');
+      const id = 'hf-hf-dropped-model';
+      // NT-v2's fixture has 2 layers: hidden states 0 (the embeddings' output) to 2.
+      assert.match(await page.locator(`label[for="${id}-layer"]`).textContent(), /the model has 2 layers/);
+      await byTestId(page, `${id}-layer`).selectOption('k');
+      await byTestId(page, `${id}-layer-k`).fill('3');
+      assert.match(await byTestId(page, `${id}-layer-error`).textContent(), /K must be a whole number from -3 to 2/);
+      // Run anyway: the core refuses it with the CLI's words, and the page stays usable.
+      await byTestId(page, 'task-files').setInputFiles(GC_VS_AT);
+      for (const model of ['model-random-cnn', 'model-kmer']) await byTestId(page, model).setChecked(false);
+      for (const regime of ['10shot', '1shot']) await byTestId(page, `regime-${regime}`).setChecked(false);
+      await byTestId(page, 'compute').selectOption('cpu');
+      await runAndWait(page, 'run');
+      assert.match(await byTestId(page, 'error').textContent(), /no layer 3.*K must be from -3 to 2/);
+
+      // Layer 1: the page's embeddings are the native CLI's for hf:MODEL?layer=1.
+      await byTestId(page, `${id}-layer-k`).fill('1');
+      assert.equal(await byTestId(page, `${id}-layer-error`).isHidden(), true);
+      const r = await embedThroughPage(page, 'hf:dropped-model', fixture.sequences, { cpu: true });
+      assert.equal(r.model, 'hf:dropped-model?layer=1');
+      const input = join(scratch, 'sequences.txt');
+      writeFileSync(input, `${fixture.sequences.join('\n')}\n`);
+      const npy = join(scratch, 'layer1.npy');
+      const embedded = spawnSync(cli, ['embed', '--model', `hf:${NT_V2}?layer=1`, '--input', input, '--out', npy], { encoding: 'utf8', timeout: 120_000 });
+      assert.equal(embedded.status, 0, embedded.stderr);
+      const native = readNpyF32(readFileSync(npy));
+      assert.equal(r.values.length, native.length);
+      const worst = Math.max(...native.map((v, i) => Math.abs(v - r.values[i])));
+      console.log(`nt_v2 layer 1, page (wasm CPU) against the native CLI: max |Δ| = ${worst.toExponential(2)}`);
+      assert.ok(worst <= 1e-5, `layer 1: max |page - CLI| = ${worst}`);
+
+      // Every layer from one run: three results, then their comparison's by-layer view equals
+      // geneb profile's on the CLI's own sweep.
+      await byTestId(page, `${id}-layer`).selectOption('all');
+      await runWithoutError(page);
+      const rows = (await profileRows(page, 'full')).map((row) => row.model);
+      assert.equal(rows.length, 3, rows.join(', '));
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid="saved-result"]').length === 3, null, { timeout: 30_000 });
+      await byTestId(page, 'select-all-results').check();
+      await runAndWait(page, 'compare-selected');
+      assert.equal(await byTestId(page, 'library-error').isHidden(), true, await byTestId(page, 'library-error').textContent());
+      const shown = await page.locator('[data-testid="layer-gain"] tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+      assert.ok(await byTestId(page, 'plot-layers_1_full').isVisible(), 'the MCC-by-layer plot');
+      const sweep = join(scratch, 'sweep.json');
+      const swept = spawnSync(cli, ['eval', '--model', `hf:${NT_V2}`, '--layers', 'all', '--task', GC_VS_AT, '--regimes', 'full',
+        '--no-cache', '--quiet', '--out', sweep], { encoding: 'utf8', timeout: 300_000 });
+      assert.equal(swept.status, 0, swept.stderr);
+      const profiled = spawnSync(cli, ['profile', '--json', sweep], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20 });
+      assert.equal(profiled.status, 0, profiled.stderr);
+      const [view] = JSON.parse(profiled.stdout).layers;
+      const want = view.regimes[0].categories.map((c) => [c.category, 'full data', String(c.best_layer),
+        c.layers.find((l) => l.layer === c.best_layer).mcc.toFixed(3), c.layers.find((l) => l.layer === 2).mcc.toFixed(3),
+        c.gain.toFixed(3), c.test ? `[${c.test.lo.toFixed(3)}, ${c.test.hi.toFixed(3)}]` : '—', c.test ? c.test.p.toFixed(3) : '—']);
+      console.log(`by layer, page: ${JSON.stringify(shown)}`);
+      assert.deepEqual(shown, want);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+      await server.close();
+      rmSync(scratch, { recursive: true, force: true });
     }
   });
 

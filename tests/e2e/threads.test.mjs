@@ -14,7 +14,7 @@ import { startServer } from '../../scripts/serve.mjs';
 import {
   FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, addFiles, byTestId, downloadResult, dropModel, embedThroughPage,
   folderFiles, launchBrowser, nativeGeneb, openApp, pkgMounts, runAndWait, runWithoutError, waitLoaded, waitReady,
-  wasmBuilt,
+  wasmBuilt, readNpyF32,
 } from './helpers.mjs';
 
 const NT_V2 = join(REPO, 'tests', 'fixtures', 'models', 'nt_v2');
@@ -158,16 +158,6 @@ describe('the probe in the page at any thread count', { timeout: 10 * 60_000 }, 
     }
   });
 });
-
-/** A little-endian float32 .npy (geneb embed's output) as a flat array. */
-function readNpyF32(bytes) {
-  assert.equal(bytes.subarray(1, 6).toString('latin1'), 'NUMPY', 'an .npy file');
-  const headerLen = bytes.readUInt16LE(8);
-  const header = bytes.subarray(10, 10 + headerLen).toString('latin1');
-  assert.match(header, /'descr': '<f4'/, header);
-  const start = 10 + headerLen;
-  return Array.from(new Float32Array(bytes.buffer.slice(bytes.byteOffset + start, bytes.byteOffset + bytes.length)));
-}
 
 describe('relaxed SIMD, which the threaded core is built with', () => {
   it('the worker\'s probe says yes exactly where the threaded core compiles; the one-thread core needs none', () => {
