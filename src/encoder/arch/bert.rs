@@ -570,10 +570,10 @@ impl Arch for Bert {
                 layer.ffn_norm.forward(ffn_out + attended)
             };
         }
-        if deepest == self.layers.len() {
-            if let Some(norm) = &self.final_norm {
-                x = norm.forward(x);
-            }
+        if deepest == self.layers.len()
+            && let Some(norm) = &self.final_norm
+        {
+            x = norm.forward(x);
         }
         kept.offer(deepest, &x);
         x
