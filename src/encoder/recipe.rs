@@ -600,8 +600,8 @@ impl Recipe {
                  (N and any other character as zeros)"
             ),
             Input::TrimmedAfterText { multiple, prefix } => format!(
-                "; cut to a multiple of {multiple} nt, then the text {prefix} before it (read as \
-                 that token, after the one the tokenizer adds)"
+                "; cut to a multiple of {multiple} nt, then the text `{prefix}` before it (read \
+                 as that token, after the one the tokenizer adds)"
             ),
         };
         let truncation = match self.truncation {
