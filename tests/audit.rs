@@ -1,6 +1,10 @@
 //! The leak audit against its independent oracle (tests/oracle/make_audit_fixtures.py) on
 //! planted leaks, in every task layout the readers take, natively and through the CLI.
 
+#[cfg(feature = "hub")]
+#[path = "support/hub_server.rs"]
+mod hub_server;
+
 use geneb::input::audit::{self, TaskAudit};
 use geneb::input::split::SplitSettings;
 use geneb::input::{tasks_from_path, tasks_from_path_split};
@@ -222,17 +226,7 @@ fn one_task_at(path: &Path) -> TaskData {
 fn bad_audits_are_one_line() {
     one_line_error(&geneb(&["audit"]));
     let path = fixture("table/planted.csv");
-    let e = one_line_error(&geneb(&[
-        "--max-memory",
-        "150000",
-        "audit",
-        "--task",
-        path.to_str().unwrap(),
-    ]));
-    assert!(
-        e.contains("task planted: the audit's 21-mer index needs more"),
-        "{e}"
-    );
+    index_refused(&path, "150000", "planted");
     let e = one_line_error(&geneb(&[
         "audit",
         "--task",
@@ -241,6 +235,153 @@ fn bad_audits_are_one_line() {
         "similarity",
     ]));
     assert!(e.contains("--split-by"), "{e}");
+}
+
+#[test]
+fn one_class_tasks_are_one_line_or_a_clear_result() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/inputs/bad/one_class_in_train.csv");
+    let e = one_line_error(&geneb(&["audit", "--task", path.to_str().unwrap()]));
+    assert!(
+        e.contains("one_class_in_train.csv") && e.contains("only one class"),
+        "{e}"
+    );
+    // One class among the test rows is a task the audit can read: its baseline's MCC is 0.
+    let dir = scratch("audit-one-class-test");
+    let table = dir.join("one_class_test.csv");
+    std::fs::write(
+        &table,
+        "sequence,label,split\n\
+         ACGTACGTTTGACCAGTACGATCGATCGAAA,a,train\n\
+         TTTTGGGCCCAAATGCGCGATATAGCGCGAT,b,train\n\
+         ACGTACGTTTGACCAGTACGATCGATCGAAA,a,test\n\
+         GGGGGCCCCAAAATTTTGGGGCCCCAAAATTT,a,test\n",
+    )
+    .unwrap();
+    let got = audit_json(&table, &[]);
+    assert_eq!((got.exact_copies, got.leaked_test_rows), (1, vec![0]));
+    assert_eq!(got.nearest_neighbour_mcc, 0.0);
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `geneb [global] audit --task TABLE --json`'s one task.
+fn audit_json(table: &Path, global: &[&str]) -> TaskAudit {
+    let mut args = global.to_vec();
+    args.extend(["audit", "--task", table.to_str().unwrap(), "--json"]);
+    let out = geneb(&args);
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_value(report["tasks"][0].clone()).unwrap()
+}
+
+/// `rows` 60-nt rows, every seventh a test row, labels alternating.
+fn write_rows(path: &Path, rows: impl Iterator<Item = String>) {
+    let mut csv = String::from("sequence,label,split\n");
+    for (i, s) in rows.enumerate() {
+        let split = if i % 7 == 0 { "test" } else { "train" };
+        csv += &format!("{s},{},{split}\n", i % 2);
+    }
+    std::fs::write(path, csv).unwrap();
+}
+
+#[test]
+fn near_identical_rows_are_bounded_by_the_informative_rule_and_the_budget() {
+    // 20,000 rows of one 60-nt sequence with one base changed (180 variants, each in about 111
+    // rows): every 21-mer is held by more than 64 rows, so the index keeps one entry per
+    // 21-mer. Filed row by row it would be 20,000 × 40 windows × 8 bytes = 6.4 MB, over the
+    // 3 MB budget given; 20,000 random rows of the same length are refused by it in one line.
+    let mut state = 11u64;
+    let mut base = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        b"ACGT"[(state >> 62) as usize]
+    };
+    let sequence: Vec<u8> = (0..60).map(|_| base()).collect();
+    let variant = |i: usize| {
+        let mut s = sequence.clone();
+        let at = i % 60;
+        let others: Vec<u8> = b"ACGT".iter().copied().filter(|&b| b != s[at]).collect();
+        s[at] = others[(i / 60) % 3];
+        String::from_utf8(s).unwrap()
+    };
+    let dir = scratch("audit-near-identical");
+    let near = dir.join("near.csv");
+    write_rows(&near, (0..20_000).map(variant));
+    let got = audit_json(&near, &["--max-memory", "3MB"]);
+    assert_eq!((got.train, got.test), (17_142, 2_858));
+    // Every test row repeats a training row, and holds only repeats.
+    assert_eq!(got.exact_copies, got.test);
+    assert_eq!(got.test_rows_without_informative_kmers, got.test);
+
+    let random = dir.join("random.csv");
+    write_rows(
+        &random,
+        (0..20_000).map(|_| String::from_utf8((0..60).map(|_| base()).collect()).unwrap()),
+    );
+    index_refused(&random, "3MB", "random");
+}
+
+/// `geneb --max-memory BUDGET audit --task TABLE` refuses TABLE's index in one line.
+fn index_refused(table: &Path, budget: &str, task: &str) {
+    let args = [
+        "--max-memory",
+        budget,
+        "audit",
+        "--task",
+        table.to_str().unwrap(),
+    ];
+    let e = one_line_error(&geneb(&args));
+    let want = format!("task {task}: the audit's 21-mer index needs more");
+    assert!(e.contains(&want), "{e}");
+}
+
+/// `--suite` audits official tasks as `eval --suite` reads them: downloaded from the hub into
+/// the cache, then from the cache alone with `--offline`.
+#[cfg(feature = "hub")]
+#[test]
+fn a_suite_is_audited_from_the_hub_and_then_from_the_cache() {
+    let server = hub_server::serve(None);
+    let cache = scratch("audit-suite-cache");
+    let audit = |endpoint: &str, extra: &[&str]| {
+        let mut args = vec!["audit", "--suite", "geneb:chromatin-acc", "--json"];
+        args.extend(extra);
+        Command::new(env!("CARGO_BIN_EXE_geneb"))
+            .args(&args)
+            .env("GENEB_HF_ENDPOINT", endpoint)
+            .env("GENEB_CACHE", &cache)
+            .output()
+            .expect("running geneb")
+    };
+    let out = audit(&server.endpoint, &[]);
+    assert!(out.status.success(), "{out:?}");
+    // Downloaded into the cache under the catalogue's pinned revision.
+    assert!(!server.requests.lock().unwrap().is_empty());
+    let cached = cache
+        .join("hub/datasets")
+        .join(hub_server::REPO)
+        .join(hub_server::REVISION)
+        .join("tasks/iDHS-EL_DNase_I/test.csv");
+    assert!(cached.is_file(), "{}", cached.display());
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let got: TaskAudit = serde_json::from_value(report["tasks"][0].clone()).unwrap();
+    assert_eq!(report["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(got.task, "iDHS-EL_DNase_I");
+    // The same audit as the fixture's own files, read as a user's task.
+    let files = hub_server::fixture_root().join("tasks/iDHS-EL_DNase_I");
+    let direct = audit::audit_task(&one_task_at(&files)).unwrap();
+    assert_eq!((got.train, got.test), (direct.train, direct.test));
+    assert_eq!(got.leaked_test_rows, direct.leaked_test_rows);
+    assert_eq!(got.nearest_neighbour_mcc, direct.nearest_neighbour_mcc);
+    let offline = audit(&hub_server::dead_endpoint(), &["--offline"]);
+    assert!(offline.status.success(), "{offline:?}");
+    assert_eq!(offline.stdout, out.stdout);
 }
 
 /// The MCC over the rows of `y_true` not in `leaked`, from the result's own evidence.
