@@ -209,6 +209,7 @@ function layerControls(m, id) {
   };
   mode.addEventListener('change', () => { m.layer.mode = mode.value; k.hidden = mode.value !== 'k'; check(); ctx.onChange(); });
   k.addEventListener('input', () => { m.layer.k = k.value; check(); ctx.onChange(); });
+  check(); // a list drawn again (another model loaded) keeps saying what is wrong
   return h('div', { class: 'model-layer' },
     h('label', { for: `${id}-layer` }, `Probe hidden state (the model has ${last} layers): `), mode, ' ', k,
     h('p', { class: 'model-desc' }, 'Another layer than the last is not GENEB\'s protocol: the result names it as a '

@@ -317,7 +317,7 @@ async function embed(id, { model, sequences, modelFiles, modelKey, forceBackend 
     model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelKey,
     modelFiles: modelKey != null && core.holdsModel(modelKey, model, backend.kind) ? undefined : modelFiles,
   }))));
-  return { dim: r.dim, values: r.values, backend: r.backend, modelKept: Boolean(r.modelKept) };
+  return { dim: r.dim, values: r.values, backend: r.backend, modelKept: Boolean(r.modelKept), lastLayer: r.lastLayer ?? null };
 }
 
 // --- a saved probe on new sequences (www/predict.js) ---

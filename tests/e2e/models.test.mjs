@@ -265,7 +265,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       const profiled = spawnSync(cli, ['profile', '--json', sweep], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20 });
       assert.equal(profiled.status, 0, profiled.stderr);
       const [view] = JSON.parse(profiled.stdout).layers;
-      const want = view.regimes[0].categories.map((c) => [c.category, 'full data', String(c.best_layer),
+      const want = view.regimes[0].categories.map((c) => [c.category, 'Full data', String(c.best_layer),
         c.layers.find((l) => l.layer === c.best_layer).mcc.toFixed(3), c.layers.find((l) => l.layer === 2).mcc.toFixed(3),
         c.gain.toFixed(3), c.test ? `[${c.test.lo.toFixed(3)}, ${c.test.hi.toFixed(3)}]` : '—', c.test ? c.test.p.toFixed(3) : '—']);
       console.log(`by layer, page: ${JSON.stringify(shown)}`);
