@@ -1,1 +1,0 @@
-pub use cubecl_server::device::{WgpuBackend, WgpuDevice, WgpuDeviceKind};
