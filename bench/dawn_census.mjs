@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The page core's WebGPU calls on Dawn (tests/e2e/dawn.mjs's census) for a warm pass and for 20
 // single sequences of 20 new lengths, on the tiny DNABERT-2 and NT-v2 checkpoints the census test
-// uses: the before/after figures of bench/README.md ("Shapes that repeat").
+// uses: the before/after figures of bench/README.md ("Shapes that repeat"), with each pipeline
+// (CubeCL's kernel name) and buffer (size, usage) made after the first batch, by length.
 //   node bench/dawn_census.mjs [--pkg www/pkg]
 import { join, resolve } from 'node:path';
 import { coreOnDawn, gpuCensus, modelFiles } from '../tests/e2e/dawn.mjs';
@@ -25,11 +26,19 @@ for (const name of Object.keys(FIXTURES)) {
   await embed(dna(WARM_LENGTHS), true);
   const cold = census.take();
   await embed(dna(WARM_LENGTHS));
+  const warmMade = census.made();
   const warm = census.take();
-  for (const sequence of dna(NEW_LENGTHS)) await embed([sequence]);
-  const fresh = census.take();
+  const freshMade = [];
+  const fresh = {};
+  for (const [i, sequence] of dna(NEW_LENGTHS).entries()) {
+    await embed([sequence]);
+    freshMade.push(...census.made().map((what) => `${NEW_LENGTHS[i]} nt: ${what}`));
+    for (const [key, count] of Object.entries(census.take())) fresh[key] = (fresh[key] ?? 0) + count;
+  }
   console.log(`${name}: first batch of 32 ${JSON.stringify(cold)}`);
   console.log(`${name}: the same batch again ${JSON.stringify(warm)}`);
+  for (const what of warmMade) console.log(`  ${what}`);
   console.log(`${name}: 20 new lengths, one at a time ${JSON.stringify(fresh)}`);
+  for (const what of freshMade) console.log(`  ${what}`);
 }
 process.exit(0);

@@ -68,20 +68,33 @@ export function modelFiles(dir, names) {
   return names.map((name) => ({ name, bytes: new Uint8Array(readFileSync(join(dir, name))) }));
 }
 
+/** A buffer's usage flags by name, e.g. 'UNIFORM|STORAGE|COPY_DST'. */
+function usageNames(usage) {
+  return Object.entries(globalThis.GPUBufferUsage).filter(([, bit]) => usage & bit).map(([name]) => name).join('|');
+}
+
 /**
  * Counts the WebGPU calls a GPU engine pays for beyond the kernels themselves, by wrapping the
  * methods on Dawn's prototypes (so every device the core creates is counted): pipelines and
  * shader modules compiled, buffers created, queue submits, dispatches and buffer maps.
- * `take()` returns the counts since the last take and starts again from zero.
+ * `take()` returns the counts since the last take and starts again from zero; `made()` what
+ * those pipelines and buffers were since the last take (each pipeline's label, CubeCL's kernel
+ * name and hash; each buffer's size and usage), to say what a count is made of.
  */
 export function gpuCensus() {
   const zero = () => ({ pipelines: 0, shaderModules: 0, buffers: 0, submits: 0, dispatches: 0, maps: 0 });
   let counts = zero();
+  let made = [];
+  const describe = {
+    pipelines: (descriptor) => `pipeline ${descriptor?.label ?? '(unlabelled)'}`,
+    buffers: (descriptor) => `buffer ${descriptor?.size} B ${usageNames(descriptor?.usage ?? 0)}`,
+  };
   const wrap = (proto, method, key) => {
     const original = proto[method];
     if (original.counted) return;
     proto[method] = Object.assign(function counted(...args) {
       counts[key]++;
+      if (describe[key]) made.push(describe[key](args[0]));
       return original.apply(this, args);
     }, { counted: true, original });
   };
@@ -98,7 +111,11 @@ export function gpuCensus() {
     take() {
       const taken = counts;
       counts = zero();
+      made = [];
       return taken;
+    },
+    made() {
+      return [...made];
     },
   };
 }
