@@ -302,7 +302,7 @@ impl HfModel {
             ));
         }
         let card = ModelCard::read(&source, hub_id, &config, files.readme(), max_length);
-        let layer = resolve_layers(&spec.text, architecture.as_ref(), &[spec.layer])?[0];
+        let layer = resolve_layers(&spec.text, architecture.as_ref(), &compute, &[spec.layer])?[0];
         Ok(HfModel {
             layer,
             spec: spec.text.clone(),
@@ -354,7 +354,7 @@ impl HfModel {
 
     /// `?layer=K` values resolved against this model (`resolve_layers`).
     pub fn resolve_layers(&self, ks: &[Option<i64>]) -> Result<Vec<usize>> {
-        resolve_layers(&self.spec, self.architecture.as_ref(), ks)
+        resolve_layers(&self.spec, self.architecture.as_ref(), &self.compute, ks)
     }
 
     /// The width of the pooled embedding of hidden state `layer`: after `Arch::after_pooling`
@@ -901,13 +901,24 @@ fn sum_positions(x: Tensor<3>) -> Tensor<3> {
 }
 
 /// `?layer=K` values (None: GENEB's last layer) as hidden-state indices of `architecture`; an
-/// error naming the model for a K outside its layers.
-fn resolve_layers(model: &str, architecture: &dyn Arch, ks: &[Option<i64>]) -> Result<Vec<usize>> {
+/// error naming the model for a K outside its layers, or, on a GPU, for a layer whose
+/// whole-sequence states no batch split shrinks and no buffer holds (Enformer's early tower
+/// layers: the chunked tower never holds them whole), refused here rather than failed in the pass.
+fn resolve_layers(
+    model: &str,
+    architecture: &dyn Arch,
+    compute: &Compute,
+    ks: &[Option<i64>],
+) -> Result<Vec<usize>> {
     let layers = architecture.layers();
+    let buffer_floats = match compute.kind {
+        BackendKind::Wgpu => super::backend::max_buffer_floats(&compute.device),
+        BackendKind::Cpu => usize::MAX,
+    };
     ks.iter()
         .map(|&k| {
             let k = k.unwrap_or(spec::LAST_LAYER);
-            spec::resolve_layer(k, layers).ok_or_else(|| {
+            let layer = spec::resolve_layer(k, layers).ok_or_else(|| {
                 Error::in_file(
                     model,
                     format!(
@@ -917,7 +928,20 @@ fn resolve_layers(model: &str, architecture: &dyn Arch, ks: &[Option<i64>]) -> R
                         -(layers as i64) - 1
                     ),
                 )
-            })
+            })?;
+            let floats = architecture.unsplit_state_floats(layer);
+            if floats > buffer_floats {
+                return Err(Error::in_file(
+                    model,
+                    format!(
+                        "layer {k}'s states hold {} MiB per sequence, more than this GPU binds \
+                         in one buffer ({} MiB): probe that layer with --backend cpu",
+                        (floats * 4) >> 20,
+                        (buffer_floats * 4) >> 20
+                    ),
+                ));
+            }
+            Ok(layer)
         })
         .collect()
 }

@@ -293,6 +293,10 @@ impl Arch for Enformer {
         self.layer_widths.len() - 1
     }
 
+    fn unsplit_state_floats(&self, layer: usize) -> usize {
+        self.hidden_size_at(layer) * self.tower.positions_at(SEQUENCE_LENGTH, layer)
+    }
+
     fn hidden_size_at(&self, layer: usize) -> usize {
         self.layer_widths
             .get(layer)

@@ -66,6 +66,13 @@ pub trait Arch: Send + Sync {
         let _ = layer;
         self.hidden_size()
     }
+    /// The floats of one sequence's states after `layer` blocks where no batch split makes
+    /// them smaller: a model that pads every input to one length keeps its whole-sequence
+    /// states (Enformer's tower). 0, the default, where batches split them.
+    fn unsplit_state_floats(&self, layer: usize) -> usize {
+        let _ = layer;
+        0
+    }
     /// The states after each of `layers` blocks (each 0..=L, in the order asked), [batch,
     /// tokens, hidden_size_at(layer)] each, from one `pass`; layer L is `forward`'s output bit
     /// for bit. An error for a layer beyond L.

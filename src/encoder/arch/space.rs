@@ -454,6 +454,10 @@ impl Arch for Space {
         self.layer_widths.len() - 1
     }
 
+    fn unsplit_state_floats(&self, layer: usize) -> usize {
+        self.hidden_size_at(layer) * self.tower.positions_at(SEQUENCE_LENGTH, layer)
+    }
+
     fn hidden_size_at(&self, layer: usize) -> usize {
         self.layer_widths
             .get(layer)

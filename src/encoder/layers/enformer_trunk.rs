@@ -274,6 +274,13 @@ impl ConvTower {
         self.tower.len()
     }
 
+    /// Positions of one `sequence_length` input's states after `layer` blocks: the stem and
+    /// each block halve them; the layers after the tower (transformer, pointwise, head) keep
+    /// the tower's last count at most (their crop only shortens it).
+    pub fn positions_at(&self, sequence_length: usize, layer: usize) -> usize {
+        sequence_length >> (layer.min(self.blocks()) + 1)
+    }
+
     /// Tower block `block`: [batch, n, its input width] → [batch, n / 2, its output width].
     fn block(&self, block: usize, x: Tensor<3>) -> Tensor<3> {
         let block = &self.tower[block];
@@ -842,6 +849,12 @@ mod tests {
         let chunked = run(&tower);
         assert_eq!(chunked.len(), every_layer.len());
         for (layer, (one, parts)) in whole.into_iter().zip(chunked).enumerate() {
+            // The positions a GPU must hold whole for `?layer=K` (`Arch::unsplit_state_floats`).
+            assert_eq!(
+                one.dims()[1],
+                tower.positions_at(length, layer),
+                "layer {layer}"
+            );
             let worst = max_difference(one, parts);
             eprintln!("tower layer {layer} in chunks: max |Δ| = {worst:.1e}");
             assert!(worst <= tolerance, "layer {layer}: max |Δ| = {worst}");
