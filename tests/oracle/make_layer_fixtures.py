@@ -15,9 +15,8 @@ Run: python3 tests/oracle/make_layer_fixtures.py [NAME ...]   (every fixture, or
 "bert", "caduceus/ph", "evo", …). Each reference comes from where its oracle script says, never
 committed: scripts/fetch-real-models.sh for HyenaDNA; the `lucaone` package for LucaOne; the
 `ai2-olmo` package for OLMo; CADUCEUS_SRC, DEEPGENE_SRC, DNAGPT_SRC and JANUS_SRC (checkouts);
-MAMBA_SSM_SRC and GENAI_LAB_SRC for eccDNAMamba; EVO_CODE, make_evo_fixtures.py's --code folder.
-SPACE has none: its modeling code is not to be had here, so its layers are checked only against
-each other (tests/hf_models.rs).
+MAMBA_SSM_SRC and GENAI_LAB_SRC for eccDNAMamba; EVO_CODE, make_evo_fixtures.py's --code folder;
+SPACE_CODE, make_space_fixtures.py's --code folder (its docstring says how it is assembled).
 """
 
 import importlib.util
@@ -441,6 +440,43 @@ def evo(code):
     write(folder, stack(per_sequence))
 
 
+def space(code):
+    """make_space_fixtures.extract_embeddings's lines (batch size 1, float64) on SPACE's own
+    code, which keeps no per-layer states: its blocks as src/encoder/arch/space.rs defines them,
+    from hooks on the model's own modules, as enformer() does: the stem's output, each conv
+    tower block's, each transformer layer's over the bins (the species token the transformer
+    appends left out, as the forward drops it after the last layer), and last the trunk's
+    (`return_embeddings`: cropped, final pointwise; SPACE has no head after it). Each pooled by
+    the mean over its bins. `code`: make_space_fixtures.py's --code folder."""
+    sys.path.insert(0, str(code))
+    ref = oracle("make_space_fixtures")
+    from model.config_space import SpaceConfig
+    from model.modeling_space import Space, TrainingSpace
+
+    TrainingSpace.config_class = SpaceConfig  # as the extractor sets it
+    folder = FIXTURES / "space"
+    model = Space.from_pretrained(str(folder)).double().eval()
+    # One sequence: each pass of it is 131,072 bp (tests/hf_models.rs runs four).
+    seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:1]
+    outputs = []
+    tower = [model.stem, *model.conv_tower]
+    # The stem and the tower run channels first; a transformer layer returns (x, gates, zloss,
+    # cvloss) bins first, the species token last.
+    hooks = [m.register_forward_hook(lambda _m, _i, out: outputs.append(out.transpose(1, 2))) for m in tower]
+    hooks += [m.register_forward_hook(lambda _m, _i, out: outputs.append(out[0][:, :-1]))
+              for m in model.transformer.transformer]
+    per_sequence = []
+    with torch.no_grad():
+        for seq in seqs:
+            outputs.clear()
+            tensor = ref.one_hot_seq(seq, ref.SEQ_LENGTH)[None].double()
+            _, trunk = model(tensor, return_embeddings=True)
+            per_sequence.append([s.mean(dim=1) for s in [*outputs, trunk]])
+    for h in hooks:
+        h.remove()
+    write(folder, stack(per_sequence))
+
+
 if __name__ == "__main__":
     only = set(sys.argv[1:])
     for name, make in [("bert", bert), ("llama", lambda: decoder("llama")),
@@ -451,6 +487,7 @@ if __name__ == "__main__":
                        ("caduceus/ps", lambda: caduceus("ps")), ("dnagpt", lambda: dnagpt("dnagpt")),
                        ("dnagpt_hidden", lambda: dnagpt("dnagpt_hidden")),
                        ("janus/w", lambda: janus("w")), ("eccdnamamba", eccdnamamba),
-                       ("evo", lambda: evo(os.environ.get("EVO_CODE", "/tmp/evo-code")))]:
+                       ("evo", lambda: evo(os.environ.get("EVO_CODE", "/tmp/evo-code"))),
+                       ("space", lambda: space(os.environ.get("SPACE_CODE", "/tmp/space-code")))]:
         if not only or name in only:
             make()
