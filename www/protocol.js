@@ -38,7 +38,7 @@ export const CALLS = Object.freeze({
   },
   audit: {
     about: 'the leak audit of the dropped tasks, before anything is embedded (www/audit.js)',
-    args: '{files: [{name, bytes}], split?}',
+    args: '{files: [{name, file}], split?} (file: a File or Blob, read by the worker)',
     value: '{k, max_training_holders, near_copy_containment, thresholds, tasks: [TaskAudit]}',
   },
 });
