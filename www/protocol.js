@@ -33,7 +33,7 @@ export const CALLS = Object.freeze({
   },
   columns: {
     about: 'the dropped tables without a split column, and their columns (www/split.js)',
-    args: '{files: [{name, bytes}]}',
+    args: '{files: [{name, file}]} (file: a File or Blob, read by the worker)',
     value: '{tables: [{file, task, columns}], defaults}',
   },
   audit: {

@@ -346,7 +346,7 @@ async function report(id, { request }) {
 /** The dropped tables without a split column and their columns (www/split.js). */
 async function columns(id, { files }) {
   return {
-    tables: plain(parseIfString(wasm.unsplitTables({ files }))) ?? [],
+    tables: plain(parseIfString(wasm.unsplitTables({ files: await readFiles(files) }))) ?? [],
     defaults: plain(wasm.splitDefaults()),
   };
 }
@@ -356,8 +356,12 @@ async function columns(id, { files }) {
  * themselves: read here, their bytes never cross from the page's thread to this one.
  */
 async function audit(id, { files, split }) {
-  const read = await Promise.all(files.map(async ({ name, file }) => ({ name, bytes: new Uint8Array(await file.arrayBuffer()) })));
-  return plain(parseIfString(wasm.audit({ files: read, ...(split ? { split } : {}) }))) ?? {};
+  return plain(parseIfString(wasm.audit({ files: await readFiles(files), ...(split ? { split } : {}) }))) ?? {};
+}
+
+/** `[{name, file}]` → `[{name, bytes}]`: the dropped files' bytes, read in this worker. */
+function readFiles(files) {
+  return Promise.all(files.map(async ({ name, file }) => ({ name, bytes: new Uint8Array(await file.arrayBuffer()) })));
 }
 
 /**
