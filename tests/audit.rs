@@ -495,6 +495,17 @@ fn argument_errors_are_one_line_and_help_is_not_an_error() {
         "kinship",
     ]));
     assert!(e.contains("kinship"), "{e}");
+    // Each other kind of argument error clap reports: one line naming what was wrong.
+    for (args, named) in [
+        (&["eval", "--no-such-flag"][..], "--no-such-flag"),
+        (&["eval", "--model"][..], "--model"),
+        (&["frobnicate"][..], "frobnicate"),
+        (&["merge"][..], "--out-dir"),
+        (&["--max-memory"][..], "--max-memory"),
+    ] {
+        let e = one_line_error(&geneb(args));
+        assert!(e.starts_with("geneb: ") && e.contains(named), "{e}");
+    }
     let help = geneb(&["audit", "--help"]);
     assert!(help.status.success());
     assert!(String::from_utf8_lossy(&help.stdout).contains("--clean"));
