@@ -454,6 +454,33 @@ fn an_evaluation_records_the_audit_and_scores_the_rows_that_did_not_leak() {
         text.contains("leak-free") && text.contains("fail planted"),
         "{text}"
     );
+    // The report too: each regime's leak-free MCCs beside all rows', and the audit's verdict.
+    let settings = geneb::profile::bootstrap::Settings {
+        replicates: 20,
+        seed: 0,
+    };
+    let analysis =
+        geneb::profile::analysis::analyse(std::slice::from_ref(&sub), settings, None).unwrap();
+    let report = geneb::report::html::render(&analysis, std::slice::from_ref(&sub)).unwrap();
+    let clean_mcc = sub.leak_free["full"]["planted"].mcc.unwrap();
+    let leak_free = &report.csv["leak_free_full.csv"];
+    assert!(
+        leak_free
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(&format!(",{clean_mcc}")),
+        "{leak_free}"
+    );
+    let audit_rows = &report.csv["audit.csv"];
+    assert!(
+        audit_rows.lines().nth(1).unwrap().starts_with("planted,")
+            && audit_rows.trim_end().ends_with(",fail"),
+        "{audit_rows}"
+    );
+    for table in ["table-leak_free_full", "table-audit"] {
+        assert!(report.html.contains(table), "{table} not in the report");
+    }
 
     // A result written before the audit existed still reads, and profiles without leak-free rows.
     let mut old: Value = serde_json::from_slice(&out.stdout).unwrap();
