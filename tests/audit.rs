@@ -537,3 +537,37 @@ fn argument_errors_are_one_line_and_help_is_not_an_error() {
     assert!(help.status.success());
     assert!(String::from_utf8_lossy(&help.stdout).contains("--clean"));
 }
+
+#[test]
+fn a_k_fold_run_audits_every_fold_and_scores_each_folds_clean_rows() {
+    let path = fixture("unsplit/unsplit.csv");
+    let out = geneb(&[
+        "eval",
+        "--model",
+        "kmer:3",
+        "--task",
+        path.to_str().unwrap(),
+        "--folds",
+        "3",
+        "--regimes",
+        "full",
+        "--quiet",
+        "--no-cache",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let sub = geneb::submission::read_results("result", &out.stdout)
+        .unwrap()
+        .remove(0);
+    // The folds' audits are one, their leaked rows placed as the evidence concatenates the folds.
+    let audit = &sub.audit["unsplit"];
+    let y_true = sub.predictions["unsplit"].y_true.decode("y_true").unwrap();
+    assert_eq!(audit.test, y_true.len());
+    assert!(
+        !audit.leaked_test_rows.is_empty(),
+        "the default folds split relatives"
+    );
+    assert!(audit.leaked_test_rows.iter().all(|&r| r < audit.test));
+    let clean = sub.leak_free["full"]["unsplit"];
+    assert_eq!(clean.test_rows, audit.test - audit.leaked_test_rows.len());
+    assert!(clean.mcc.is_some_and(|m| (-1.0..=1.0).contains(&m)));
+}
