@@ -392,10 +392,10 @@ fn recomputed(y_true: &[usize], predicted: &[usize], leaked: &[usize]) -> f64 {
     geneb::metrics::score(&truth, &kept).mcc
 }
 
-/// `geneb eval --model kmer:3` on a fixture's task, its result on stdout.
-fn evaluate(task: &str, regimes: &str) -> Output {
+/// `geneb eval --model kmer:3` on a fixture's task with `extra` arguments, its result on stdout.
+fn evaluate(task: &str, regimes: &str, extra: &[&str]) -> Output {
     let path = fixture(task);
-    let out = geneb(&[
+    let mut args = vec![
         "eval",
         "--model",
         "kmer:3",
@@ -405,14 +405,16 @@ fn evaluate(task: &str, regimes: &str) -> Output {
         regimes,
         "--quiet",
         "--no-cache",
-    ]);
+    ];
+    args.extend(extra);
+    let out = geneb(&args);
     assert!(out.status.success(), "{out:?}");
     out
 }
 
 #[test]
 fn an_evaluation_records_the_audit_and_scores_the_rows_that_did_not_leak() {
-    let out = evaluate("table/planted.csv", "full,1shot");
+    let out = evaluate("table/planted.csv", "full,1shot", &[]);
     let sub = geneb::submission::read_results("result", &out.stdout)
         .unwrap()
         .remove(0);
@@ -494,7 +496,7 @@ fn an_evaluation_records_the_audit_and_scores_the_rows_that_did_not_leak() {
 
 #[test]
 fn a_task_whose_test_rows_all_leak_has_no_leak_free_score() {
-    let out = evaluate("leaked/all_leaked.csv", "full");
+    let out = evaluate("leaked/all_leaked.csv", "full", &[]);
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     let clean = &result["leak_free"]["full"]["all_leaked"];
     assert_eq!(clean["MCC"], Value::Null);
@@ -540,21 +542,7 @@ fn argument_errors_are_one_line_and_help_is_not_an_error() {
 
 #[test]
 fn a_k_fold_run_audits_every_fold_and_scores_each_folds_clean_rows() {
-    let path = fixture("unsplit/unsplit.csv");
-    let out = geneb(&[
-        "eval",
-        "--model",
-        "kmer:3",
-        "--task",
-        path.to_str().unwrap(),
-        "--folds",
-        "3",
-        "--regimes",
-        "full",
-        "--quiet",
-        "--no-cache",
-    ]);
-    assert!(out.status.success(), "{out:?}");
+    let out = evaluate("unsplit/unsplit.csv", "full", &["--folds", "3"]);
     let sub = geneb::submission::read_results("result", &out.stdout)
         .unwrap()
         .remove(0);
