@@ -392,10 +392,10 @@ fn recomputed(y_true: &[usize], predicted: &[usize], leaked: &[usize]) -> f64 {
     geneb::metrics::score(&truth, &kept).mcc
 }
 
-/// `geneb eval --model kmer:3` on a fixture's task, its result on stdout.
-fn evaluate(task: &str, regimes: &str) -> Output {
+/// `geneb eval --model kmer:3` on a fixture's task with `extra` arguments, its result on stdout.
+fn evaluate(task: &str, regimes: &str, extra: &[&str]) -> Output {
     let path = fixture(task);
-    let out = geneb(&[
+    let mut args = vec![
         "eval",
         "--model",
         "kmer:3",
@@ -405,14 +405,16 @@ fn evaluate(task: &str, regimes: &str) -> Output {
         regimes,
         "--quiet",
         "--no-cache",
-    ]);
+    ];
+    args.extend(extra);
+    let out = geneb(&args);
     assert!(out.status.success(), "{out:?}");
     out
 }
 
 #[test]
 fn an_evaluation_records_the_audit_and_scores_the_rows_that_did_not_leak() {
-    let out = evaluate("table/planted.csv", "full,1shot");
+    let out = evaluate("table/planted.csv", "full,1shot", &[]);
     let sub = geneb::submission::read_results("result", &out.stdout)
         .unwrap()
         .remove(0);
@@ -454,6 +456,33 @@ fn an_evaluation_records_the_audit_and_scores_the_rows_that_did_not_leak() {
         text.contains("leak-free") && text.contains("fail planted"),
         "{text}"
     );
+    // The report too: each regime's leak-free MCCs beside all rows', and the audit's verdict.
+    let settings = geneb::profile::bootstrap::Settings {
+        replicates: 20,
+        seed: 0,
+    };
+    let analysis =
+        geneb::profile::analysis::analyse(std::slice::from_ref(&sub), settings, None).unwrap();
+    let report = geneb::report::html::render(&analysis, std::slice::from_ref(&sub)).unwrap();
+    let clean_mcc = sub.leak_free["full"]["planted"].mcc.unwrap();
+    let leak_free = &report.csv["leak_free_full.csv"];
+    assert!(
+        leak_free
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(&format!(",{clean_mcc}")),
+        "{leak_free}"
+    );
+    let audit_rows = &report.csv["audit.csv"];
+    assert!(
+        audit_rows.lines().nth(1).unwrap().starts_with("planted,")
+            && audit_rows.trim_end().ends_with(",fail"),
+        "{audit_rows}"
+    );
+    for table in ["table-leak_free_full", "table-audit"] {
+        assert!(report.html.contains(table), "{table} not in the report");
+    }
 
     // A result written before the audit existed still reads, and profiles without leak-free rows.
     let mut old: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -467,7 +496,7 @@ fn an_evaluation_records_the_audit_and_scores_the_rows_that_did_not_leak() {
 
 #[test]
 fn a_task_whose_test_rows_all_leak_has_no_leak_free_score() {
-    let out = evaluate("leaked/all_leaked.csv", "full");
+    let out = evaluate("leaked/all_leaked.csv", "full", &[]);
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     let clean = &result["leak_free"]["full"]["all_leaked"];
     assert_eq!(clean["MCC"], Value::Null);
@@ -495,7 +524,38 @@ fn argument_errors_are_one_line_and_help_is_not_an_error() {
         "kinship",
     ]));
     assert!(e.contains("kinship"), "{e}");
+    // Each other kind of argument error clap reports: one line naming what was wrong.
+    for (args, named) in [
+        (&["eval", "--no-such-flag"][..], "--no-such-flag"),
+        (&["eval", "--model"][..], "--model"),
+        (&["frobnicate"][..], "frobnicate"),
+        (&["merge"][..], "--out-dir"),
+        (&["--max-memory"][..], "--max-memory"),
+    ] {
+        let e = one_line_error(&geneb(args));
+        assert!(e.starts_with("geneb: ") && e.contains(named), "{e}");
+    }
     let help = geneb(&["audit", "--help"]);
     assert!(help.status.success());
     assert!(String::from_utf8_lossy(&help.stdout).contains("--clean"));
+}
+
+#[test]
+fn a_k_fold_run_audits_every_fold_and_scores_each_folds_clean_rows() {
+    let out = evaluate("unsplit/unsplit.csv", "full", &["--folds", "3"]);
+    let sub = geneb::submission::read_results("result", &out.stdout)
+        .unwrap()
+        .remove(0);
+    // The folds' audits are one, their leaked rows placed as the evidence concatenates the folds.
+    let audit = &sub.audit["unsplit"];
+    let y_true = sub.predictions["unsplit"].y_true.decode("y_true").unwrap();
+    assert_eq!(audit.test, y_true.len());
+    assert!(
+        !audit.leaked_test_rows.is_empty(),
+        "the default folds split relatives"
+    );
+    assert!(audit.leaked_test_rows.iter().all(|&r| r < audit.test));
+    let clean = sub.leak_free["full"]["unsplit"];
+    assert_eq!(clean.test_rows, audit.test - audit.leaked_test_rows.len());
+    assert!(clean.mcc.is_some_and(|m| (-1.0..=1.0).contains(&m)));
 }

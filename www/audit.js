@@ -44,8 +44,9 @@ export async function updateAudit(entries) {
   ui.summary.textContent = 'Auditing the tasks for leaks between train and test…';
   ui.table.replaceChildren();
   try {
-    const files = await Promise.all(tasks.map(async ({ path, file }) => (
-      { name: path, bytes: new Uint8Array(await file.arrayBuffer()) })));
+    // The files themselves (handles, not their bytes): the worker reads them, so a 20 MB table
+    // is neither read on the page's thread nor copied from it to the worker.
+    const files = tasks.map(({ path, file }) => ({ name: path, file }));
     const split = splitSettings();
     const report = await callCore('audit', { files, ...(split ? { split } : {}) });
     if (id === latest) show(report);

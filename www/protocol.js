@@ -33,12 +33,12 @@ export const CALLS = Object.freeze({
   },
   columns: {
     about: 'the dropped tables without a split column, and their columns (www/split.js)',
-    args: '{files: [{name, bytes}]}',
+    args: '{files: [{name, file}]} (file: a File or Blob, read by the worker)',
     value: '{tables: [{file, task, columns}], defaults}',
   },
   audit: {
     about: 'the leak audit of the dropped tasks, before anything is embedded (www/audit.js)',
-    args: '{files: [{name, bytes}], split?}',
+    args: '{files: [{name, file}], split?} (file: a File or Blob, read by the worker)',
     value: '{k, max_training_holders, near_copy_containment, thresholds, tasks: [TaskAudit]}',
   },
 });

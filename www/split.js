@@ -56,8 +56,9 @@ export async function updateSplitTables(entries) {
   const candidates = entries.filter(({ path }) => isTable(path));
   if (!candidates.length) { show([], null); return; }
   try {
-    const files = await Promise.all(candidates.map(async ({ path, file }) => (
-      { name: path, bytes: new Uint8Array(await file.arrayBuffer()) })));
+    // The files themselves: the worker reads them (a 20 MB table read and copied on the page's
+    // thread delayed the audit the worker runs beside this call).
+    const files = candidates.map(({ path, file }) => ({ name: path, file }));
     const reply = await callCore('columns', { files });
     if (id === latest) show(reply.tables ?? [], reply.defaults);
   } catch (err) {

@@ -194,6 +194,17 @@ fn html(
         let key = &regime.regime;
         out.push_str(&table(&format!("profile_{key}")));
         out.push_str(&plot(&format!("heatmap_{key}.svg")));
+        // Empty where the results recorded no audit.
+        out.push_str(&table(&format!("leak_free_{key}")));
+    }
+    if !analysis.profile.audit.is_empty() {
+        section(
+            &mut out,
+            "Leaks between train and test",
+            "Which test rows copy a training row, and how a baseline that only remembers \
+             training rows scores (geneb audit).",
+        );
+        out.push_str(&table("audit"));
     }
     section(
         &mut out,
