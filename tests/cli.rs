@@ -400,6 +400,26 @@ fn every_bad_input_is_one_line_naming_the_file_with_exit_2() {
     assert!(checked >= 30, "only {checked} bad inputs found");
 }
 
+/// A reader that leaves early (`geneb models --leaderboard | head -1`) ends geneb as it ends
+/// other Unix tools, by SIGPIPE, never by a panic on the next print.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_geneb_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_geneb"))
+        .args(["models", "--leaderboard"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running geneb");
+    // The read end closes before geneb prints its first line.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("waiting for geneb");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "a panic: {stderr}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{stderr}");
+}
+
 #[test]
 fn usage_errors_exit_2_and_every_verb_has_help() {
     for verb in ["eval", "predict", "probe", "fewshot", "profile", "models"] {

@@ -451,7 +451,18 @@ struct ProfileArgs {
     seed: u32,
 }
 
+/// A closed pipe ends the process as it ends `cat` or `grep`: Rust ignores SIGPIPE, so a print
+/// into a pipe whose reader left (`geneb audit … | head`) would panic instead.
+fn end_quietly_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first in main, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    end_quietly_on_closed_pipe();
     keep_freed_memory();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
