@@ -973,7 +973,14 @@ fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profile
         .expect("the tab's weights limit");
     for model in known {
         if let Some(parameters) = model["parameters"].as_u64() {
-            assert_eq!(model["fitsTab"], parameters * 4 <= limit, "{model}");
+            // In f32, else in half precision (the checkpoint's bf16/f16 on the tab's GPU).
+            assert_eq!(model["fitsTab"], parameters * 2 <= limit, "{model}");
+            let held = if parameters * 4 <= limit {
+                "f32"
+            } else {
+                "half"
+            };
+            assert!(!model["fitsTab"].as_bool().unwrap() || model["tabWeights"] == held);
         }
     }
     let mutbert = known
@@ -1453,6 +1460,141 @@ fn the_budget_charges_the_weights_held_and_chooses_half_precision_when_f32_is_ov
             "{stderr}"
         );
     }
+}
+
+/// `?weights=half` on wgpu keeps the checkpoint's 16-bit values on the GPU: the result's
+/// `peak_gpu_memory_bytes` falls by about what the f32 weights would have held beyond them, and
+/// the scores are the f32 path's (bf16 widens exactly). The tiny Llama fixture, each of its
+/// dimensions but the vocabulary 12 times as wide (2.07 M parameters: 8.3 MB at f32, 4.1 MB
+/// in bf16), so the weights outweigh the memory pools' rounding (measured on lavapipe: 15.4 MB
+/// held in bf16, 19.8 MB in f32).
+#[test]
+fn half_weights_on_wgpu_hold_half_the_gpu_memory() {
+    let dir = scratch("half-weights-gpu");
+    let model = dir.join("llama-wide");
+    let held_bytes = widened_llama(
+        &repo("tests/fixtures/models/llama_sharded_bf16"),
+        &model,
+        12,
+    );
+    let task = dir.join("task.csv");
+    let mut rows = String::from("text,label,split\n");
+    for (i, split) in ["train", "train", "train", "train", "test", "test"]
+        .iter()
+        .enumerate()
+    {
+        rows += &format!("{},{},{split}\n", ["ACGTTGCA", "GGGCCCAT"][i % 2], i % 2);
+    }
+    std::fs::write(&task, rows).unwrap();
+    let eval = |weights: &str| {
+        let spec = format!("hf:{}?weights={weights}", model.display());
+        let args = [
+            "eval",
+            "--no-cache",
+            "--backend",
+            "wgpu",
+            "--regimes",
+            "full",
+        ];
+        let task = task.to_str().unwrap();
+        ok_json(&geneb(
+            &[
+                &args[..],
+                &["--model", &spec, "--task", task, "--category", "Promoters"],
+            ]
+            .concat(),
+        ))
+    };
+    let (half, f32_path) = (eval("half"), eval("f32"));
+    let gpu = |result: &Value| {
+        result["protocol"]["cost"]["peak_gpu_memory_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    eprintln!(
+        "peak GPU bytes: {} held in bf16, {} in f32 ({held_bytes} bytes of bf16 weights)",
+        gpu(&half),
+        gpu(&f32_path)
+    );
+    assert!(
+        gpu(&half) + held_bytes * 3 / 4 <= gpu(&f32_path),
+        "{} vs {}",
+        gpu(&half),
+        gpu(&f32_path)
+    );
+    assert_eq!(half["results"], f32_path["results"]);
+    assert!(
+        half["protocol"]["encoder"]["weights"]
+            .as_str()
+            .unwrap()
+            .starts_with("bf16 as the checkpoint stores them")
+    );
+}
+
+/// The Llama folder `fixture` in `out` with every dimension but the vocabulary `scale` times as
+/// wide, its weights one bf16 `model.safetensors` of small deterministic values (norms 1):
+/// a checkpoint as large as a test needs, written here rather than committed. Returns the
+/// weights' bytes.
+fn widened_llama(fixture: &Path, out: &Path, scale: usize) -> u64 {
+    std::fs::create_dir_all(out).unwrap();
+    let mut config: Value =
+        serde_json::from_slice(&std::fs::read(fixture.join("config.json")).unwrap()).unwrap();
+    let vocab = config["vocab_size"].as_u64().unwrap() as usize;
+    for key in ["hidden_size", "intermediate_size", "head_dim"] {
+        config[key] = (config[key].as_u64().unwrap() as usize * scale).into();
+    }
+    std::fs::write(out.join("config.json"), config.to_string()).unwrap();
+    for file in [
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+    ] {
+        std::fs::copy(fixture.join(file), out.join(file)).unwrap();
+    }
+    let index: Value = serde_json::from_slice(
+        &std::fs::read(fixture.join("model.safetensors.index.json")).unwrap(),
+    )
+    .unwrap();
+    // Every tensor's shape from the shards' headers, each dimension but the vocabulary scaled.
+    let mut shapes = std::collections::BTreeMap::new();
+    for shard in index["weight_map"].as_object().unwrap().values() {
+        let bytes = std::fs::read(fixture.join(shard.as_str().unwrap())).unwrap();
+        let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let header: serde_json::Map<String, Value> =
+            serde_json::from_slice(&bytes[8..8 + len]).unwrap();
+        for (name, entry) in header.into_iter().filter(|(n, _)| n != "__metadata__") {
+            let shape: Vec<usize> = entry["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap() as usize)
+                .map(|d| if d == vocab { d } else { d * scale })
+                .collect();
+            shapes.insert(name, shape);
+        }
+    }
+    let (mut header, mut data) = (serde_json::Map::new(), Vec::new());
+    let mut state = 1u32;
+    for (name, shape) in shapes {
+        let start = data.len();
+        for _ in 0..shape.iter().product::<usize>() {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let value = if shape.len() == 1 {
+                1.0
+            } else {
+                (state >> 8) as f32 / (1u32 << 24) as f32 * 0.1 - 0.05
+            };
+            data.extend(half::bf16::from_f32(value).to_le_bytes());
+        }
+        let entry = serde_json::json!({"dtype": "BF16", "shape": shape, "data_offsets": [start, data.len()]});
+        header.insert(name, entry);
+    }
+    let header = serde_json::to_vec(&header).unwrap();
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend(header);
+    file.extend(&data);
+    std::fs::write(out.join("model.safetensors"), file).unwrap();
+    data.len() as u64
 }
 
 /// A sharded checkpoint from the hub: its index, then every shard the index names, each

@@ -1014,6 +1014,111 @@ fn half_precision_weights_are_held_as_stored_or_narrowed_and_say_so() {
     assert_ne!(narrowed.cache_identity(), f32_path.cache_identity());
 }
 
+/// `?weights=half` on wgpu: the 16-bit values stay on the GPU and are widened there
+/// (`layers::HalfMatrix`), so a sharded bf16 checkpoint and an f16 one give the CPU's half
+/// path (and the f32 path on the same stored values), and bf16's the transformers reference.
+#[test]
+fn half_precision_weights_on_wgpu_are_the_cpu_half_paths() {
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
+    let f16_dir = f16_copy_of(&fixtures.join("llama"), "llama-f16");
+    let expected = |dir: &std::path::Path| -> Pipeline {
+        serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap()
+    };
+    let embed = |dir: &std::path::Path, options: &str, kind: BackendKind| {
+        let spec = format!("hf:{}{options}", dir.display());
+        let encoder = pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind)).unwrap();
+        let got = pollster::block_on(encoder.embed(&expected(dir).sequences)).unwrap();
+        (
+            encoder.describe().weights,
+            got.iter().copied().collect::<Vec<f32>>(),
+        )
+    };
+    let worst = |a: &[f32], b: &[f32]| {
+        assert_eq!(a.len(), b.len());
+        a.iter()
+            .zip(b)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max)
+    };
+    for (dir, held) in [
+        (fixtures.join("llama_sharded_bf16"), "bf16"),
+        (f16_dir, "f16"),
+    ] {
+        let (described, gpu) = embed(&dir, "?weights=half", BackendKind::Wgpu);
+        let described = described.unwrap();
+        assert!(
+            described.starts_with(&format!("{held} as the checkpoint stores them")),
+            "{described}"
+        );
+        let (_, cpu_half) = embed(&dir, "?weights=half", BackendKind::Cpu);
+        let (_, cpu_f32) = embed(&dir, "?weights=f32", BackendKind::Cpu);
+        let reference = worst(&gpu, &expected(&dir).pooled.concat());
+        eprintln!(
+            "{held} held on wgpu: max |Δ| vs CPU half {:.2e}, vs CPU f32 {:.2e}, vs the \
+             reference {reference:.2e}",
+            worst(&gpu, &cpu_half),
+            worst(&gpu, &cpu_f32)
+        );
+        assert!(worst(&gpu, &cpu_half) <= 1e-6, "{held}: wgpu vs CPU half");
+        assert!(worst(&gpu, &cpu_f32) <= 1e-6, "{held}: wgpu vs CPU f32");
+        // The f16 copy rounds the f32 reference's weights: f16's 11 significant bits.
+        let tolerance = if held == "bf16" { 1e-4 } else { F16_TOLERANCE };
+        assert!(
+            reference <= tolerance,
+            "{held} vs the reference: {reference}"
+        );
+    }
+}
+
+/// f16 keeps 11 significant bits (a relative rounding of at most 2⁻¹²); through the tiny
+/// Llama's two blocks that moved no pooled value by more than 2e-3 (measured 2026-12-07).
+const F16_TOLERANCE: f32 = 2e-3;
+
+/// A copy of the model folder `fixture` in the test's temporary directory, its f32
+/// `model.safetensors` stored in f16 (config.json's `torch_dtype` left alone: geneb reads the
+/// tensors' own dtypes).
+fn f16_copy_of(fixture: &std::path::Path, name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(fixture).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    let file = std::fs::read(fixture.join("model.safetensors")).unwrap();
+    let header_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&file[8..8 + header_len]).unwrap();
+    let data = &file[8 + header_len..];
+    let (mut out_header, mut out_data) = (serde_json::Map::new(), Vec::new());
+    for (tensor, entry) in header {
+        if tensor == "__metadata__" {
+            continue;
+        }
+        assert_eq!(entry["dtype"], "F32", "{tensor}");
+        let range = &entry["data_offsets"];
+        let (start, end) = (
+            range[0].as_u64().unwrap() as usize,
+            range[1].as_u64().unwrap() as usize,
+        );
+        let begin = out_data.len();
+        for value in data[start..end].chunks_exact(4) {
+            let value = f32::from_le_bytes(value.try_into().unwrap());
+            out_data.extend(half::f16::from_f32(value).to_le_bytes());
+        }
+        out_header.insert(
+            tensor,
+            serde_json::json!({"dtype": "F16", "shape": entry["shape"], "data_offsets": [begin, out_data.len()]}),
+        );
+    }
+    let out_header = serde_json::to_vec(&out_header).unwrap();
+    let mut out = (out_header.len() as u64).to_le_bytes().to_vec();
+    out.extend(out_header);
+    out.extend(out_data);
+    std::fs::write(dir.join("model.safetensors"), out).unwrap();
+    dir
+}
+
 /// bf16 keeps 8 significant bits (a relative rounding of at most 2^-9 per weight); through the
 /// tiny Llama's two blocks and its final RMSNorm that moved no pooled value by more than 6.6e-3.
 const NARROWED_TOLERANCE: f32 = 1e-2;

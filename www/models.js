@@ -115,10 +115,16 @@ function say(node, text, { error = false } = {}) {
   node.classList.toggle('error', error);
 }
 
-/** "yes", or why not and what runs it instead. */
+/**
+ * "yes" (in half precision where f32 would not fit: the checkpoint's bf16/f16 weights on the
+ * tab's WebGPU device), or why not and the command that runs it instead.
+ */
 function fitsText(m) {
   if (m.fitsTab == null) return '—';
-  return m.fitsTab ? 'yes' : `no: ${bytesText(m.parameters * 4)} of f32 weights; use geneb eval`;
+  if (m.tabWeights === 'half') return `yes, its weights held in half precision (${bytesText(m.parameters * 2)})`;
+  if (m.fitsTab) return 'yes';
+  return `no: ${bytesText(m.parameters * 2)} of weights even in half precision; run it with `
+    + `geneb eval --model hf:${m.hubId ?? 'FOLDER'} (--backend wgpu for a GPU)`;
 }
 
 function knownTable() {

@@ -1045,7 +1045,7 @@ fn run_models(args: &ModelsArgs) -> Result<()> {
         }
         let gb = |bytes: u64| format!("{:.1} GB", bytes as f64 / 1e9);
         println!(
-            "macro MCC  model                          parameters      f32     half  runs  tab"
+            "macro MCC  model                          parameters      f32     half  runs  tab (held in)"
         );
         for m in &models {
             println!(
@@ -1056,7 +1056,7 @@ fn run_models(args: &ModelsArgs) -> Result<()> {
                 gb(m.f32_bytes),
                 gb(m.half_bytes),
                 if m.runs { "yes" } else { "no" },
-                if m.fits_tab { "yes" } else { "no" },
+                m.tab_weights.unwrap_or("no"),
                 m.why_not
                     .as_deref()
                     .map_or(String::new(), |why| format!("  {why}"))

@@ -768,15 +768,31 @@ pub struct PublishedProfile {
 /// reading or downloading them.
 pub const TAB_WEIGHTS_LIMIT: u64 = 2 << 30;
 
+/// What a tab holds a model of `parameters` in: "f32" where its f32 weights are within
+/// `TAB_WEIGHTS_LIMIT`, else "half" (the checkpoint's bf16 or f16, on the tab's WebGPU device
+/// or in its CPU's memory: `pretrained::hold_weights`) where those are; None where neither is.
+pub fn tab_weights(parameters: u64) -> Option<&'static str> {
+    if parameters.saturating_mul(4) <= TAB_WEIGHTS_LIMIT {
+        Some("f32")
+    } else if parameters.saturating_mul(2) <= TAB_WEIGHTS_LIMIT {
+        Some("half")
+    } else {
+        None
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct KnownWithProfile {
     #[serde(flatten)]
     pub model: &'static KnownModel,
     pub published: Option<PublishedProfile>,
-    /// Whether its f32 weights are within `TAB_WEIGHTS_LIMIT` (unknown without a parameter
-    /// count).
+    /// Whether its weights, in f32 or else in half precision, are within `TAB_WEIGHTS_LIMIT`
+    /// (unknown without a parameter count).
     #[serde(rename = "fitsTab")]
     pub fits_tab: Option<bool>,
+    /// What a tab holds them in (`tab_weights`): "f32", "half", or None.
+    #[serde(rename = "tabWeights")]
+    pub tab_weights: Option<&'static str>,
     /// Its recipe in one line, for the page's table (`Recipe::summary`).
     #[serde(rename = "recipeSummary")]
     pub recipe_summary: String,
@@ -792,7 +808,8 @@ pub fn with_published_profiles() -> crate::Result<Vec<KnownWithProfile>> {
             recipe_summary: model.recipe.summary(),
             fits_tab: model
                 .parameters
-                .map(|parameters| parameters * 4 <= TAB_WEIGHTS_LIMIT),
+                .map(|parameters| tab_weights(parameters).is_some()),
+            tab_weights: model.parameters.and_then(tab_weights),
             published: model
                 .leaderboard
                 .and_then(|key| rows.iter().find(|r| r.model == key))
@@ -825,9 +842,13 @@ pub struct LeaderboardModel {
     pub half_bytes: u64,
     /// geneb has its architecture (and a row for it).
     pub runs: bool,
-    /// It runs and its f32 weights are within `TAB_WEIGHTS_LIMIT`.
+    /// It runs and its weights, in f32 or else in half precision, are within
+    /// `TAB_WEIGHTS_LIMIT`.
     #[serde(rename = "fitsTab")]
     pub fits_tab: bool,
+    /// What a tab holds them in where it runs them (`tab_weights`).
+    #[serde(rename = "tabWeights")]
+    pub tab_weights: Option<&'static str>,
     /// Why it does not run here, or not in a tab; None where it does both.
     #[serde(rename = "whyNot")]
     pub why_not: Option<String>,
@@ -846,7 +867,8 @@ pub fn leaderboard_models() -> crate::Result<Vec<LeaderboardModel>> {
                 .find(|m| m.leaderboard == Some(row.model.as_str()));
             let runs = known.is_some_and(KnownModel::supported);
             let f32_bytes = row.params.saturating_mul(4);
-            let fits_tab = runs && f32_bytes <= TAB_WEIGHTS_LIMIT;
+            let tab_weights = tab_weights(row.params).filter(|_| runs);
+            let fits_tab = tab_weights.is_some();
             let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
             let why_not = match known {
                 None => Some(
@@ -859,13 +881,14 @@ pub fn leaderboard_models() -> crate::Result<Vec<LeaderboardModel>> {
                     m.runs_on.name()
                 )),
                 Some(_) if !fits_tab => Some(format!(
-                    "its f32 weights ({:.1} GiB) are over a tab's {:.0} GiB: run it with the \
-                     CLI (geneb eval --model hf:{}), which holds them in half precision \
-                     ({:.1} GiB) where f32 is over --max-memory",
-                    gib(f32_bytes),
+                    "even in half precision its weights ({:.1} GiB) are over a tab's {:.0} \
+                     GiB: run it with the CLI (geneb eval --model hf:{}), which holds them in \
+                     half precision where f32 ({:.1} GiB) is over --max-memory, on the CPU or \
+                     a GPU (--backend wgpu)",
+                    gib(row.params.saturating_mul(2)),
                     gib(TAB_WEIGHTS_LIMIT),
                     known.and_then(|m| m.hub_id).unwrap_or("FOLDER"),
-                    gib(row.params.saturating_mul(2))
+                    gib(f32_bytes),
                 )),
                 Some(_) => None,
             };
@@ -879,6 +902,7 @@ pub fn leaderboard_models() -> crate::Result<Vec<LeaderboardModel>> {
                 half_bytes: row.params.saturating_mul(2),
                 runs,
                 fits_tab,
+                tab_weights,
                 why_not,
             }
         })
@@ -1062,8 +1086,12 @@ mod tests {
             );
             assert!(!model.fits_tab || model.runs, "{}", model.model);
         }
+        // 1B parameters: 4 GB in f32, over a tab's 2 GiB; 2 GB in half precision, within it.
+        let omni = listed.iter().find(|m| m.model == "Omni-DNA-1B").unwrap();
+        assert!(omni.fits_tab && omni.why_not.is_none());
+        assert_eq!(omni.tab_weights, Some("half"));
         let metagene = listed.iter().find(|m| m.model == "METAGENE-1").unwrap();
-        assert!(metagene.runs && !metagene.fits_tab);
+        assert!(metagene.runs && !metagene.fits_tab && metagene.tab_weights.is_none());
         assert_eq!(metagene.half_bytes, 14_000_000_000);
         let why = metagene.why_not.as_deref().unwrap();
         assert!(

@@ -88,19 +88,20 @@ pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
 /// spec's `?weights=` asks for, else f32 where every float tensor of the checkpoint fits the
 /// memory budget at f32 (no widening per product), else half precision, the checkpoint's own
 /// bf16 or f16 (exact: the numbers are the f32 path's) or bf16 narrowed from a wider file.
-/// Compute is f32 either way. On the CPU natively the weights are charged to the budget as they
-/// are taken; a GPU holds them in its own memory, in f32 (or the device's `--precision f16`).
+/// Compute is f32 either way, on the CPU and on a GPU alike (there the 16-bit values stay on
+/// the device and are widened by `layers::HalfMatrix`). Natively the weights are charged to the
+/// budget as they are taken, at what they hold. A wgpu device computing in f16
+/// (`--precision f16`) holds every weight in f16 already.
 fn hold_weights(
     weights: Option<Weights>,
     ckpt: &mut Checkpoint,
     compute: &Compute,
 ) -> Result<HeldWeights> {
     let (f32_bytes, stored) = ckpt.float_bytes();
-    if compute.kind == BackendKind::Wgpu {
+    if compute.precision == super::Precision::F16 {
         if weights == Some(Weights::Half) {
             return Err(Error::new(
-                "?weights=half holds the weights in half precision on the CPU backend only; on \
-                 wgpu use --precision f16",
+                "?weights=half and --precision f16 do not combine: the device computes in f16                  and holds every weight so already; drop one of them",
             ));
         }
         return Ok(HeldWeights {

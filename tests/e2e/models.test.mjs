@@ -127,9 +127,11 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       const categories = await app.page.locator('[data-testid="category"] option').allTextContents();
       assert.equal(categories.length, 14, categories.join(' | '));
       assert.deepEqual([categories[1], categories[13]], ['Histone Mod.', 'Chromatin Acc.']);
-      // And whether it fits a tab: the small ones do, a 3B model is sent to the CLI.
+      // And whether it fits a tab: the small ones do, a 1B model in half precision, a 3B model
+      // is sent to the CLI with the command that runs it.
       const fits = await byTestId(app.page, 'known-model-fits').allTextContents();
-      assert.ok(fits.includes('yes') && fits.some((f) => /^no: .* of f32 weights; use geneb eval$/.test(f)), fits.join(' | '));
+      assert.ok(fits.includes('yes') && fits.some((f) => /^yes, its weights held in half precision/.test(f))
+        && fits.some((f) => /^no: .* even in half precision; run it with geneb eval --model hf:\S+ /.test(f)), fits.join(' | '));
       await dropModel(app.page, files); // pipeline.json and expected.json ride along: ignored
       await waitLoaded(app.page, 'hf:dropped-model');
       assert.match(await byTestId(app.page, 'loaded-model').textContent(), /ignored .*pipeline\.json/);

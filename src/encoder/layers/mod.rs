@@ -6,6 +6,8 @@
 #[cfg(feature = "wgpu")]
 mod attention_kernel;
 pub mod enformer_trunk;
+#[cfg(feature = "wgpu")]
+mod half_kernel;
 pub mod long_conv;
 pub mod mamba;
 #[cfg(any(target_arch = "wasm32", test))]
@@ -17,33 +19,105 @@ use crate::checkpoint::{Checkpoint, Matrix};
 use burn::tensor::activation::{gelu, relu, sigmoid};
 use burn::tensor::module::{layer_norm, linear};
 use burn::tensor::ops::AttentionModuleOptions;
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use positions::RotaryTables;
 
 pub fn upload<const D: usize>(data: Vec<f32>, shape: [usize; D], device: &Device) -> Tensor<D> {
     Tensor::from_data(TensorData::new(data, shape), device)
 }
 
-/// A matrix as taken (`Checkpoint::take_matrix`) onto `device`, in the type it is held in.
-pub fn upload_matrix(matrix: Matrix, shape: [usize; 2], device: &Device) -> Tensor<2> {
-    match matrix {
-        Matrix::F32(values) => upload(values, shape, device),
-        Matrix::Bf16(values) => Tensor::from_data(
-            TensorData::new(values, shape),
-            (device, burn::tensor::DType::BF16),
-        ),
-        Matrix::F16(values) => Tensor::from_data(
-            TensorData::new(values, shape),
-            (device, burn::tensor::DType::F16),
-        ),
+/// A matrix held in half precision (`Checkpoint::take_matrix`) on its device, widened to f32
+/// only where a product or a lookup uses it, so no second full-precision copy is ever held.
+#[derive(Clone)]
+pub enum HalfMatrix {
+    /// The CPU: Burn's own bf16 or f16 tensor, cast.
+    Cast(Tensor<2>),
+    /// A GPU: the values two to a u32 word, each row padded to whole words, widened by
+    /// `half_kernel` (WGSL has no bf16, and f16 only on adapters with `shader-f16`).
+    #[cfg(feature = "wgpu")]
+    Words {
+        words: Tensor<2, Int>,
+        width: usize,
+        bf16: bool,
+    },
+}
+
+impl HalfMatrix {
+    /// `matrix` ([rows, width], bf16 or f16) onto `device`.
+    fn upload(matrix: Matrix, [rows, width]: [usize; 2], device: &Device) -> HalfMatrix {
+        #[cfg(feature = "wgpu")]
+        if *device != Device::flex() {
+            let (bits, bf16): (Vec<u16>, bool) = match matrix {
+                Matrix::Bf16(values) => (values.iter().map(|v| v.to_bits()).collect(), true),
+                Matrix::F16(values) => (values.iter().map(|v| v.to_bits()).collect(), false),
+                Matrix::F32(_) => unreachable!("f32 matrices are not held in half"),
+            };
+            let per_row = width.div_ceil(2);
+            let mut words = vec![0u32; rows * per_row];
+            for (row, values) in bits.chunks_exact(width.max(1)).enumerate() {
+                for (column, &value) in values.iter().enumerate() {
+                    words[row * per_row + column / 2] |= u32::from(value) << (16 * (column % 2));
+                }
+            }
+            let words = Tensor::from_data(
+                TensorData::new(words, [rows, per_row]),
+                (device, burn::tensor::DType::U32),
+            );
+            return HalfMatrix::Words { words, width, bf16 };
+        }
+        let cast = match matrix {
+            Matrix::Bf16(values) => Tensor::from_data(
+                TensorData::new(values, [rows, width]),
+                (device, burn::tensor::DType::BF16),
+            ),
+            Matrix::F16(values) => Tensor::from_data(
+                TensorData::new(values, [rows, width]),
+                (device, burn::tensor::DType::F16),
+            ),
+            Matrix::F32(_) => unreachable!("f32 matrices are not held in half"),
+        };
+        HalfMatrix::Cast(cast)
+    }
+
+    fn rows(&self) -> usize {
+        match self {
+            HalfMatrix::Cast(matrix) => matrix.dims()[0],
+            #[cfg(feature = "wgpu")]
+            HalfMatrix::Words { words, .. } => words.dims()[0],
+        }
+    }
+
+    /// The whole matrix in f32.
+    fn widen(&self) -> Tensor<2> {
+        match self {
+            HalfMatrix::Cast(matrix) => matrix.clone().cast(burn::tensor::FloatDType::F32),
+            #[cfg(feature = "wgpu")]
+            HalfMatrix::Words { words, width, bf16 } => {
+                half_kernel::widen(words.clone(), *width, *bf16)
+            }
+        }
+    }
+
+    /// The rows `ids` ([batch, tokens]) in f32: [batch, tokens, width]; only those are widened.
+    fn widen_rows(&self, ids: Tensor<2, Int>) -> Tensor<3> {
+        match self {
+            HalfMatrix::Cast(matrix) => burn::tensor::module::embedding(matrix.clone(), ids)
+                .cast(burn::tensor::FloatDType::F32),
+            #[cfg(feature = "wgpu")]
+            HalfMatrix::Words { words, width, bf16 } => {
+                let [batch, tokens] = ids.dims();
+                let rows = words.clone().select(0, ids.reshape([batch * tokens]));
+                half_kernel::widen(rows, *width, *bf16).reshape([batch, tokens, *width])
+            }
+        }
     }
 }
 
 /// A token embedding table [rows, width], held as the checkpoint's matrices are
-/// (`Checkpoint::take_matrix`): only the rows looked up are widened to f32.
-pub struct EmbeddingTable {
-    table: Tensor<2>,
-    half: bool,
+/// (`Checkpoint::take_matrix`): in half precision, only the rows looked up are widened to f32.
+pub enum EmbeddingTable {
+    Full(Tensor<2>),
+    Half(HalfMatrix),
 }
 
 impl EmbeddingTable {
@@ -53,25 +127,25 @@ impl EmbeddingTable {
         shape: [usize; 2],
         device: &Device,
     ) -> Result<EmbeddingTable> {
-        let matrix = ckpt.take_matrix(name, &shape)?;
-        let half = matrix.held() != crate::checkpoint::Held::F32;
-        Ok(EmbeddingTable {
-            table: upload_matrix(matrix, shape, device),
-            half,
+        Ok(match ckpt.take_matrix(name, &shape)? {
+            Matrix::F32(values) => EmbeddingTable::Full(upload(values, shape, device)),
+            half => EmbeddingTable::Half(HalfMatrix::upload(half, shape, device)),
         })
     }
 
     pub fn rows(&self) -> usize {
-        self.table.dims()[0]
+        match self {
+            EmbeddingTable::Full(table) => table.dims()[0],
+            EmbeddingTable::Half(table) => table.rows(),
+        }
     }
 
     /// ids [batch, tokens] → [batch, tokens, width]
-    pub fn forward(&self, ids: Tensor<2, burn::tensor::Int>) -> Tensor<3> {
-        let rows = burn::tensor::module::embedding(self.table.clone(), ids);
-        // A device computing in f16 (`--precision f16`) holds f32 tables as f16 already.
-        match self.half {
-            true => rows.cast(burn::tensor::FloatDType::F32),
-            false => rows,
+    pub fn forward(&self, ids: Tensor<2, Int>) -> Tensor<3> {
+        match self {
+            // A device computing in f16 (`--precision f16`) holds f32 tables as f16 already.
+            EmbeddingTable::Full(table) => burn::tensor::module::embedding(table.clone(), ids),
+            EmbeddingTable::Half(table) => table.widen_rows(ids),
         }
     }
 }
@@ -99,7 +173,7 @@ pub enum Linear {
     /// f32): widened to f32 for each product, one layer at a time, so the model never holds a
     /// second full-precision copy of itself.
     Half {
-        weight: Tensor<2>,
+        weight: HalfMatrix,
         bias: Option<Tensor<1>>,
     },
     /// The page's CPU backend: W packed for `packed_matmul`, 1.1–1.6× Burn's matmul there (see
@@ -216,7 +290,7 @@ impl Linear {
         match weight {
             Matrix::F32(weight) => Linear::new(weight, bias, in_features, out_features, device),
             half => Linear::Half {
-                weight: upload_matrix(half, [out_features, in_features], device),
+                weight: HalfMatrix::upload(half, [out_features, in_features], device),
                 bias: bias.map(|b| upload(b, [out_features], device)),
             },
         }
@@ -245,10 +319,7 @@ impl Linear {
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         match self {
             Linear::Tensors { weight_t, bias } => linear(x, weight_t.clone(), bias.clone()),
-            Linear::Half { weight, bias } => {
-                let weight = weight.clone().cast(burn::tensor::FloatDType::F32);
-                linear(x, weight.transpose(), bias.clone())
-            }
+            Linear::Half { weight, bias } => linear(x, weight.widen().transpose(), bias.clone()),
             #[cfg(target_arch = "wasm32")]
             Linear::Packed(packed) => {
                 let mut dims = x.dims();
