@@ -18,6 +18,9 @@ use geneb::encoder::backend::{self, Compute};
 use geneb::encoder::layers::long_conv::LongConv;
 use std::path::{Path, PathBuf};
 
+#[path = "support/layers.rs"]
+mod layers;
+
 const TOLERANCE: f32 = 1e-4;
 
 fn fixtures() -> PathBuf {
@@ -360,12 +363,21 @@ fn janus_reads_the_published_wrapped_config() {
     assert!(err.contains("'bidirectional' must be true"), "{err}");
 }
 
+/// And every hidden state of the folder on wgpu against the reference's (layers.json), on the
+/// kernels the last layer's check has just compiled.
 #[test]
 fn caduceus_matches_the_reference_on_wgpu() {
     let compute = wgpu();
     for variant in ["ph", "ps"] {
         let dir = fixtures().join("caduceus").join(variant);
         check("caduceus", &dir, &dir, &compute);
+        let spec = format!("hf:{}", dir.display());
+        let model = pollster::block_on(geneb::encoder::Encoder::from_spec(
+            &spec.parse().unwrap(),
+            geneb::encoder::BackendKind::Wgpu,
+        ))
+        .unwrap();
+        layers::check(&dir, &model, "Wgpu");
     }
 }
 
@@ -502,6 +514,10 @@ fn eccdnamamba_embeds_as_its_extractor_on_cpu_and_wgpu() {
             started.elapsed().as_secs_f64()
         );
         assert!(worst <= TOLERANCE, "{kind:?}: max |Δ| = {worst}");
+        // Every hidden state on wgpu from this load (the CPU's: tests/hf_models.rs).
+        if kind == BackendKind::Wgpu {
+            layers::check(&dir, &encoder, "Wgpu");
+        }
     }
 
     let broken = std::env::temp_dir().join(format!("geneb-eccdnamamba-{}", std::process::id()));
