@@ -395,6 +395,7 @@ fn hidden_layers_match_the_reference_and_a_sweep_the_single_layer_runs() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
     for name in [
         "bert",
+        "dnabert2",
         "nt_v2",
         "llama",
         "mistral",
