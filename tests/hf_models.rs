@@ -415,7 +415,8 @@ fn hidden_layers_match_the_reference_and_a_sweep_the_single_layer_runs() {
 /// architecture's file in src/encoder/arch/ defines them, from hooks on the reference's
 /// modules; on the CPU. On wgpu each is checked where its kernels are already compiled (tens of
 /// seconds each on lavapipe): `model_folders_embed_like_the_reference_extractors` here,
-/// tests/ssm_models.rs for Caduceus and eccDNAMamba, tests/enformer.rs for Enformer and SPACE.
+/// tests/ssm_models.rs for HyenaDNA, Caduceus and eccDNAMamba, tests/enformer.rs for Enformer
+/// and SPACE.
 #[test]
 fn hidden_layers_of_the_other_architectures_match_their_reference_code() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");

@@ -178,10 +178,23 @@ fn hyena_tiny_matches_the_reference_on_cpu() {
     check("hyenadna", &dir, &dir, &backend::cpu());
 }
 
+/// Every hidden state of the folder `dir` on wgpu against the reference's (layers.json), on the
+/// kernels its last layer's check has just compiled.
+fn every_layer_on_wgpu(dir: &Path) {
+    let spec = format!("hf:{}", dir.display());
+    let model = pollster::block_on(geneb::encoder::Encoder::from_spec(
+        &spec.parse().unwrap(),
+        geneb::encoder::BackendKind::Wgpu,
+    ))
+    .unwrap();
+    layers::check(dir, &model, "Wgpu");
+}
+
 #[test]
 fn hyena_tiny_matches_the_reference_on_wgpu() {
     let dir = fixtures().join("hyena/tiny");
     check("hyenadna", &dir, &dir, &wgpu());
+    every_layer_on_wgpu(&dir);
 }
 
 /// The two ways of computing the long convolution give the same states on one backend (each
@@ -363,21 +376,13 @@ fn janus_reads_the_published_wrapped_config() {
     assert!(err.contains("'bidirectional' must be true"), "{err}");
 }
 
-/// And every hidden state of the folder on wgpu against the reference's (layers.json), on the
-/// kernels the last layer's check has just compiled.
 #[test]
 fn caduceus_matches_the_reference_on_wgpu() {
     let compute = wgpu();
     for variant in ["ph", "ps"] {
         let dir = fixtures().join("caduceus").join(variant);
         check("caduceus", &dir, &dir, &compute);
-        let spec = format!("hf:{}", dir.display());
-        let model = pollster::block_on(geneb::encoder::Encoder::from_spec(
-            &spec.parse().unwrap(),
-            geneb::encoder::BackendKind::Wgpu,
-        ))
-        .unwrap();
-        layers::check(&dir, &model, "Wgpu");
+        every_layer_on_wgpu(&dir);
     }
 }
 
