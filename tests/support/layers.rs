@@ -1,6 +1,7 @@
 //! What the per-layer checks (tests/hf_models.rs, tests/ssm_models.rs, tests/enformer.rs) share:
 //! a model folder's layers.json (tests/oracle/make_layer_fixtures.py: the reference's hidden
 //! states, pooled as the recipe pools) against every layer of a loaded model from one pass.
+#![allow(dead_code)] // Each test file uses some of these.
 
 use geneb::encoder::Encoder;
 use serde::Deserialize;
