@@ -11,6 +11,9 @@ use geneb::encoder::{BackendKind, Encoder, backend};
 use serde::Deserialize;
 use std::path::PathBuf;
 
+#[path = "support/layers.rs"]
+mod layers;
+
 #[derive(Deserialize)]
 struct Expected {
     input_ids: Vec<Vec<i64>>,
@@ -269,6 +272,11 @@ fn pipeline_in(dir: &std::path::Path, kind: BackendKind) {
     );
     let described = encoder.describe();
     assert!(described.parameters.unwrap() > 0 && described.architecture.is_some());
+    // On wgpu every hidden state too, from this load and one pass: the GPU kernels of each K
+    // (the CPU's are checked with the single-layer runs below).
+    if kind == BackendKind::Wgpu && dir.join("layers.json").exists() {
+        layers::check(dir, &encoder, "Wgpu");
+    }
 }
 
 #[test]
@@ -340,40 +348,14 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("evo", BackendKind::Wgpu);
     pipeline("generator", BackendKind::Wgpu);
     pipeline("biofm", BackendKind::Wgpu);
-}
-
-#[derive(Deserialize)]
-struct Layers {
-    sequences: usize,
-    /// K → the pooled state K of each sequence (tests/oracle/make_layer_fixtures.py).
-    pooled: std::collections::BTreeMap<i64, Vec<Vec<f32>>>,
+    pipeline("agro_nt", BackendKind::Wgpu);
 }
 
 /// `?layer=K` against the reference's hidden states (layers.json), every K from one sweep, and
 /// the sweep against single-layer runs (`sweep_equals_single_runs`).
 fn layers_in(dir: &std::path::Path, kind: BackendKind) {
-    let expected: Layers =
-        serde_json::from_slice(&std::fs::read(dir.join("layers.json")).unwrap()).unwrap();
-    let swept = sweep_equals_single_runs(dir, kind, expected.sequences);
-    assert_eq!(swept.len(), expected.pooled.len(), "hidden states 0..=L");
-    for ((k, want), got) in expected.pooled.iter().zip(&swept) {
-        let mut worst = 0f32;
-        for (row, want) in got.rows().into_iter().zip(want) {
-            assert_eq!(row.len(), want.len(), "layer {k}'s width");
-            for (a, b) in row.iter().zip(want) {
-                worst = worst.max((a - b).abs());
-            }
-        }
-        eprintln!(
-            "{} layer {k} on {kind:?}: max |Δ| = {worst:.1e}",
-            dir.display()
-        );
-        assert!(
-            worst <= 1e-4,
-            "{} layer {k} on {kind:?}: max |geneb − reference| = {worst}",
-            dir.display()
-        );
-    }
+    let swept = sweep_equals_single_runs(dir, kind, layers::reference_sequences(dir));
+    layers::assert_match_reference(dir, &swept, &format!("{kind:?}"));
 }
 
 /// Every layer of the model in `dir` embedded in one sweep (`--layers all`) of the first
@@ -384,21 +366,13 @@ fn sweep_equals_single_runs(
     kind: BackendKind,
     sequences: usize,
 ) -> Vec<ndarray::Array2<f32>> {
-    let pipeline: Pipeline =
-        serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
-    let sequences: Vec<String> = pipeline.sequences[..sequences]
-        .iter()
-        .map(|s| geneb::input::normalize_sequence(s).unwrap())
-        .collect();
+    let sequences = layers::sequences(dir, sequences);
     let load = |options: &str| {
         let spec = format!("hf:{}{options}", dir.display());
         pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind)).unwrap()
     };
     let model = load("");
-    // `--layers all`: views of the one loaded model at every layer, embedded in one pass.
-    let views = model.at_layers(None).unwrap().unwrap();
-    let views: Vec<&Encoder> = views.iter().collect();
-    let swept = pollster::block_on(model.embed_views(&sequences, &views)).unwrap();
+    let swept = layers::sweep(&model, &sequences);
     let last = swept.len() - 1;
     let middle = last / 2;
     let today = pollster::block_on(model.embed(&sequences)).unwrap();
@@ -421,6 +395,7 @@ fn hidden_layers_match_the_reference_and_a_sweep_the_single_layer_runs() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
     for name in [
         "bert",
+        "dnabert2",
         "nt_v2",
         "llama",
         "mistral",
@@ -438,8 +413,10 @@ fn hidden_layers_match_the_reference_and_a_sweep_the_single_layer_runs() {
 /// The other architectures against their reference code (make_layer_fixtures.py): its own
 /// `output_hidden_states` where it has one (OLMo, DeepGene, Caduceus), else the blocks as the
 /// architecture's file in src/encoder/arch/ defines them, from hooks on the reference's
-/// modules; on the CPU and, for the cheap ones, on wgpu (the SSMs' and JanusDNA's wgpu kernels take tens of seconds to compile on lavapipe;
-/// their last layer is checked on wgpu by `model_folders_embed_like_the_reference_extractors`).
+/// modules; on the CPU. On wgpu each is checked where its kernels are already compiled (tens of
+/// seconds each on lavapipe): `model_folders_embed_like_the_reference_extractors` here,
+/// tests/ssm_models.rs for HyenaDNA, Caduceus and eccDNAMamba, tests/enformer.rs for Enformer
+/// and SPACE.
 #[test]
 fn hidden_layers_of_the_other_architectures_match_their_reference_code() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
@@ -457,9 +434,6 @@ fn hidden_layers_of_the_other_architectures_match_their_reference_code() {
         "space",
     ] {
         layers_in(&dir.join(name), BackendKind::Cpu);
-    }
-    for name in ["olmo", "deepgene", "dnagpt"] {
-        layers_in(&dir.join(name), BackendKind::Wgpu);
     }
 }
 

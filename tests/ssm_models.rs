@@ -18,6 +18,9 @@ use geneb::encoder::backend::{self, Compute};
 use geneb::encoder::layers::long_conv::LongConv;
 use std::path::{Path, PathBuf};
 
+#[path = "support/layers.rs"]
+mod layers;
+
 const TOLERANCE: f32 = 1e-4;
 
 fn fixtures() -> PathBuf {
@@ -175,10 +178,23 @@ fn hyena_tiny_matches_the_reference_on_cpu() {
     check("hyenadna", &dir, &dir, &backend::cpu());
 }
 
+/// Every hidden state of the folder `dir` on wgpu against the reference's (layers.json), on the
+/// kernels its last layer's check has just compiled.
+fn every_layer_on_wgpu(dir: &Path) {
+    let spec = format!("hf:{}", dir.display());
+    let model = pollster::block_on(geneb::encoder::Encoder::from_spec(
+        &spec.parse().unwrap(),
+        geneb::encoder::BackendKind::Wgpu,
+    ))
+    .unwrap();
+    layers::check(dir, &model, "Wgpu");
+}
+
 #[test]
 fn hyena_tiny_matches_the_reference_on_wgpu() {
     let dir = fixtures().join("hyena/tiny");
     check("hyenadna", &dir, &dir, &wgpu());
+    every_layer_on_wgpu(&dir);
 }
 
 /// The two ways of computing the long convolution give the same states on one backend (each
@@ -366,6 +382,7 @@ fn caduceus_matches_the_reference_on_wgpu() {
     for variant in ["ph", "ps"] {
         let dir = fixtures().join("caduceus").join(variant);
         check("caduceus", &dir, &dir, &compute);
+        every_layer_on_wgpu(&dir);
     }
 }
 
@@ -502,6 +519,10 @@ fn eccdnamamba_embeds_as_its_extractor_on_cpu_and_wgpu() {
             started.elapsed().as_secs_f64()
         );
         assert!(worst <= TOLERANCE, "{kind:?}: max |Δ| = {worst}");
+        // Every hidden state on wgpu from this load (the CPU's: tests/hf_models.rs).
+        if kind == BackendKind::Wgpu {
+            layers::check(&dir, &encoder, "Wgpu");
+        }
     }
 
     let broken = std::env::temp_dir().join(format!("geneb-eccdnamamba-{}", std::process::id()));

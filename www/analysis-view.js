@@ -89,18 +89,19 @@ function paired(list) {
 
 /**
  * Which layer of a model to probe (src/profile/layers.rs): per model, each category's best
- * hidden state and its gain over the last with the paired test; the plots of MCC by layer come
- * with the report's other plots.
+ * hidden state and its gain over the last with the paired test, then each layer's MCC with its
+ * interval (the numbers of the report's MCC-by-layer plots). `prefix` keeps ids and test ids
+ * unique where a second view is on the page (the latest run's own, www/app.js).
  */
-function layers(list) {
+function layers(list, prefix = '') {
   if (!list.length) return null;
   const gain = (c) => (c.gain == null ? 'last layer not run' : fmt(c.gain));
-  return section('an-layers', 'Which layer?',
+  return section(`${prefix}an-layers`, 'Which layer?',
     'Models probed at several hidden states (0 = the embeddings’ output): each category’s best layer, and its gain '
     + 'in MCC over the last layer (the one GENEB probes) with the 95 % interval and two-sided p of the paired bootstrap.',
-    ...list.map((m) => table({
+    ...list.flatMap((m) => [table({
       caption: `${m.model}: best layer per category (layers 0–${m.last_layer})`,
-      testId: 'layer-gain',
+      testId: `${prefix}layer-gain`,
       head: ['Category', 'Regime', 'Best layer', 'MCC', 'Last layer’s MCC', 'Gain', '95 % interval', 'p'],
       numeric: [2, 3, 4, 5, 6, 7],
       rows: m.regimes.flatMap((r) => r.categories.map((c) => {
@@ -111,7 +112,30 @@ function layers(list) {
           c.test ? interval(c.test.lo, c.test.hi) : '—', c.test ? c.test.p.toFixed(3) : '—',
         ];
       })),
-    })));
+    }), mccByLayer(m, prefix)]));
+}
+
+/** One model's MCC [95 % interval] per layer run, a row per category and regime. */
+function mccByLayer(m, prefix) {
+  const run = [...new Set(m.regimes.flatMap((r) => r.categories.flatMap((c) => c.layers.map((l) => l.layer))))]
+    .sort((a, b) => a - b);
+  const score = (c, k) => {
+    const l = c.layers.find((x) => x.layer === k);
+    if (!l) return '—';
+    return l.interval ? `${fmt(l.mcc)} ${interval(l.interval.lo, l.interval.hi)}` : fmt(l.mcc);
+  };
+  return table({
+    caption: `${m.model}: MCC by layer [95 % interval]`,
+    testId: `${prefix}layer-mcc`,
+    head: ['Category', 'Regime', ...run.map((k) => `Layer ${k}`)],
+    numeric: run.map((_, i) => i + 2),
+    rows: m.regimes.flatMap((r) => r.categories.map((c) => [c.category, regimeLabel(r.regime), ...run.map((k) => score(c, k))])),
+  });
+}
+
+/** The by-layer view alone, of the report's `analysis` (the latest run's layer sweep). */
+export function layerSection(analysis, { prefix }) {
+  return layers(Array.isArray(analysis?.layers) ? analysis.layers : [], prefix);
 }
 
 function reordering(list) {

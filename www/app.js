@@ -23,6 +23,7 @@ import { initModels, modelFilesFor, modelLayersFor, setKnownModels } from './mod
 import { setUpOffline } from './offline.js';
 import { initPredict, savingProbe, showProbe } from './predict.js';
 import { renderProfile } from './profile-view.js';
+import { layerSection } from './analysis-view.js';
 import { coreFailed, coreReady, coreStarting } from './queue.js';
 import { deviationList, encoderNotes, initSplit, splitSettings, truncationList } from './split.js';
 import { initAudit } from './audit.js';
@@ -466,7 +467,8 @@ function onResult(msg) {
   });
   resetProgress('done');
   el.progressBar.value = 1;
-  renderResult(state.result, { label: run.label, seconds, fallback });
+  const swept = Object.keys(run.request.modelLayers ?? {}).length > 0;
+  renderResult(state.result, { label: run.label, seconds, fallback, swept });
   const notCached = (msg.cacheWarnings ?? []).length
     ? `The embeddings could not be kept for reuse (${msg.cacheWarnings.join('; ')}); the result is complete.`
     : '';
@@ -552,14 +554,37 @@ async function onAddDemoSuite() {
 // ---------------------------------------------------------------------------------------------
 // Result rendering
 
-function renderResult(result, { label, seconds, fallback }) {
+function renderResult(result, { label, seconds, fallback, swept }) {
   const { profile, submissions, backend } = result;
   const where = isGpu(backend) ? `WebGPU (${backend.adapter || 'adapter'})` : 'the CPU';
   el.resultSummary.textContent = `${label} · ${plural(submissions.length, 'encoder')}`
     + ` · ran on ${where}${fallback ? ' after WebGPU failed' : ''} in ${seconds.toFixed(1)} s.`;
   renderProfile(el.profile, profile, submissions, { prefix: 'profile', modelName });
+  if (swept) showLayerView(result);
   el.profile.append(deviationList(submissions) ?? '', truncationList(submissions) ?? '', encoderNotes(submissions) ?? '',
     metaList(submissions) ?? '');
+}
+
+/**
+ * A layer sweep's by-layer view under its tables: the core's report on the run's results,
+ * shown as the comparison of saved results shows it (www/analysis-view.js), so the two agree.
+ */
+async function showLayerView(result) {
+  const view = h('div', { class: 'profile-layers', 'data-testid': 'profile-layers' },
+    h('p', { class: 'hint' }, 'Working out the best layer per category…'));
+  el.profile.append(view);
+  try {
+    const files = result.submissions.map((sub) => ({ name: sub.model_id ?? 'this run', text: JSON.stringify(sub) }));
+    const report = await callCore('report', { request: { files } });
+    if (state.result !== result) return;
+    view.replaceChildren(layerSection(report.analysis, { prefix: 'profile-' })
+      ?? h('p', { class: 'hint' }, 'No category was scored at two layers or more.'));
+  } catch (err) {
+    if (state.result === result) {
+      view.replaceChildren(h('p', { class: 'error-message', 'data-testid': 'profile-layers-error' },
+        `The by-layer view could not be worked out: ${messageOf(err)}`));
+    }
+  }
 }
 
 function onDownloadClick() {

@@ -7,7 +7,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import {
   LOAD_TIMEOUT, NO_WASM, REPO, byTestId, downloadResult, dropModel, embedThroughPage, folderFiles, launchBrowser, nativeGeneb, openApp,
@@ -207,7 +207,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     }
   });
 
-  it('a loaded model runs at one layer K or at all of them: K\'s embeddings are the CLI\'s, a bad K is a message, and the comparison picks the best layer as geneb profile does', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+  it('a loaded model runs at one layer K or at all of them: K\'s embeddings are the CLI\'s, a bad K is a message, and the run\'s own tables and the comparison pick the best layer as geneb profile does', { timeout: LOAD_TIMEOUT * 4 }, async () => {
     const cli = nativeGeneb();
     assert.ok(cli, 'no native geneb build to compare with');
     const server = await startServer({ port: 0, mounts: pkgMounts() });
@@ -248,18 +248,12 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       console.log(`nt_v2 layer 1, page (wasm CPU) against the native CLI: max |Δ| = ${worst.toExponential(2)}`);
       assert.ok(worst <= 1e-5, `layer 1: max |page - CLI| = ${worst}`);
 
-      // Every layer from one run: three results, then their comparison's by-layer view equals
-      // geneb profile's on the CLI's own sweep.
+      // Every layer from one run: three results, whose own tables then show the by-layer view,
+      // and so does their comparison; both equal geneb profile's on the CLI's own sweep.
       await byTestId(page, `${id}-layer`).selectOption('all');
       await runWithoutError(page);
       const rows = (await profileRows(page, 'full')).map((row) => row.model);
       assert.equal(rows.length, 3, rows.join(', '));
-      await page.waitForFunction(() => document.querySelectorAll('[data-testid="saved-result"]').length === 3, null, { timeout: 30_000 });
-      await byTestId(page, 'select-all-results').check();
-      await runAndWait(page, 'compare-selected');
-      assert.equal(await byTestId(page, 'library-error').isHidden(), true, await byTestId(page, 'library-error').textContent());
-      const shown = await page.locator('[data-testid="layer-gain"] tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
-      assert.ok(await byTestId(page, 'plot-layers_1_full').isVisible(), 'the MCC-by-layer plot');
       const sweep = join(scratch, 'sweep.json');
       const swept = spawnSync(cli, ['eval', '--model', `hf:${NT_V2}`, '--layers', 'all', '--task', GC_VS_AT, '--regimes', 'full',
         '--no-cache', '--quiet', '--out', sweep], { encoding: 'utf8', timeout: 300_000 });
@@ -270,13 +264,69 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       const want = view.regimes[0].categories.map((c) => [c.category, 'Full data', String(c.best_layer),
         c.layers.find((l) => l.layer === c.best_layer).mcc.toFixed(3), c.layers.find((l) => l.layer === 2).mcc.toFixed(3),
         c.gain.toFixed(3), c.test ? `[${c.test.lo.toFixed(3)}, ${c.test.hi.toFixed(3)}]` : '—', c.test ? c.test.p.toFixed(3) : '—']);
+      const wantByLayer = view.regimes[0].categories.map((c) => [c.category, 'Full data', ...c.layers.map((l) => (l.interval
+        ? `${l.mcc.toFixed(3)} [${l.interval.lo.toFixed(3)}, ${l.interval.hi.toFixed(3)}]` : l.mcc.toFixed(3)))]);
+      const table = (testId) => page.locator(`[data-testid="${testId}"] tbody tr`)
+        .evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+      await byTestId(page, 'profile-layer-gain').waitFor({ timeout: 60_000 });
+      const ownGain = await table('profile-layer-gain');
+      const ownByLayer = await table('profile-layer-mcc');
+      console.log(`by layer, the run's own tables: ${JSON.stringify(ownGain)} ${JSON.stringify(ownByLayer)}`);
+      assert.deepEqual(ownGain, want);
+      assert.deepEqual(ownByLayer, wantByLayer);
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid="saved-result"]').length === 3, null, { timeout: 30_000 });
+      await byTestId(page, 'select-all-results').check();
+      await runAndWait(page, 'compare-selected');
+      assert.equal(await byTestId(page, 'library-error').isHidden(), true, await byTestId(page, 'library-error').textContent());
+      const shown = await table('layer-gain');
+      assert.ok(await byTestId(page, 'plot-layers_1_full').isVisible(), 'the MCC-by-layer plot');
       console.log(`by layer, page: ${JSON.stringify(shown)}`);
       assert.deepEqual(shown, want);
+      assert.deepEqual(await table('layer-mcc'), wantByLayer);
       app.assertLocalOnly();
     } finally {
       await app.close();
       await server.close();
       rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  it('a BERT, an SSM (Caduceus) and a decoder (Llama) in the page give every hidden state K within 1e-4 of their reference\'s', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+    const server = await startServer({ port: 0, mounts: pkgMounts() });
+    const app = await openApp(browser, server);
+    const { page } = app;
+    const models = join(REPO, 'tests', 'fixtures', 'models');
+    const started = performance.now();
+    try {
+      await waitReady(page);
+      // One page, one model load each; K = 0 … L on the wasm CPU and on WebGPU (SwiftShader)
+      // against the reference's layers.json (tests/oracle/make_layer_fixtures.py), as the native
+      // per-layer tests read it.
+      for (const name of ['bert', 'caduceus/ph', 'llama']) {
+        const dir = join(models, name);
+        const spec = `hf:${basename(name)}`;
+        const id = `hf-${spec.replace(/[^a-z0-9]+/gi, '-')}`;
+        const { sequences: count, pooled } = JSON.parse(readFileSync(join(dir, 'layers.json'), 'utf8'));
+        const { sequences } = JSON.parse(readFileSync(join(dir, 'pipeline.json'), 'utf8'));
+        await byTestId(page, 'model-folder').setInputFiles(dir);
+        await waitLoaded(page, spec);
+        await byTestId(page, `${id}-layer`).selectOption('k');
+        for (const [k, want] of Object.entries(pooled)) {
+          await byTestId(page, `${id}-layer-k`).fill(k);
+          for (const cpu of [true, false]) {
+            const r = await embedThroughPage(page, spec, sequences.slice(0, count), { cpu });
+            assert.equal(r.model, `${spec}?layer=${k}`, r.summary);
+            const worst = worstDifference(r.values, want);
+            console.log(`${name} layer ${k} in the page on ${r.backend.kind}: max |page - reference| = ${worst.toExponential(2)}`);
+            assert.ok(worst <= TOLERANCE, `${name} layer ${k} on ${r.backend.kind}: max |page - reference| = ${worst}`);
+          }
+        }
+      }
+      console.log(`per-layer page checks: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      app.assertLocalOnly();
+    } finally {
+      await app.close();
+      await server.close();
     }
   });
 
@@ -330,12 +380,12 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     }
   });
 
-  it('every architecture (BERT, DNABERT-2, GENA-LM, MutBERT, Genomics-FM, DeepGene, DNAGPT, HyenaDNA, Caduceus PH and PS, PlantCaduceus, JanusDNA, SpliceBERT, Llama, Mistral, NT-v1, OLMo, Enformer, SPACE, Evo-1, LucaOne, eccDNAMamba, GPT-2, GENERator, BioFM) embeds as its GENEB extractor on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 30 }, async () => {
+  it('every architecture (BERT, DNABERT-2, GENA-LM, MutBERT, Genomics-FM, DeepGene, DNAGPT, HyenaDNA, Caduceus PH and PS, PlantCaduceus, JanusDNA, SpliceBERT, Llama, Mistral, NT-v1, OLMo, Enformer, SPACE, Evo-1, LucaOne, eccDNAMamba, GPT-2, GENERator, BioFM, AgroNT) embeds as its GENEB extractor on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 30 }, async () => {
     const server = await startServer({ port: 0, mounts: pkgMounts() });
     try {
       // janus/w and janus/wo as JanusDNA's training saves them: `{"config": …}` in
       // model_config.json and a Lightning last.ckpt, dropped as they are.
-      for (const name of ['bert', 'dnabert2', 'gena/t2t-multi', 'gena/lastln', 'mutbert', 'genomics_fm', 'deepgene', 'dnagpt', 'hyena/tiny', 'caduceus/ph', 'caduceus/ps', 'plantcaduceus', 'janus/w', 'janus/wo', 'splicebert', 'llama', 'mistral', 'nt_v1', 'olmo', 'enformer', 'space', 'evo', 'lucaone', 'eccdnamamba', 'gpt2', 'generator', 'biofm']) {
+      for (const name of ['bert', 'dnabert2', 'gena/t2t-multi', 'gena/lastln', 'mutbert', 'genomics_fm', 'deepgene', 'dnagpt', 'hyena/tiny', 'caduceus/ph', 'caduceus/ps', 'plantcaduceus', 'janus/w', 'janus/wo', 'splicebert', 'llama', 'mistral', 'nt_v1', 'olmo', 'enformer', 'space', 'evo', 'lucaone', 'eccdnamamba', 'gpt2', 'generator', 'biofm', 'agro_nt']) {
         const folder = await folderFiles(join(REPO, 'tests', 'fixtures', 'models', ...name.split('/')));
         const expected = JSON.parse(folder['pipeline.json']);
         const app = await openApp(browser, server);

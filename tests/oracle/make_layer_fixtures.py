@@ -125,6 +125,41 @@ def nt_v2():
     write(folder, stack(batches))
 
 
+def dnabert2():
+    """make_transformer_fixtures' MosaicBERT module (ALiBi, the gated MLP) on the committed
+    weights, one sequence at a time as its write_pipeline: the embeddings' output (after their
+    LayerNorm), then each layer's, from hooks on the module."""
+    import transformers
+
+    ref = oracle("make_transformer_fixtures")
+    folder = FIXTURES / "dnabert2"
+    config = json.loads((folder / "config.json").read_text())
+    bert = ref.dnabert2_encoder(h=config["hidden_size"], heads=config["num_attention_heads"],
+                                inter=config["intermediate_size"], vocab=config["vocab_size"],
+                                layers=config["num_hidden_layers"])
+    state = load_file(str(folder / "model.safetensors"))
+    bert.load_state_dict({k[len("bert."):]: v for k, v in state.items() if k.startswith("bert.")})
+    bert.eval()
+    forward = ref.dnabert2_forward(bert)
+    tokenizer_class = json.loads((folder / "tokenizer_config.json").read_text())["tokenizer_class"]
+    tokenizer = getattr(transformers, tokenizer_class).from_pretrained(str(folder))
+    states = []
+    hooks = [m.register_forward_hook(lambda _m, _i, out: states.append(out))
+             for m in [bert.embeddings.LayerNorm, *bert.encoder.layer]]
+    seqs = json.loads((folder / "pipeline.json").read_text())["sequences"][:SEQUENCES]
+    batches = []
+    for seq in seqs:
+        enc = tokenizer(seq.upper(), truncation=True, max_length=tokenizer.model_max_length,
+                        return_tensors="pt")
+        states.clear()
+        with torch.no_grad():
+            forward(enc["input_ids"], enc["attention_mask"])
+        batches.append([masked_mean(h, enc["attention_mask"]) for h in states])
+    for h in hooks:
+        h.remove()
+    write(folder, stack(batches))
+
+
 def hyena():
     """make_batched_pipelines.hyenadna's lines: batches of four, no mask, the plain mean."""
     batched = oracle("make_batched_pipelines")
@@ -479,7 +514,7 @@ def space(code):
 
 if __name__ == "__main__":
     only = set(sys.argv[1:])
-    for name, make in [("bert", bert), ("llama", lambda: decoder("llama")),
+    for name, make in [("bert", bert), ("dnabert2", dnabert2), ("llama", lambda: decoder("llama")),
                        ("mistral", lambda: decoder("mistral", 1024)), ("nt_v2", nt_v2),
                        ("gpt2", lambda: decoder("gpt2")), ("lucaone", lucaone),
                        ("hyena", hyena), ("enformer", enformer), ("olmo", olmo),
