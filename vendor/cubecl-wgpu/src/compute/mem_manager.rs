@@ -17,6 +17,9 @@ use wgpu::BufferUsages;
 
 const STAGING: &str = "Staging CPU Memory";
 const UNIFORMS: &str = "Uniform GPU Memory";
+/// geneb: the size every uniform is reserved at (rounded up to a multiple of
+/// it): a launch's info (shapes, strides, scalars) is a few hundred bytes.
+const UNIFORM_BYTES: u64 = 4096;
 
 /// The memory every buffer a user allocates lives in, laid out as `config`
 /// says.
@@ -147,6 +150,12 @@ impl AuxiliaryMemory {
     /// metadata buffers), on top of the per-flush retention in
     /// `queued_uniforms`.
     pub(crate) fn reserve_uniform(&mut self, size: u64) -> (ManagedMemoryHandle, WgpuResource) {
+        // geneb: every uniform one size (a multiple of `UNIFORM_BYTES`), so
+        // any free page fits any launch's info. The pool hands out the free
+        // page used least, not the smallest that fits: with sizes mixed, a
+        // small info took a large page and a later large one made a new
+        // buffer, in the second pass of the same batch as in the first.
+        let size = size.max(1).next_multiple_of(UNIFORM_BYTES);
         let slice = self
             .uniforms
             .reserve(size, PageUpdate::Allow, &mut self.failures)

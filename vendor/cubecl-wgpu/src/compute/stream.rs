@@ -235,11 +235,14 @@ impl WgpuStream {
             submission_load: SubmissionLoad::default(),
             pending_write_count: 0,
             shared_bindings: SharedMemoryBindings::default(),
-            // Tighter entry cap than the default policy: the uniforms pool is
-            // bucketed exclusive pages with a 32 KiB minimum, so every cached
-            // entry pins a whole page (512 × 32 KiB ≈ 16 MiB worst case) —
-            // unlike CUDA/HIP where an entry is a small dynamic-pool slice.
-            info_cache: MetadataInfoCache::new(MetadataCachePolicy::new(512, 2048)),
+            // geneb: no cached metadata uniforms (upstream keeps up to 512,
+            // 2 KiB each). The uniforms pool is exclusive pages, so every
+            // cached entry pinned a page of its own: each launch with new
+            // shapes (a new sequence length) created a GPU buffer, 17 per
+            // new length for a DNABERT-2 pass. Uncached, a launch's info
+            // takes a pooled page for one submission and writes it; the
+            // pages a pass needs are made once and reused at any shape.
+            info_cache: MetadataInfoCache::new(MetadataCachePolicy::new(0, 0)),
             capturing: StreamCapture::new(captures),
             recording: GraphRecording::default(),
         }
