@@ -101,7 +101,11 @@ impl AuxiliaryMemory {
             properties,
             MemoryConfiguration::ExclusivePages,
             logger,
-            MemoryManagementOptions::new(UNIFORMS).mode(MemoryAllocationMode::Auto),
+            // geneb: persistent, so a free uniform is reused by the next
+            // launch of its size and never given back on a timer (the
+            // exclusive pages dropped a page after ~5,000 reservations
+            // unused, and a later, longer submission made it again mid-run).
+            MemoryManagementOptions::new(UNIFORMS).mode(MemoryAllocationMode::Persistent),
         );
 
         Self {
@@ -110,6 +114,21 @@ impl AuxiliaryMemory {
             queued_uniforms: Vec::new(),
             failures: ErrorGraph::default(),
         }
+    }
+
+    /// geneb: make the uniform pages `count` launches need, up front. A
+    /// launch's info takes one uniform until its submission is made, and a
+    /// submission holds at most `tasks_max` launches: with this many pages no
+    /// pass creates a buffer for its info, whatever its submissions' sizes.
+    pub(crate) fn prepare_uniforms(&mut self, count: usize) {
+        let pages: Vec<_> = (0..count)
+            .map(|_| {
+                self.uniforms
+                    .reserve(UNIFORM_BYTES, PageUpdate::Allow, &mut self.failures)
+                    .expect("Must have enough memory for a uniform")
+            })
+            .collect();
+        drop(pages);
     }
 
     /// The bytes these memories hold from the device.

@@ -213,8 +213,11 @@ impl WgpuStream {
             logger.clone(),
             use_vulkan_compiler,
         );
-        let auxiliary =
+        let mut auxiliary =
             AuxiliaryMemory::new(&device, &memory_properties, logger, use_vulkan_compiler);
+        // geneb: the metadata cache is off (below), so a submission needs a
+        // uniform per launch; made here, none is made mid-run.
+        auxiliary.prepare_uniforms(tasks_max);
 
         Self {
             memory,
