@@ -825,15 +825,45 @@ impl HfModel {
     /// padded on the right to the batch's longest): the others run at the reference's shapes.
     fn run_shape(&self, rows: usize, width: usize) -> (usize, usize) {
         let width = width.max(1);
-        let repeatable = self.compute.kind == BackendKind::Wgpu
-            && self.recipe.file_order_batch().is_none()
-            && !matches!(self.recipe.padding, Padding::RightTo { .. })
-            && self.pooling() != Pooling::UnmaskedMean;
-        if !repeatable {
+        if !self.repeats_shapes() {
             return (rows, width);
         }
         let cap = self.architecture.max_tokens().max(width);
         (rows.next_power_of_two(), repeating_width(width).min(cap))
+    }
+
+    /// Whether batches run at `run_shape`'s repeating shapes: on a GPU, where the recipe's mask
+    /// keeps padding out of what the real tokens see.
+    fn repeats_shapes(&self) -> bool {
+        self.compute.kind == BackendKind::Wgpu
+            && self.recipe.file_order_batch().is_none()
+            && !matches!(self.recipe.padding, Padding::RightTo { .. })
+            && self.pooling() != Pooling::UnmaskedMean
+    }
+
+    /// Runs one single-sequence pass at every width `run_shape` gives up to `WARM_TOKENS`, so
+    /// that the pipelines CubeCL compiles for them are compiled at load, not mid-run at the
+    /// first sequence of a new length: CubeCL shrinks a kernel's workgroup while its work is
+    /// under 8 subgroups and picks a matmul's tiling by its size, so one-row batches compile
+    /// kernels of their own. Every small shape (all row counts) cost minutes at load on
+    /// lavapipe; what this costs: bench/README.md ("Shapes that repeat").
+    pub async fn warm_up(&self) -> Result<()> {
+        if !self.repeats_shapes() {
+            return Ok(());
+        }
+        let cap = self.architecture.max_tokens();
+        let mut widths: Vec<usize> = (1..=cap.min(WARM_TOKENS))
+            .map(|w| repeating_width(w).min(cap))
+            .collect();
+        widths.dedup();
+        let pad = self.tokenizer.pad_id();
+        for width in widths {
+            let tokens = vec![pad; width];
+            for pooled in self.forward_pooled(&[tokens.as_slice()], &[self.layer])? {
+                self.compute.read(pooled).await?;
+            }
+        }
+        Ok(())
     }
 
     /// One forward pass, pooled as the reference extractor pools: [rows, dim] per layer, not
@@ -961,6 +991,10 @@ fn resolve_layers(
         })
         .collect()
 }
+
+/// The widest single sequence `HfModel::warm_up` runs at load: CubeCL's workgroups stop
+/// shrinking at 8 subgroups, 512 units where a GPU's subgroups are 64 wide.
+const WARM_TOKENS: usize = 512;
 
 /// The smallest width of the form 16 · 2^k or 24 · 2^k that holds `width` tokens: two shapes
 /// per doubling, at most a third of a batch padding.

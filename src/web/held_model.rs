@@ -122,5 +122,11 @@ async fn build_from_files(
             }
         }
     }
-    Encoder::from_model_files(hf, model, backend).await
+    let encoder = Encoder::from_model_files(hf, model, backend).await?;
+    // The pipelines of a run's small shapes compiled now, not mid-run (issue 41).
+    #[cfg(feature = "burn")]
+    if let Encoder::Hf(model) = &encoder {
+        model.warm_up().await?;
+    }
+    Ok(encoder)
 }

@@ -6,6 +6,7 @@
 //
 // Shared by tests/e2e/dawn.test.mjs and bench/dawn_bench.mjs.
 
+import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -61,6 +62,14 @@ export async function coreOnDawn({ pkg = join(REPO, 'www', 'pkg'), flags = [] } 
   const core = await import(pathToFileURL(join(pkg, 'geneb.js')).href);
   await core.default({ module_or_path: readFileSync(join(pkg, 'geneb_bg.wasm')) });
   return { ...dawn, core };
+}
+
+/** The largest |a[i] − b[i]| of two embeddings of the same length. */
+export function maxAbsDiff(a, b) {
+  assert.equal(a.length, b.length);
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
+  return worst;
 }
 
 /** A model folder as the page passes its files when it has no Blob to give: `{name, bytes}`. */

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NO_WASM, REPO, wasmBuilt } from './helpers.mjs';
-import { coreOnDawn, modelFiles } from './dawn.mjs';
+import { coreOnDawn, maxAbsDiff, modelFiles } from './dawn.mjs';
 
 const MODELS = join(REPO, 'tests', 'fixtures', 'models');
 /** Tiny random checkpoints of the published layouts (tests/oracle), their own tokenizer files. */
@@ -22,13 +22,6 @@ const TASK = join(REPO, 'tasks', 'smoke', 'smoke_lambda_phage_vs_ecoli.csv');
 function sequences() {
   const rows = readFileSync(TASK, 'utf8').trim().split('\n').slice(1, 13);
   return rows.map((row, i) => row.split(',')[0].slice(0, 20 + 17 * i));
-}
-
-function maxAbsDiff(a, b) {
-  assert.equal(a.length, b.length);
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
-  return worst;
 }
 
 describe('the page core on Dawn', { timeout: 10 * 60_000 }, () => {
