@@ -8,7 +8,8 @@
    weights, sharded as transformers shards it (`model-0000N-of-0000M.safetensors` of at most
    2 GB and `model.safetensors.index.json`), one tensor in memory at a time, in a temporary
    folder (`--dir`); the tokenizer files are the committed tiny METAGENE fixture's (a BPE of 96
-   tokens: the token counts are printed, and are the same for both sides). `--layers N` writes
+   tokens: the token counts are printed), its `model_max_length` raised from the tiny model's
+   64 to the 7B's 512 positions. `--layers N` writes
    a shallower model of the same width where the machine has less room.
 2. Runs `geneb --max-memory 16GiB embed` on the `--sequences` sequences in one process
    (bench/measure.py): its wall and CPU seconds and peak RSS are the kernel's for the process,
@@ -19,7 +20,8 @@
    as GENEB's extractors load on CUDA) on the same sequences in a fresh process: each forward
    pass's wall and CPU seconds (the first one included: no warm-up), the process's peak memory
    likewise, and metagene.py's pooling (the plain mean of the last hidden state); the largest
-   |difference| from geneb's embeddings is reported (PyTorch computes in bf16, geneb in f32).
+   |difference| from geneb's embeddings is reported (PyTorch computes in bf16, geneb in f32)
+   over the sequences of the most tokens (metagene.py's mean takes a batch's padding in).
 4. Deletes the folder unless `--keep`.
 
 Prints one JSON object. Random DNA of 1,000 nt, seeded.
@@ -87,8 +89,14 @@ def write_checkpoint(folder, config):
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(config, indent=2))
-    for name in ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]:
+    for name in ["tokenizer.json", "special_tokens_map.json"]:
         shutil.copy(FIXTURE / name, folder / name)
+    # The fixture's tokenizer stops at its tiny model's 64 tokens; geneb cuts there as the
+    # tokenizer does, so the 7B's tokenizer must allow the model's positions (a 1,000-nt
+    # sequence is ~350 tokens), as METAGENE-1's own does.
+    tokenizer_config = json.loads((FIXTURE / "tokenizer_config.json").read_text())
+    tokenizer_config["model_max_length"] = config["max_position_embeddings"]
+    (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2))
     generator = torch.Generator().manual_seed(0)
 
     def drawn():
@@ -191,7 +199,12 @@ def main():
         if args.only != "geneb":
             report["pytorch"] = run_torch(args, folder, sequences, report["bf16_bytes"])
         if args.only is None:
-            ours, theirs = np.load(folder / "geneb.npy"), np.load(folder / "torch.npy")
+            # Only the rows no batch padded: metagene.py's mean takes padding in, so a shorter
+            # sequence's row depends on its batch, which PyTorch's one-by-one run does not have.
+            tokens = report["pytorch"]["tokens"]
+            whole = [i for i, n in enumerate(tokens) if n == max(tokens)]
+            ours, theirs = np.load(folder / "geneb.npy")[whole], np.load(folder / "torch.npy")[whole]
+            report["compared_rows"] = whole
             report["max_abs_delta"] = float(np.abs(ours - theirs).max())
             report["max_abs_value"] = float(np.abs(theirs).max())
         report["load_average_end"] = loadavg()
