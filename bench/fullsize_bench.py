@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from measure import loadavg, measured
+from measure import loadavg, measured, record_delta
 
 ROOT = Path(__file__).resolve().parents[1]
 ORACLES = ROOT / "tests/oracle"
@@ -236,9 +236,7 @@ def main():
             run["said"] = err.strip().splitlines()[-1]
             report["geneb"] = run
         if args.only is None:
-            ours, theirs = np.load(folder / "geneb.npy"), np.load(folder / "torch.npy")
-            report["max_abs_delta"] = float(np.abs(ours - theirs).max())
-            report["max_abs_value"] = float(np.abs(theirs).max())
+            record_delta(report, folder)
         report["load_average_end"] = loadavg()
     finally:
         if not args.keep:

@@ -36,9 +36,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
-from measure import loadavg, measured
+from measure import loadavg, measured, record_delta
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests/fixtures/models/metagene"
@@ -203,10 +202,8 @@ def main():
             # sequence's row depends on its batch, which PyTorch's one-by-one run does not have.
             tokens = report["pytorch"]["tokens"]
             whole = [i for i, n in enumerate(tokens) if n == max(tokens)]
-            ours, theirs = np.load(folder / "geneb.npy")[whole], np.load(folder / "torch.npy")[whole]
             report["compared_rows"] = whole
-            report["max_abs_delta"] = float(np.abs(ours - theirs).max())
-            report["max_abs_value"] = float(np.abs(theirs).max())
+            record_delta(report, folder, whole)
         report["load_average_end"] = loadavg()
     finally:
         if not args.keep:

@@ -91,3 +91,13 @@ def measured(command, watch=False, env=None):
             "bytes_read_by_then": loaded[2],
         }
     return costs, out, err
+
+
+def record_delta(report, folder, rows=slice(None)):
+    """The largest |difference| between geneb's and PyTorch's embeddings in `folder` (rows
+    `rows` of each), and PyTorch's largest |value| to judge it by, into `report`."""
+    import numpy as np
+
+    ours, theirs = np.load(folder / "geneb.npy")[rows], np.load(folder / "torch.npy")[rows]
+    report["max_abs_delta"] = float(np.abs(ours - theirs).max())
+    report["max_abs_value"] = float(np.abs(theirs).max())
