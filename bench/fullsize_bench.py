@@ -138,7 +138,10 @@ def write_evo(folder):
     config = dict(evo_config(), model_type="stripedhyena",
                   architectures=["StripedHyenaModelForCausalLM"])
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    save_sharded(folder, ((f"backbone.{n}", t) for n, t in model.state_dict().items()))
+    # The unembedding is the embedding (tied): safetensors stores no shared memory.
+    tensors = model.state_dict()
+    tensors["unembed.weight"] = tensors["unembed.weight"].clone()
+    save_sharded(folder, ((f"backbone.{n}", t) for n, t in tensors.items()))
     return sum(p.numel() for p in model.parameters())
 
 
