@@ -8,16 +8,20 @@
    weights, sharded as transformers shards it (`model-0000N-of-0000M.safetensors` of at most
    2 GB and `model.safetensors.index.json`), one tensor in memory at a time, in a temporary
    folder (`--dir`); the tokenizer files are the committed tiny METAGENE fixture's (a BPE of 96
-   tokens: the token counts are printed, and are the same for both sides). `--layers N` writes
+   tokens: the token counts are printed), its `model_max_length` raised from the tiny model's
+   64 to the 7B's 512 positions. `--layers N` writes
    a shallower model of the same width where the machine has less room.
-2. Runs `geneb --max-memory 16GiB embed` on it twice, on the first sequence and on all of
-   `--sequences` + 1, each in a fresh process; the peak resident memory is the process's own
-   (GNU time's %M), the seconds per sequence the difference of the two runs over the extra sequences
-   (loading, hashing the files and tokenizing are in both). 16 GiB is under the model's f32
+2. Runs `geneb --max-memory 16GiB embed` on the `--sequences` sequences in one process
+   (bench/measure.py): its wall and CPU seconds and peak RSS are the kernel's for the process,
+   and the seconds per sequence are those after the model's files were read, over the
+   sequences (to within measure.py's half-second sampling). 16 GiB is under the model's f32
    weights (25.9 GB), so geneb holds them in bf16 as stored.
 3. Runs transformers' LlamaModel from the same folder in bf16 (`torch_dtype=torch.bfloat16`,
-   as GENEB's extractors load on CUDA) and times each sequence's forward pass after one
-   warm-up, in a fresh process, its peak memory likewise.
+   as GENEB's extractors load on CUDA) on the same sequences in a fresh process: each forward
+   pass's wall and CPU seconds (the first one included: no warm-up), the process's peak memory
+   likewise, and metagene.py's pooling (the plain mean of the last hidden state); the largest
+   |difference| from geneb's embeddings is reported (PyTorch computes in bf16, geneb in f32)
+   over the sequences of the most tokens (metagene.py's mean takes a batch's padding in).
 4. Deletes the folder unless `--keep`.
 
 Prints one JSON object. Random DNA of 1,000 nt, seeded.
@@ -28,10 +32,12 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+
+from measure import loadavg, measured, record_delta
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests/fixtures/models/metagene"
@@ -79,13 +85,35 @@ def tensors(config):
 
 def write_checkpoint(folder, config):
     import torch
-    from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(config, indent=2))
-    for name in ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]:
+    for name in ["tokenizer.json", "special_tokens_map.json"]:
         shutil.copy(FIXTURE / name, folder / name)
+    # The fixture's tokenizer stops at its tiny model's 64 tokens; geneb cuts there as the
+    # tokenizer does, so the 7B's tokenizer must allow the model's positions (a 1,000-nt
+    # sequence is ~350 tokens), as METAGENE-1's own does.
+    tokenizer_config = json.loads((FIXTURE / "tokenizer_config.json").read_text())
+    tokenizer_config["model_max_length"] = config["max_position_embeddings"]
+    (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2))
     generator = torch.Generator().manual_seed(0)
+
+    def drawn():
+        for name, shape in tensors(config):
+            if len(shape) == 1:
+                yield name, torch.ones(shape, dtype=torch.bfloat16)
+            else:
+                yield name, (torch.randn(shape, generator=generator) * 0.02).to(torch.bfloat16)
+
+    return save_sharded(folder, drawn())
+
+
+def save_sharded(folder, named_tensors):
+    """Saves (name, tensor) pairs as transformers shards a checkpoint: files of at most
+    SHARD_BYTES named `model-0000N-of-0000M.safetensors` and their index, holding one shard's
+    tensors at a time. Returns the tensors' bytes."""
+    from safetensors.torch import save_file
+
     shards, current, current_bytes = [], {}, 0
     total = 0
 
@@ -97,15 +125,11 @@ def write_checkpoint(folder, config):
             shards.append((path, list(current)))
             current, current_bytes = {}, 0
 
-    for name, shape in tensors(config):
-        if len(shape) == 1:
-            tensor = torch.ones(shape, dtype=torch.bfloat16)
-        else:
-            tensor = (torch.randn(shape, generator=generator) * 0.02).to(torch.bfloat16)
-        size = tensor.numel() * 2
+    for name, tensor in named_tensors:
+        size = tensor.numel() * tensor.element_size()
         if current_bytes + size > SHARD_BYTES:
             flush()
-        current[name] = tensor
+        current[name] = tensor.contiguous()
         current_bytes += size
         total += size
     flush()
@@ -119,44 +143,27 @@ def write_checkpoint(folder, config):
     return total
 
 
-def measured(command):
-    """Runs `command`; its wall seconds and its output."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = process.communicate()
-    wall = time.perf_counter() - start
-    if process.returncode != 0:
-        sys.exit(f"{command[0]} failed ({process.returncode}): {err[-2000:]}")
-    return wall, out, err
-
-
-def peak_of(command):
-    """Wall seconds and the process's own peak RSS (bytes), measured by GNU time."""
-    timed = ["/usr/bin/time", "-f", "PEAK_KB %M"] + command
-    wall, out, err = measured(timed)
-    peak_kb = int(next(line for line in err.splitlines() if line.startswith("PEAK_KB")).split()[1])
-    return wall, peak_kb * 1024, out, err
-
-
 TORCH_RUN = r"""
-import json, sys, time, torch
+import json, sys, time, numpy, torch
 from transformers import AutoModel, AutoTokenizer
-folder, sequences = sys.argv[1], json.loads(sys.argv[2])
+folder, sequences, out = sys.argv[1], json.loads(sys.argv[2]), sys.argv[4]
 torch.set_num_threads(int(sys.argv[3]))
 start = time.perf_counter()
 model = AutoModel.from_pretrained(folder, torch_dtype=torch.bfloat16).eval()
 tokenizer = AutoTokenizer.from_pretrained(folder)
 loaded = time.perf_counter() - start
-times, tokens = [], []
+times, cpu, tokens, pooled = [], [], [], []
 with torch.no_grad():
-    for i, s in enumerate([sequences[0]] + sequences):
+    for s in sequences:
         ids = tokenizer(s, return_tensors="pt", truncation=True, max_length=512)
-        t = time.perf_counter()
-        model(**ids).last_hidden_state.float().mean(dim=1)
-        if i > 0:
-            times.append(time.perf_counter() - t)
-            tokens.append(ids["input_ids"].shape[1])
-print(json.dumps({"load_s": loaded, "seconds": times, "tokens": tokens}))
+        t, c = time.perf_counter(), time.process_time()
+        # metagene.py's pooling: the plain mean of the last hidden state.
+        pooled.append(model(**ids).last_hidden_state.float().mean(dim=1)[0].numpy())
+        times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+        tokens.append(ids["input_ids"].shape[1])
+numpy.save(out, numpy.stack(pooled))
+print(json.dumps({"load_s": loaded, "seconds": times, "cpu_seconds": cpu, "tokens": tokens}))
 """
 
 
@@ -174,7 +181,7 @@ def main():
     config = dict(CONFIG, num_hidden_layers=args.layers)
     folder = Path(args.dir)
     rng = random.Random(0)
-    sequences = ["".join(rng.choice("ACGT") for _ in range(1000)) for _ in range(args.sequences + 1)]
+    sequences = ["".join(rng.choice("ACGT") for _ in range(1000)) for _ in range(args.sequences)]
     report = {"layers": args.layers, "threads": args.threads}
     try:
         if not (folder / "model.safetensors.index.json").exists():
@@ -190,6 +197,14 @@ def main():
             report["geneb"] = run_geneb(args, folder, sequences, report["bf16_bytes"])
         if args.only != "geneb":
             report["pytorch"] = run_torch(args, folder, sequences, report["bf16_bytes"])
+        if args.only is None:
+            # Only the rows no batch padded: metagene.py's mean takes padding in, so a shorter
+            # sequence's row depends on its batch, which PyTorch's one-by-one run does not have.
+            tokens = report["pytorch"]["tokens"]
+            whole = [i for i, n in enumerate(tokens) if n == max(tokens)]
+            report["compared_rows"] = whole
+            record_delta(report, folder, whole)
+        report["load_average_end"] = loadavg()
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
@@ -197,34 +212,31 @@ def main():
 
 
 def run_geneb(args, folder, sequences, bf16_bytes):
-    """`geneb embed` on the first sequence and on all: peak memory, seconds per sequence."""
+    """`geneb embed` on the sequences: peak memory, and the seconds after loading per sequence."""
     if not args.geneb:
         sys.exit("--geneb PATH: a release build of geneb (cargo build --release --bin geneb)")
-    runs = {}
-    for label, chosen in [("one", sequences[:1]), ("all", sequences)]:
-        fasta = folder / f"{label}.txt"
-        fasta.write_text("\n".join(chosen) + "\n")
-        command = [args.geneb, "--max-memory", "16GiB", "embed", "--model", f"hf:{folder}",
-                   "--input", str(fasta), "--out", str(folder / f"{label}.npy")]
-        wall, peak, _, _ = peak_of(command)
-        runs[label] = {"wall_s": wall, "peak_rss_bytes": peak}
-    peak = max(r["peak_rss_bytes"] for r in runs.values())
-    return {
-        "runs": runs,
-        "seconds_per_sequence": (runs["all"]["wall_s"] - runs["one"]["wall_s"]) / args.sequences,
-        "peak_rss_bytes": peak,
-        "peak_over_bf16": peak / bf16_bytes,
-    }
+    fasta = folder / "sequences.txt"
+    fasta.write_text("\n".join(sequences) + "\n")
+    command = [args.geneb, "--max-memory", "16GiB", "embed", "--model", f"hf:{folder}",
+               "--input", str(fasta), "--out", str(folder / "geneb.npy")]
+    run, _, _ = measured(command, watch=True)
+    embedding = run["after_loading"]
+    run.update(
+        seconds_per_sequence=embedding["wall_s"] / len(sequences),
+        cpu_seconds_per_sequence=embedding["cpu_s"] / len(sequences),
+        peak_over_bf16=run["peak_rss_bytes"] / bf16_bytes,
+    )
+    return run
 
 
 def run_torch(args, folder, sequences, bf16_bytes):
     """transformers' LlamaModel in bf16: load seconds, seconds per sequence, peak memory."""
-    command = [sys.executable, "-c", TORCH_RUN, str(folder), json.dumps(sequences[1:]),
-               str(args.threads)]
-    wall, peak, out, _ = peak_of(command)
-    run = json.loads(out.strip().splitlines()[-1])
-    run.update(wall_s=wall, peak_rss_bytes=peak, peak_over_bf16=peak / bf16_bytes)
+    command = [sys.executable, "-c", TORCH_RUN, str(folder), json.dumps(sequences),
+               str(args.threads), str(folder / "torch.npy")]
+    run, out, _ = measured(command)
+    run.update(json.loads(out.strip().splitlines()[-1]), peak_over_bf16=run["peak_rss_bytes"] / bf16_bytes)
     run["seconds_per_sequence"] = sum(run["seconds"]) / len(run["seconds"])
+    run["cpu_seconds_per_sequence"] = sum(run["cpu_seconds"]) / len(run["cpu_seconds"])
     return run
 
 
