@@ -96,7 +96,7 @@ function checkFitsInTab(label, name, size, untouched) {
 // ---------------------------------------------------------------------------------------------
 // Talking to the worker
 
-/** Embed `sequences` with a loaded model in the worker: {dim, values, backend, modelKept}. */
+/** Embed `sequences` with a loaded model in the worker: {dim, values, backend, modelKept, lastLayer, weights}. */
 export function embedInWorker(spec, sequences, { backend = 'auto' } = {}) {
   const model = loadedFor(spec);
   if (!model) return Promise.reject(new Error(`no model ${spec} is loaded`));

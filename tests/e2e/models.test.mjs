@@ -277,10 +277,8 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       // Half precision: a sharded bf16 checkpoint dropped as a folder fits the tab in f32, so the
       // core holds it in f32 unless asked; held in bf16 (?weights=half) on WebGPU and on the wasm
       // CPU, it embeds what the native CLI embeds with hf:FOLDER?weights=half, and says so.
-      const memoryBefore = await wasmMemoryMib(page, app.origin);
       await byTestId(page, 'model-folder').setInputFiles(LLAMA_BF16);
       await waitLoaded(page, 'hf:llama_sharded_bf16');
-      console.log(`wasm memory ${memoryBefore} MiB, then ${await wasmMemoryMib(page, app.origin)} MiB with the llama fixture loaded in f32`);
       assert.match(await byTestId(page, 'model-status').textContent(), /hf:llama_sharded_bf16 is ready: .*; weights held in f32\./);
       const llama = JSON.parse(readFileSync(join(LLAMA_BF16, 'pipeline.json'), 'utf8'));
       const llamaInput = join(scratch, 'llama.txt');
@@ -299,8 +297,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
         assert.match(half.summary, /; weights held in bf16 /, half.summary);
         assert.equal(half.values.length, want16.length);
         const worst16 = Math.max(...want16.map((v, i) => Math.abs(v - half.values[i])));
-        console.log(`llama bf16 held in half, page on ${half.backend.kind} against geneb embed --backend ${backend}: max |Δ| = ${worst16.toExponential(2)}; `
-          + `wasm memory ${await wasmMemoryMib(page, app.origin)} MiB`);
+        console.log(`llama bf16 held in half, page on ${half.backend.kind} against geneb embed --backend ${backend}: max |Δ| = ${worst16.toExponential(2)}`);
         assert.ok(worst16 <= 1e-6, `${backend}: max |page - CLI| = ${worst16}`);
       }
       app.assertLocalOnly();
