@@ -79,21 +79,24 @@ async function plan(b) {
 }
 
 /**
- * Refuse a weights file the tab cannot hold, naming its size, before it is downloaded or read;
- * `untouched` says which of the two was spared.
+ * Refuse weights the tab cannot hold, naming their size, before they are downloaded or read;
+ * `untouched` says which of the two was spared. What is charged is what the core will hold at
+ * the least: the files' own bytes (all shards together), since a bf16 or f16 checkpoint whose f32
+ * would not fit is held as it is stored, in half precision (the core's rule, as the CLI's).
  */
 function checkFitsInTab(label, name, size, untouched) {
   if (Number.isFinite(size) && tabWeightsLimit != null && size > tabWeightsLimit) {
-    throw new Error(`${label}: its weights (${name}, ${bytesText(size)}) do not fit in a browser tab, which can load `
-      + `at most ${bytesText(tabWeightsLimit)} of weights beside the tensors built from them and a task's embeddings: `
-      + `${untouched}; run it with the command line (geneb eval), which has the whole machine's memory`);
+    throw new Error(`${label}: its weights (${name}, ${bytesText(size)}) do not fit in a browser tab, which can hold `
+      + `at most ${bytesText(tabWeightsLimit)} of weights (in half precision where f32 would not fit) beside the tensors `
+      + `built from them and a task's embeddings: ${untouched}; run it with the command line (geneb eval), which has `
+      + 'the whole machine\'s memory');
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Talking to the worker
 
-/** Embed `sequences` with a loaded model in the worker: {dim, values, backend, modelKept}. */
+/** Embed `sequences` with a loaded model in the worker: {dim, values, backend, modelKept, lastLayer, weights}. */
 export function embedInWorker(spec, sequences, { backend = 'auto' } = {}) {
   const model = loadedFor(spec);
   if (!model) return Promise.reject(new Error(`no model ${spec} is loaded`));
@@ -123,6 +126,10 @@ function fitsText(m) {
   if (m.fitsTab == null) return '—';
   if (m.tabWeights === 'half') return `yes, its weights held in half precision (${bytesText(m.parameters * 2)})`;
   if (m.fitsTab) return 'yes';
+  if (m.keptInF32) {
+    return `no: ${bytesText(m.parameters * 4)} of weights in f32, and in half precision ${m.keptInF32} would stay f32; `
+      + `run it with geneb eval --model hf:${m.hubId ?? 'FOLDER'} (--backend wgpu for a GPU)`;
+  }
   return `no: ${bytesText(m.parameters * 2)} of weights even in half precision; run it with `
     + `geneb eval --model hf:${m.hubId ?? 'FOLDER'} (--backend wgpu for a GPU)`;
 }
@@ -279,7 +286,7 @@ async function addModel({ files, ...model }) {
   try {
     const r = await embedInWorker(model.spec, ['ACGTACGTAC']);
     loaded.get(model.spec).lastLayer = r.lastLayer ?? null;
-    say(ui.status, `${model.spec} is ready: ${r.dim}-dimensional embeddings, runs on ${r.backend.kind === 'cpu' ? 'the CPU' : `WebGPU (${r.backend.adapter})`}.`);
+    say(ui.status, `${model.spec} is ready: ${r.dim}-dimensional embeddings, runs on ${r.backend.kind === 'cpu' ? 'the CPU' : `WebGPU (${r.backend.adapter})`}; ${heldText(r)}.`);
   } catch (err) {
     loaded.delete(model.spec);
     say(ui.status, '');
@@ -287,6 +294,11 @@ async function addModel({ files, ...model }) {
     return;
   }
   renderLoaded();
+}
+
+/** What an embedding's model holds its weights in, from the core's answer. */
+function heldText(r) {
+  return `weights held in ${r.weights ?? 'f32'}`;
 }
 
 async function onModelFiles(list, folderName) {
@@ -299,16 +311,19 @@ async function onModelFiles(list, folderName) {
     say(ui.error, messageOf(err), { error: true });
     return;
   }
-  const { config, publishedConfig, weights: weightNames, tokenizer } = modelFileNames;
-  const wanted = new Set([config, publishedConfig, ...weightNames, ...tokenizer]);
+  const { config, publishedConfig, weights: weightNames, tokenizer, shardIndex } = modelFileNames;
+  const wanted = new Set([config, publishedConfig, ...weightNames, ...tokenizer, shardIndex]);
+  const sharded = list.some((file) => file.name.split('/').pop() === shardIndex);
+  // A sharded checkpoint's shards: the .safetensors files its index names (the core checks them).
+  const isWeights = (name) => weightNames.includes(name) || isPublishedWeights(name) || (sharded && name.endsWith('.safetensors'));
   const byName = new Map();
   const ignored = [];
   for (const file of list) {
     const base = file.name.split('/').pop();
-    if (wanted.has(base) || isPublishedWeights(base)) byName.set(base, file);
+    if (wanted.has(base) || isWeights(base)) byName.set(base, file);
     else ignored.push(base);
   }
-  const weights = [...byName.keys()].filter((name) => weightNames.includes(name) || isPublishedWeights(name));
+  const weights = [...byName.keys()].filter(isWeights);
   const missing = [];
   if (!byName.has(config) && !byName.has(publishedConfig) && !weights.some(isPublishedWeights)) missing.push(config);
   if (!weights.length) missing.push(`weights (${weightNames.join(' or ')}, or a published ${modelFileNames.publishedWeightsSuffixes.join(' or ')})`);
@@ -317,7 +332,8 @@ async function onModelFiles(list, folderName) {
     return;
   }
   try {
-    for (const w of weights) checkFitsInTab(label, w, byName.get(w).size, 'nothing was read');
+    const size = weights.reduce((sum, w) => sum + byName.get(w).size, 0);
+    checkFitsInTab(label, weights.join(', '), size, 'nothing was read');
   } catch (err) {
     say(ui.error, messageOf(err), { error: true });
     return;
@@ -386,7 +402,10 @@ async function refreshCached() {
 async function onEmbedClick() {
   // The layer chosen for the model's runs, when it is one layer K.
   const model = loaded.get(ui.embedModel.value);
-  const spec = model ? runSpec({ ...model, window: { on: false } }) : ui.embedModel.value;
+  const base = model ? runSpec({ ...model, window: { on: false } }) : ui.embedModel.value;
+  // ?weights= only where the user asks: else the core picks by the tab's memory.
+  const held = model && ui.embedWeights.value !== 'auto' ? `weights=${ui.embedWeights.value}` : '';
+  const spec = held ? `${base}${base.includes('?') ? '&' : '?'}${held}` : base;
   const sequences = ui.embedInput.value.split(/\s+/).filter(Boolean);
   say(ui.embedOut, 'embedding…');
   ui.embedJson.textContent = '';
@@ -395,8 +414,11 @@ async function onEmbedClick() {
     const r = await embedInWorker(spec, sequences, { backend: ui.embedBackend.value });
     const where = r.backend.kind === 'cpu' ? 'the CPU' : `WebGPU (${r.backend.adapter})`;
     const kept = r.modelKept ? ' (the model was still loaded from the last call)' : '';
-    say(ui.embedOut, `${sequences.length} × ${r.dim} embeddings, computed on ${where}${kept}.`);
-    ui.embedJson.textContent = JSON.stringify({ model: spec, backend: r.backend, dim: r.dim, values: Array.from(r.values) });
+    const weights = model ? `; ${heldText(r)}` : '';
+    say(ui.embedOut, `${sequences.length} × ${r.dim} embeddings, computed on ${where}${kept}${weights}.`);
+    ui.embedJson.textContent = JSON.stringify({
+      model: spec, backend: r.backend, dim: r.dim, weights: r.weights ?? 'f32', values: Array.from(r.values),
+    });
   } catch (err) {
     say(ui.embedOut, messageOf(err), { error: true });
   } finally {
@@ -420,13 +442,17 @@ function build(root) {
   ui.embedInput = h('textarea', { 'data-testid': 'embed-input', rows: 3, 'aria-label': 'Sequences, one per line', placeholder: 'ACGT… one sequence per line' });
   ui.embedBackend = h('select', { id: 'embed-backend', 'data-testid': 'embed-backend' },
     h('option', { value: 'auto' }, 'Automatic'), h('option', { value: 'webgpu' }, 'WebGPU'), h('option', { value: 'cpu' }, 'CPU'));
+  ui.embedWeights = h('select', { id: 'embed-weights', 'data-testid': 'embed-weights' },
+    h('option', { value: 'auto' }, 'f32 if it fits, else half'), h('option', { value: 'half' }, 'half precision'),
+    h('option', { value: 'f32' }, 'f32'));
   ui.embedButton = h('button', { type: 'button', 'data-testid': 'embed-run' }, 'Embed');
   ui.embedOut = h('p', { class: 'hint', 'data-testid': 'embed-summary', hidden: true });
   ui.embedJson = h('pre', { class: 'embed-json', 'data-testid': 'embed-json' });
   ui.embedTool = h('details', { hidden: true, 'data-testid': 'embed-tool' },
     h('summary', {}, 'Embed sequences with a loaded model'),
     ui.embedModel, ui.embedInput,
-    h('label', { for: 'embed-backend' }, 'Compute ', ui.embedBackend), ' ', ui.embedButton,
+    h('label', { for: 'embed-backend' }, 'Compute ', ui.embedBackend), ' ',
+    h('label', { for: 'embed-weights' }, 'Weights ', ui.embedWeights), ' ', ui.embedButton,
     ui.embedOut, ui.embedJson);
   const drop = h('div', { class: 'drop', 'data-testid': 'model-drop' },
     h('p', { class: 'drop-title' }, 'Drop a model folder or its files (config.json, weights, tokenizer files)'),

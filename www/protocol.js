@@ -19,7 +19,7 @@ export const CALLS = Object.freeze({
   embed: {
     about: 'pooled embeddings of a few sequences with a loaded model (www/models.js)',
     args: '{model, sequences, modelFiles, modelKey, forceBackend?}',
-    value: '{dim, values, backend, modelKept}',
+    value: '{dim, values, backend, modelKept, lastLayer, weights}',
   },
   predict: {
     about: 'a saved probe on new sequences (www/predict.js)',

@@ -318,7 +318,7 @@ async function embed(id, { model, sequences, modelFiles, modelKey, forceBackend 
     model, backend: backend.kind, adapter: backend.adapter ?? '', sequences, modelKey,
     modelFiles: modelKey != null && core.holdsModel(modelKey, model, backend.kind) ? undefined : modelFiles,
   }))));
-  return { dim: r.dim, values: r.values, backend: r.backend, modelKept: Boolean(r.modelKept), lastLayer: r.lastLayer ?? null };
+  return { dim: r.dim, values: r.values, backend: r.backend, modelKept: Boolean(r.modelKept), lastLayer: r.lastLayer ?? null, weights: r.weights ?? null };
 }
 
 // --- a saved probe on new sequences (www/predict.js) ---

@@ -35,6 +35,9 @@ pub struct ModelFileNames {
     /// config.json) or a PyTorch Lightning checkpoint (JanusDNA's `last.ckpt`).
     #[serde(rename = "publishedWeightsSuffixes")]
     pub published_weights_suffixes: [&'static str; 2],
+    /// A sharded checkpoint's index, which names its `.safetensors` shards.
+    #[serde(rename = "shardIndex")]
+    pub shard_index: &'static str,
 }
 
 pub const MODEL_FILE_NAMES: ModelFileNames = ModelFileNames {
@@ -48,6 +51,7 @@ pub const MODEL_FILE_NAMES: ModelFileNames = ModelFileNames {
         "special_tokens_map.json",
     ],
     published_weights_suffixes: [".pth", ".ckpt"],
+    shard_index: safetensors::INDEX,
 };
 
 impl ModelFileNames {

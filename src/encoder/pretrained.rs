@@ -101,7 +101,8 @@ fn hold_weights(
     if compute.precision == super::Precision::F16 {
         if weights == Some(Weights::Half) {
             return Err(Error::new(
-                "?weights=half and --precision f16 do not combine: the device computes in f16                  and holds every weight so already; drop one of them",
+                "?weights=half and --precision f16 do not combine: the device computes in f16 and \
+                 holds every weight so already; drop one of them",
             ));
         }
         return Ok(HeldWeights {

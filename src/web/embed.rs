@@ -39,10 +39,14 @@ struct Embedded {
     /// choice; absent for the baselines.
     #[serde(rename = "lastLayer", skip_serializing_if = "Option::is_none")]
     last_layer: Option<usize>,
+    /// What an `hf:` model's weights are held in where not f32 (`pretrained::HeldWeights`): the
+    /// tab picks f32 or half precision by its memory as the CLI does, and says which.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weights: Option<String>,
 }
 
 /// Pooled embeddings of raw sequences: `{model, backend, sequences, modelFiles?, modelKey?}` →
-/// `{dim, values, backend, modelKept, lastLayer?}`.
+/// `{dim, values, backend, modelKept, lastLayer?, weights?}`.
 /// Sequences are validated like task files (IUPAC codes → N).
 #[wasm_bindgen]
 pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
@@ -74,6 +78,7 @@ pub async fn embed(request: JsValue) -> std::result::Result<JsValue, JsError> {
             backend: encoder.backend_info(),
             model_kept,
             last_layer: encoder.layer().map(|(_, last)| last),
+            weights: encoder.describe().weights,
         })
     };
     answer(run.await)

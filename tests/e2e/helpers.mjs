@@ -241,12 +241,13 @@ export async function waitModelError(page) {
 }
 
 /** Embed `sequences` through the page's embed tool; returns the JSON it shows and its summary line. */
-export async function embedThroughPage(page, spec, sequences, { cpu }) {
+export async function embedThroughPage(page, spec, sequences, { cpu, weights = 'auto' }) {
   const tool = byTestId(page, 'embed-tool');
   if (!(await tool.evaluate((d) => d.open))) await tool.locator('summary').click();
   await byTestId(page, 'embed-model').selectOption(spec);
   await byTestId(page, 'embed-input').fill(sequences.join('\n'));
   await byTestId(page, 'embed-backend').selectOption(cpu ? 'cpu' : 'webgpu');
+  await byTestId(page, 'embed-weights').selectOption(weights);
   await page.evaluate(() => { document.querySelector('[data-testid="embed-json"]').textContent = ''; });
   await byTestId(page, 'embed-run').click();
   await page.waitForFunction(() => {

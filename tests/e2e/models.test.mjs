@@ -17,6 +17,7 @@ import {
 import { startServer } from '../../scripts/serve.mjs';
 
 const NT_V2 = join(REPO, 'tests', 'fixtures', 'models', 'nt_v2');
+const LLAMA_BF16 = join(REPO, 'tests', 'fixtures', 'models', 'llama_sharded_bf16');
 const TOLERANCE = 1e-4;
 const GC_VS_AT = join(REPO, 'tests', 'e2e', 'fixtures', 'e2e_gc_vs_at.csv');
 const LAMBDA = join(REPO, 'tasks', 'smoke', 'smoke_lambda_phage_vs_ecoli.csv');
@@ -283,6 +284,33 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
       console.log(`by layer, page: ${JSON.stringify(shown)}`);
       assert.deepEqual(shown, want);
       assert.deepEqual(await table('layer-mcc'), wantByLayer);
+
+      // Half precision: a sharded bf16 checkpoint dropped as a folder fits the tab in f32, so the
+      // core holds it in f32 unless asked; held in bf16 (?weights=half) on WebGPU and on the wasm
+      // CPU, it embeds what the native CLI embeds with hf:FOLDER?weights=half, and says so.
+      await byTestId(page, 'model-folder').setInputFiles(LLAMA_BF16);
+      await waitLoaded(page, 'hf:llama_sharded_bf16');
+      assert.match(await byTestId(page, 'model-status').textContent(), /hf:llama_sharded_bf16 is ready: .*; weights held in f32\./);
+      const llama = JSON.parse(readFileSync(join(LLAMA_BF16, 'pipeline.json'), 'utf8'));
+      const llamaInput = join(scratch, 'llama.txt');
+      writeFileSync(llamaInput, `${llama.sequences.join('\n')}\n`);
+      for (const cpu of [false, true]) {
+        const backend = cpu ? 'cpu' : 'wgpu';
+        const halfNpy = join(scratch, `half-${backend}.npy`);
+        const halfNative = spawnSync(cli, ['embed', '--model', `hf:${LLAMA_BF16}?weights=half`, '--backend', backend, '--input', llamaInput,
+          '--out', halfNpy], { encoding: 'utf8', timeout: 120_000 });
+        assert.equal(halfNative.status, 0, halfNative.stderr);
+        const want16 = readNpyF32(readFileSync(halfNpy));
+        const half = await embedThroughPage(page, 'hf:llama_sharded_bf16', llama.sequences, { cpu, weights: 'half' });
+        assert.equal(half.model, 'hf:llama_sharded_bf16?weights=half');
+        assert.equal(half.backend.kind, cpu ? 'cpu' : 'wgpu', JSON.stringify(half.backend));
+        assert.match(half.weights, /^bf16 as the checkpoint stores them/, half.weights);
+        assert.match(half.summary, /; weights held in bf16 /, half.summary);
+        assert.equal(half.values.length, want16.length);
+        const worst16 = Math.max(...want16.map((v, i) => Math.abs(v - half.values[i])));
+        console.log(`llama bf16 held in half, page on ${half.backend.kind} against geneb embed --backend ${backend}: max |Δ| = ${worst16.toExponential(2)}`);
+        assert.ok(worst16 <= 1e-6, `${backend}: max |page - CLI| = ${worst16}`);
+      }
       app.assertLocalOnly();
     } finally {
       await app.close();
