@@ -117,7 +117,7 @@ async function checkEveryLayer(page, spec, name, { sequences: count, pooled }, s
   console.log(`${name}: ${Object.keys(pooled).length} layers checked in the page in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
-describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
+describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
   let browser;
   let fixture;
   let files;
