@@ -7,7 +7,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import {
   LOAD_TIMEOUT, NO_WASM, REPO, byTestId, downloadResult, dropModel, embedThroughPage, folderFiles, launchBrowser, nativeGeneb, openApp,
@@ -96,7 +96,29 @@ function worstDifference(values, pooled) {
   return worst;
 }
 
-describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
+/**
+ * Every hidden state K of the model loaded as `spec`, from the same load, on the wasm CPU and on
+ * WebGPU, within 1e-4 of the reference's layers.json (tests/oracle/make_layer_fixtures.py, as the
+ * native per-layer tests read it: its first `count` sequences of pipeline.json).
+ */
+async function checkEveryLayer(page, spec, name, { sequences: count, pooled }, sequences) {
+  const id = `hf-${spec.replace(/[^a-z0-9]+/gi, '-')}`;
+  const started = performance.now();
+  await byTestId(page, `${id}-layer`).selectOption('k');
+  for (const [k, want] of Object.entries(pooled)) {
+    await byTestId(page, `${id}-layer-k`).fill(k);
+    for (const cpu of [true, false]) {
+      const r = await embedThroughPage(page, spec, sequences.slice(0, count), { cpu });
+      assert.equal(r.model, `${spec}?layer=${k}`, r.summary);
+      const worst = worstDifference(r.values, want);
+      console.log(`${name} layer ${k} in the page on ${r.backend.kind}: max |page - reference| = ${worst.toExponential(2)}`);
+      assert.ok(worst <= TOLERANCE, `${name} layer ${k} on ${r.backend.kind}: max |page - reference| = ${worst}`);
+    }
+  }
+  console.log(`${name}: ${Object.keys(pooled).length} layers checked in the page in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
   let browser;
   let fixture;
   let files;
@@ -319,45 +341,6 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     }
   });
 
-  it('a BERT, an SSM (Caduceus) and a decoder (Llama) in the page give every hidden state K within 1e-4 of their reference\'s', { timeout: LOAD_TIMEOUT * 4 }, async () => {
-    const server = await startServer({ port: 0, mounts: pkgMounts() });
-    const app = await openApp(browser, server);
-    const { page } = app;
-    const models = join(REPO, 'tests', 'fixtures', 'models');
-    const started = performance.now();
-    try {
-      await waitReady(page);
-      // One page, one model load each; K = 0 … L on the wasm CPU and on WebGPU (SwiftShader)
-      // against the reference's layers.json (tests/oracle/make_layer_fixtures.py), as the native
-      // per-layer tests read it.
-      for (const name of ['bert', 'caduceus/ph', 'llama']) {
-        const dir = join(models, name);
-        const spec = `hf:${basename(name)}`;
-        const id = `hf-${spec.replace(/[^a-z0-9]+/gi, '-')}`;
-        const { sequences: count, pooled } = JSON.parse(readFileSync(join(dir, 'layers.json'), 'utf8'));
-        const { sequences } = JSON.parse(readFileSync(join(dir, 'pipeline.json'), 'utf8'));
-        await byTestId(page, 'model-folder').setInputFiles(dir);
-        await waitLoaded(page, spec);
-        await byTestId(page, `${id}-layer`).selectOption('k');
-        for (const [k, want] of Object.entries(pooled)) {
-          await byTestId(page, `${id}-layer-k`).fill(k);
-          for (const cpu of [true, false]) {
-            const r = await embedThroughPage(page, spec, sequences.slice(0, count), { cpu });
-            assert.equal(r.model, `${spec}?layer=${k}`, r.summary);
-            const worst = worstDifference(r.values, want);
-            console.log(`${name} layer ${k} in the page on ${r.backend.kind}: max |page - reference| = ${worst.toExponential(2)}`);
-            assert.ok(worst <= TOLERANCE, `${name} layer ${k} on ${r.backend.kind}: max |page - reference| = ${worst}`);
-          }
-        }
-      }
-      console.log(`per-layer page checks: ${((performance.now() - started) / 1000).toFixed(1)} s`);
-      app.assertLocalOnly();
-    } finally {
-      await app.close();
-      await server.close();
-    }
-  });
-
   it('a rerun reuses the embeddings kept in the browser, with the same profile; reuse can be turned off and the cache cleared', { timeout: LOAD_TIMEOUT * 4 }, async () => {
     const server = await startServer({ port: 0, mounts: pkgMounts() });
     const app = await openApp(browser, server);
@@ -408,7 +391,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
     }
   });
 
-  it('every architecture (BERT, DNABERT-2, GENA-LM, MutBERT, Genomics-FM, DeepGene, DNAGPT, HyenaDNA, Caduceus PH and PS, PlantCaduceus, JanusDNA, SpliceBERT, Llama, Mistral, NT-v1, OLMo, Enformer, SPACE, Evo-1, LucaOne, eccDNAMamba, GPT-2, GENERator, BioFM, AgroNT) embeds as its GENEB extractor on WebGPU and on the CPU', { timeout: LOAD_TIMEOUT * 30 }, async () => {
+  it('every architecture (BERT, DNABERT-2, GENA-LM, MutBERT, Genomics-FM, DeepGene, DNAGPT, HyenaDNA, Caduceus PH and PS, PlantCaduceus, JanusDNA, SpliceBERT, Llama, Mistral, NT-v1, OLMo, Enformer, SPACE, Evo-1, LucaOne, eccDNAMamba, GPT-2, GENERator, BioFM, AgroNT) embeds as its GENEB extractor on WebGPU and on the CPU, and each with a layers.json gives every hidden state K within 1e-4 of its reference\'s', { timeout: LOAD_TIMEOUT * 30 }, async () => {
     const server = await startServer({ port: 0, mounts: pkgMounts() });
     try {
       // janus/w and janus/wo as JanusDNA's training saves them: `{"config": …}` in
@@ -432,6 +415,7 @@ describe('foundation models in the page', { timeout: 15 * 60_000 }, () => {
             console.log(`${name} in the page on ${r.backend.kind}: max |page - PyTorch| = ${worst.toExponential(2)} per sequence ${rows.join(' ')}`);
             assert.ok(worst <= TOLERANCE, `${name} on ${r.backend.kind}: max |page - PyTorch| = ${worst}`);
           }
+          if (folder['layers.json']) await checkEveryLayer(app.page, 'hf:dropped-model', name, JSON.parse(folder['layers.json']), expected.sequences);
           app.assertLocalOnly();
         } finally {
           await app.close();
