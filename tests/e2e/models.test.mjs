@@ -96,6 +96,8 @@ function worstDifference(values, pooled) {
   return worst;
 }
 
+const WHOLE_WINDOW_EACH_PASS = new Set(['enformer', 'space']);
+
 /**
  * Every hidden state K of the model loaded as `spec`, from the same load, on the wasm CPU and on
  * WebGPU, within 1e-4 of the reference's layers.json (tests/oracle/make_layer_fixtures.py, as the
@@ -415,7 +417,11 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
             console.log(`${name} in the page on ${r.backend.kind}: max |page - PyTorch| = ${worst.toExponential(2)} per sequence ${rows.join(' ')}`);
             assert.ok(worst <= TOLERANCE, `${name} on ${r.backend.kind}: max |page - PyTorch| = ${worst}`);
           }
-          if (folder['layers.json']) await checkEveryLayer(app.page, 'hf:dropped-model', name, JSON.parse(folder['layers.json']), expected.sequences);
+          // Enformer's and SPACE's layers are checked natively on the CPU and wgpu (tests/enformer.rs):
+          // in the page each K is a pass over the whole input window, 5.5 minutes of CI for the two.
+          if (folder['layers.json'] && !WHOLE_WINDOW_EACH_PASS.has(name)) {
+            await checkEveryLayer(app.page, 'hf:dropped-model', name, JSON.parse(folder['layers.json']), expected.sequences);
+          }
           app.assertLocalOnly();
         } finally {
           await app.close();
