@@ -27,7 +27,7 @@ use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::{
-    Activation, LayerNorm, Linear, checkpoint_prefix, config_error, head_dim, silu, upload,
+    Activation, EmbeddingTable, LayerNorm, Linear, checkpoint_prefix, config_error, head_dim, silu,
 };
 use crate::tokenize::TokenizerChoice;
 use burn::tensor::{Device, Int, Tensor};
@@ -121,8 +121,8 @@ struct Head {
 
 pub struct DnaGpt {
     output: Output,
-    wte: Tensor<2>,
-    wpe: Tensor<2>,
+    wte: EmbeddingTable,
+    wpe: EmbeddingTable,
     blocks: Vec<Block>,
     ln_f: LayerNorm,
     /// None where the hidden states are pooled.
@@ -146,8 +146,9 @@ impl DnaGpt {
         let norm = |ckpt: &mut Checkpoint, name: &str| {
             LayerNorm::load_with_bias(ckpt, &p(name), dim, EPS, bias, device)
         };
-        let wte = ckpt.take(&p("transformer.wte.weight"), &[vocab, dim])?;
-        let wpe = ckpt.take(&p("transformer.wpe.weight"), &[c.max_len, dim])?;
+        let wte = EmbeddingTable::load(ckpt, &p("transformer.wte.weight"), [vocab, dim], device)?;
+        let wpe =
+            EmbeddingTable::load(ckpt, &p("transformer.wpe.weight"), [c.max_len, dim], device)?;
         let layers = check_layers("num_layers", c.num_layers, ckpt, |i| {
             p(&format!("transformer.h.{i}.attn.c_attn.weight"))
         })?;
@@ -190,8 +191,8 @@ impl DnaGpt {
         }
         Ok(DnaGpt {
             output: c.output,
-            wte: upload(wte, [vocab, dim], device),
-            wpe: upload(wpe, [c.max_len, dim], device),
+            wte,
+            wpe,
             blocks,
             ln_f,
             head,

@@ -27,9 +27,10 @@ use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::mamba::{Mamba2, Mamba2Config};
-use crate::encoder::layers::{Linear, RmsNorm, checkpoint_prefix, config_error, silu, upload};
+use crate::encoder::layers::{
+    EmbeddingTable, Linear, RmsNorm, checkpoint_prefix, config_error, silu,
+};
 use crate::tokenize::TokenizerChoice;
-use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;
 
@@ -101,7 +102,7 @@ struct Backbone {
 }
 
 pub struct EccDnaMamba {
-    token_embedding: Tensor<2>,
+    token_embedding: EmbeddingTable,
     forward_stream: Backbone,
     backward_stream: Backbone,
     lm_head_proj: Linear,
@@ -135,7 +136,8 @@ impl EccDnaMamba {
         let layers = c.n_layer.or(c.num_hidden_layers).unwrap_or(12);
         let probe = "token_embedding.weight";
         let prefix = checkpoint_prefix(ckpt, &PREFIXES, probe, "BiMamba")?;
-        let token_embedding = ckpt.take(&format!("{prefix}{probe}"), &[c.vocab_size, d])?;
+        let token_embedding =
+            EmbeddingTable::load(ckpt, &format!("{prefix}{probe}"), [c.vocab_size, d], device)?;
         let mut backbone = |stream: &str| -> Result<Backbone> {
             let p = format!("{prefix}{stream}.");
             // The backbone's own embedding and LM head are not used: BiMamba passes its
@@ -180,7 +182,7 @@ impl EccDnaMamba {
         let forward_stream = backbone("mamba_forward")?;
         let backward_stream = backbone("mamba_backward")?;
         Ok(EccDnaMamba {
-            token_embedding: upload(token_embedding, [c.vocab_size, d], device),
+            token_embedding,
             forward_stream,
             backward_stream,
             lm_head_proj: Linear::load(
@@ -243,7 +245,7 @@ impl Arch for EccDnaMamba {
         kept: &mut Kept,
     ) -> Tensor<3> {
         let [batch, tokens] = input_ids.dims();
-        let x = embedding(self.token_embedding.clone(), input_ids);
+        let x = self.token_embedding.forward(input_ids);
         let mask = attention_mask.reshape([batch, tokens, 1]);
         let layers = self.forward_stream.blocks.len();
         let blocks = kept.deepest().min(layers);
@@ -293,7 +295,7 @@ impl Arch for EccDnaMamba {
     }
 
     fn token_rows(&self) -> usize {
-        self.token_embedding.dims()[0]
+        self.token_embedding.rows()
     }
 
     fn max_tokens(&self) -> usize {

@@ -18,11 +18,10 @@ use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::{
-    Activation, LayerNorm, Linear, attention, causal_bias, checkpoint_prefix, config_error,
-    head_dim, padding_bias, split_heads, upload,
+    Activation, EmbeddingTable, LayerNorm, Linear, attention, causal_bias, checkpoint_prefix,
+    config_error, head_dim, padding_bias, split_heads,
 };
 use crate::tokenize::TokenizerChoice;
-use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;
 use serde_json::Value;
@@ -82,15 +81,17 @@ fn default_true() -> bool {
 /// The token embeddings plus the learned positions from the batch's first column, and the
 /// padding and causal attention bias, for ids and mask [batch, tokens].
 pub(super) fn embed(
-    wte: &Tensor<2>,
-    wpe: &Tensor<2>,
+    wte: &EmbeddingTable,
+    wpe: &EmbeddingTable,
     input_ids: Tensor<2, Int>,
     attention_mask: Tensor<2>,
 ) -> (Tensor<3>, Tensor<4>) {
     let tokens = input_ids.dims()[1];
-    let positions = wpe.clone().narrow(0, 0, tokens).unsqueeze::<3>();
-    let x = embedding(wte.clone(), input_ids) + positions;
-    let bias = padding_bias(attention_mask.clone()) + causal_bias(tokens, &attention_mask.device());
+    let device = attention_mask.device();
+    // Looked up as rows, so a table held in half widens only the positions used.
+    let positions = Tensor::<1, Int>::arange(0..tokens as i64, &device).reshape([1, tokens]);
+    let x = wte.forward(input_ids) + wpe.forward(positions);
+    let bias = padding_bias(attention_mask) + causal_bias(tokens, &device);
     (x, bias)
 }
 
@@ -136,8 +137,8 @@ impl Block {
 }
 
 pub struct Gpt2 {
-    wte: Tensor<2>,
-    wpe: Tensor<2>,
+    wte: EmbeddingTable,
+    wpe: EmbeddingTable,
     blocks: Vec<Block>,
     ln_f: LayerNorm,
     activation: Activation,
@@ -170,8 +171,8 @@ impl Gpt2 {
         let norm = |ckpt: &mut Checkpoint, name: &str| {
             LayerNorm::load(ckpt, &p(name), dim, c.layer_norm_epsilon, device)
         };
-        let wte = ckpt.take(&p("wte.weight"), &[vocab, dim])?;
-        let wpe = ckpt.take(&p("wpe.weight"), &[c.n_positions, dim])?;
+        let wte = EmbeddingTable::load(ckpt, &p("wte.weight"), [vocab, dim], device)?;
+        let wpe = EmbeddingTable::load(ckpt, &p("wpe.weight"), [c.n_positions, dim], device)?;
         let layers = check_layers("n_layer", c.n_layer, ckpt, |i| {
             p(&format!("h.{i}.attn.c_attn.weight"))
         })?;
@@ -211,8 +212,8 @@ impl Gpt2 {
         ckpt.skip_prefix("lm_head.");
         ckpt.skip_prefix("score.");
         Ok(Gpt2 {
-            wte: upload(wte, [vocab, dim], device),
-            wpe: upload(wpe, [c.n_positions, dim], device),
+            wte,
+            wpe,
             blocks,
             ln_f,
             activation,

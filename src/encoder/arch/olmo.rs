@@ -16,12 +16,11 @@ use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::positions::Rotary;
 use crate::encoder::layers::{
-    Activation, GroupedQueryAttention, LayerNorm, Linear, causal_bias, checkpoint_prefix,
-    config_error, head_dim, padding_bias, upload,
+    Activation, EmbeddingTable, GroupedQueryAttention, LayerNorm, Linear, causal_bias,
+    checkpoint_prefix, config_error, head_dim, padding_bias,
 };
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
-use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;
 use serde_json::Value;
@@ -205,7 +204,7 @@ struct Layer {
 }
 
 pub struct Olmo {
-    wte: Tensor<2>,
+    wte: EmbeddingTable,
     layers: Vec<Layer>,
     ln_f: LayerNorm,
     rotary: Rotary,
@@ -258,7 +257,7 @@ impl Olmo {
         let prefix =
             checkpoint_prefix(ckpt, &["model.transformer.", "transformer."], probe, "OLMo")?;
         let p = |name: &str| format!("{prefix}{name}");
-        let wte = ckpt.take(&p(probe), &[rows, hidden])?;
+        let wte = EmbeddingTable::load(ckpt, &p(probe), [rows, hidden], device)?;
         let n_layers = check_layers("n_layers", c.n_layers, ckpt, |i| {
             p(&format!("blocks.{i}.attn_out.weight"))
         })?;
@@ -268,21 +267,14 @@ impl Olmo {
         for i in 0..n_layers {
             let l = |name: &str| p(&format!("blocks.{i}.{name}"));
             // att_proj stacks [hidden query rows; kv_width key rows; kv_width value rows].
-            let mut att_proj =
-                ckpt.take(&l("att_proj.weight"), &[hidden + 2 * kv_width, hidden])?;
-            let mut att_bias = if bias {
-                Some(ckpt.take(&l("att_proj.bias"), &[hidden + 2 * kv_width])?)
-            } else {
-                None
-            };
-            let mut split = |rows_from: usize, width: usize| {
-                let weight = att_proj.split_off(rows_from * hidden);
-                let bias = att_bias.as_mut().map(|b| b.split_off(rows_from));
-                Linear::new(weight, bias, hidden, width, device)
-            };
-            let v_proj = split(hidden + kv_width, kv_width);
-            let k_proj = split(hidden, kv_width);
-            let q_proj = Linear::new(att_proj, att_bias, hidden, hidden, device);
+            let [q_proj, k_proj, v_proj] = Linear::load_stacked(
+                ckpt,
+                &l("att_proj"),
+                hidden,
+                [hidden, kv_width, kv_width],
+                bias,
+                device,
+            )?;
             let attention = GroupedQueryAttention {
                 q_proj,
                 k_proj,
@@ -310,7 +302,7 @@ impl Olmo {
             ckpt.skip_prefix(&p("ff_out."));
         }
         Ok(Olmo {
-            wte: upload(wte, [rows, hidden], device),
+            wte,
             layers,
             ln_f,
             rotary: Rotary::from_theta(head_dim, c.rope_theta, None),
@@ -328,7 +320,7 @@ impl Arch for Olmo {
     }
 
     fn token_rows(&self) -> usize {
-        self.wte.dims()[0]
+        self.wte.rows()
     }
 
     /// OLMo's rotary tables have no end, but Omni-DNA was trained on `max_sequence_length`
@@ -350,7 +342,7 @@ impl Arch for Olmo {
         kept: &mut Kept,
     ) -> Tensor<3> {
         let tokens = input_ids.dims()[1];
-        let mut x = embedding(self.wte.clone(), input_ids);
+        let mut x = self.wte.forward(input_ids);
         let bias = padding_bias(attention_mask) + causal_bias(tokens, &self.device);
         let rotary = self.rotary.tables(tokens, &self.device);
         let deepest = kept.deepest();

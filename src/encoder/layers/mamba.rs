@@ -333,19 +333,14 @@ impl Mamba2 {
         let conv_dim = d_inner + 2 * d_state;
         let bias = cfg.bias == Some(true);
         // in_proj's rows are [z, xBC, Δ]: three products rather than one product sliced.
-        let mut weight = ckpt.take(
-            &format!("{p}in_proj.weight"),
-            &[d_inner + conv_dim + heads, d_model],
+        let [z_proj, xbc_proj, dt_proj] = Linear::load_stacked(
+            ckpt,
+            &format!("{p}in_proj"),
+            d_model,
+            [d_inner, conv_dim, heads],
+            bias,
+            device,
         )?;
-        let mut in_bias = if bias {
-            Some(ckpt.take(&format!("{p}in_proj.bias"), &[d_inner + conv_dim + heads])?)
-        } else {
-            None
-        };
-        let dt_weight = weight.split_off((d_inner + conv_dim) * d_model);
-        let xbc_weight = weight.split_off(d_inner * d_model);
-        let dt_bias_in = in_bias.as_mut().map(|b| b.split_off(d_inner + conv_dim));
-        let xbc_bias = in_bias.as_mut().map(|b| b.split_off(d_inner));
         let conv_bias = if cfg.conv_bias != Some(false) {
             Some(param(ckpt, &format!("{p}conv1d.bias"), [conv_dim], device)?)
         } else {
@@ -362,9 +357,9 @@ impl Mamba2 {
         let a_host = per_channel(&a_heads, d_state);
         let d = per_channel(&ckpt.take(&format!("{p}D"), &[heads])?, 1);
         Ok(Mamba2 {
-            z_proj: Linear::new(weight, in_bias, d_model, d_inner, device),
-            xbc_proj: Linear::new(xbc_weight, xbc_bias, d_model, conv_dim, device),
-            dt_proj: Linear::new(dt_weight, dt_bias_in, d_model, heads, device),
+            z_proj,
+            xbc_proj,
+            dt_proj,
             conv_weight: param(
                 ckpt,
                 &format!("{p}conv1d.weight"),

@@ -208,24 +208,33 @@ impl Linear {
         bias: bool,
         device: &Device,
     ) -> Result<[Linear; N]> {
-        let weight =
-            ckpt.take_matrix(&format!("{name}.weight"), &[N * out_features, in_features])?;
+        Linear::load_stacked(ckpt, name, in_features, [out_features; N], bias, device)
+    }
+
+    /// `load_parts` for parts of their own widths: `{name}.weight` [Σ widths, in] stacks them
+    /// in order (OLMo's fused `att_proj`: the queries, then grouped-query attention's narrower
+    /// keys and values), held as the checkpoint's matrices are (`Checkpoint::take_matrix`).
+    pub fn load_stacked<const N: usize>(
+        ckpt: &mut Checkpoint,
+        name: &str,
+        in_features: usize,
+        widths: [usize; N],
+        bias: bool,
+        device: &Device,
+    ) -> Result<[Linear; N]> {
+        let rows = widths.iter().sum::<usize>();
+        let weight = ckpt.take_matrix(&format!("{name}.weight"), &[rows, in_features])?;
         let bias = if bias {
-            Some(ckpt.take(&format!("{name}.bias"), &[N * out_features])?)
+            Some(ckpt.take(&format!("{name}.bias"), &[rows])?)
         } else {
             None
         };
-        Ok(Linear::from_rows(
-            weight,
-            bias,
-            in_features,
-            out_features,
-            device,
-        ))
+        Ok(Linear::from_rows(weight, bias, in_features, widths, device))
     }
 
     /// `load_parts` for GPT-2's `Conv1D` (`{name}.weight` stored [in, N·out], y = x W + b,
-    /// always with a bias): transposed on the host, one tensor at a time, then split alike.
+    /// always with a bias): transposed on the host, one tensor at a time, in the type it is held
+    /// in (`Checkpoint::take_matrix`), then split alike.
     pub fn load_conv1d_parts<const N: usize>(
         ckpt: &mut Checkpoint,
         name: &str,
@@ -234,30 +243,29 @@ impl Linear {
         device: &Device,
     ) -> Result<[Linear; N]> {
         let columns = N * out_features;
-        let stored = ckpt.take(&format!("{name}.weight"), &[in_features, columns])?;
-        let mut weight = vec![0f32; stored.len()];
-        for (i, row) in stored.chunks_exact(columns.max(1)).enumerate() {
-            for (o, value) in row.iter().enumerate() {
-                weight[o * in_features + i] = *value;
-            }
-        }
-        drop(stored);
+        let stored = ckpt.take_matrix(&format!("{name}.weight"), &[in_features, columns])?;
+        let weight = match stored {
+            Matrix::F32(values) => Matrix::F32(transposed(&values, columns)),
+            Matrix::Bf16(values) => Matrix::Bf16(transposed(&values, columns)),
+            Matrix::F16(values) => Matrix::F16(transposed(&values, columns)),
+        };
         let bias = ckpt.take(&format!("{name}.bias"), &[columns])?;
         Ok(Linear::from_rows(
-            Matrix::F32(weight),
+            weight,
             Some(bias),
             in_features,
-            out_features,
+            [out_features; N],
             device,
         ))
     }
 
-    /// `N` layers from a weight [N·out, in] (row-major) and bias [N·out] stacking their rows.
+    /// `N` layers from a weight [Σ widths, in] (row-major) and bias [Σ widths] stacking their
+    /// rows in order.
     fn from_rows<const N: usize>(
         mut weight: Matrix,
         mut bias: Option<Vec<f32>>,
         in_features: usize,
-        out_features: usize,
+        widths: [usize; N],
         device: &Device,
     ) -> [Linear; N] {
         // Parts after the first are split off the end; the first keeps the vectors read, so a
@@ -265,15 +273,16 @@ impl Linear {
         let mut parts: Vec<(Matrix, Option<Vec<f32>>)> = (1..N)
             .rev()
             .map(|part| {
-                let weight = weight.split_off(part * out_features * in_features);
-                let bias = bias.as_mut().map(|b| b.split_off(part * out_features));
+                let first_row: usize = widths[..part].iter().sum();
+                let weight = weight.split_off(first_row * in_features);
+                let bias = bias.as_mut().map(|b| b.split_off(first_row));
                 (weight, bias)
             })
             .collect();
         parts.push((weight, bias));
         parts.reverse();
         let mut parts = parts.into_iter();
-        std::array::from_fn(|_| {
+        widths.map(|out_features| {
             let (weight, bias) = parts.next().expect("N parts were split off");
             Linear::from_matrix(weight, bias, in_features, out_features, device)
         })
@@ -331,6 +340,18 @@ impl Linear {
             }
         }
     }
+}
+
+/// A row-major matrix of `columns` columns, transposed: [rows, columns] → [columns, rows].
+fn transposed<T: Copy + Default>(values: &[T], columns: usize) -> Vec<T> {
+    let rows = values.len() / columns.max(1);
+    let mut out = vec![T::default(); values.len()];
+    for (r, row) in values.chunks_exact(columns.max(1)).enumerate() {
+        for (c, value) in row.iter().enumerate() {
+            out[c * rows + r] = *value;
+        }
+    }
+    out
 }
 
 /// A gated linear unit's input projection, stored in the checkpoint as one `{name}.weight`
