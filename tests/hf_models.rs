@@ -343,7 +343,6 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("deepgene", BackendKind::Wgpu);
     pipeline("dnagpt", BackendKind::Wgpu);
     pipeline("dnagpt_hidden", BackendKind::Wgpu);
-    pipeline("janus/w", BackendKind::Wgpu);
     pipeline("splicebert", BackendKind::Wgpu);
     pipeline("evo", BackendKind::Wgpu);
     pipeline("generator", BackendKind::Wgpu);
