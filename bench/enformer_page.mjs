@@ -14,8 +14,9 @@
 // `geneb embed` of the FASTA's first sequence, or any float32 .npy whose row 0 is its embedding
 // (the values are written to --out too). --repo serves another
 // checkout's www/ as it is built (its www/pkg, no rebuild). Load = from handing the folder to
-// the page until it lists the model, which includes the page's own check: one 10-nt embedding on
-// WebGPU, itself a whole 196,608 bp pass for Enformer. If the page refuses the model, its exact
+// the page until it lists the model, which includes the page's own check: one 10-nt embedding,
+// itself a whole 196,608 bp pass for Enformer, on WebGPU, or on the wasm CPU where the adapter is
+// a software one (SwiftShader), which the page passes over unless told WebGPU. If the page refuses the model, its exact
 // message is printed and written, and the script exits 0: a refusal is the tab's answer.
 // Memory: Chromium's processes summed (RSS and PSS) and the worker's wasm memory, as
 // browser_bench.mjs measures them.
@@ -112,7 +113,7 @@ async function main() {
           wasm_mib: await wasmMemoryMib(page, app.origin), load_avg_after: loadavg()[0],
           values: embedded.values, // for comparing with other references afterwards
         });
-        console.log(`${backend}: ${run.seconds.toFixed(1)} s, max |Δ| ${run.max_delta.toExponential(2)} vs native (${embedded.backend.kind}${embedded.backend.adapter ? `: ${embedded.backend.adapter}` : ''}; weights ${embedded.weights ?? 'f32'})\n  Chromium RSS sum ${mib(run.memory.total_mib)}, PSS sum ${mib(run.memory.pss_mib)}, renderer ${mib(run.memory.renderer_mib)}, GPU process ${mib(run.memory.gpu_mib)}, wasm memory ${mib(run.wasm_mib)}; load average ${load()}`);
+        console.log(`${backend}: ${run.seconds.toFixed(1)} s, max |Δ| ${run.max_delta.toExponential(2)} vs the reference (${embedded.backend.kind}${embedded.backend.adapter ? `: ${embedded.backend.adapter}` : ''}; weights ${embedded.weights ?? 'f32'})\n  Chromium RSS sum ${mib(run.memory.total_mib)}, PSS sum ${mib(run.memory.pss_mib)}, renderer ${mib(run.memory.renderer_mib)}, GPU process ${mib(run.memory.gpu_mib)}, wasm memory ${mib(run.wasm_mib)}; load average ${load()}`);
       } catch (err) {
         run.failed = err.message.split('\n')[0];
         run.memory = sampler.peak();
