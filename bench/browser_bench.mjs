@@ -41,6 +41,7 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import {
   LOAD_TIMEOUT, NO_WASM, REPO, byTestId, launchBrowser, openApp, pkgMounts, waitReady, wasmBuilt, wasmMemoryMib,
@@ -112,7 +113,7 @@ function parseArgs(argv) {
  * zygotes, renderers, GPU and utility processes), sampled from /proc every SAMPLE_MS: the sum
  * over them and each process type's own largest value, since the last reset().
  */
-function memorySampler(rootPid = process.pid) {
+export function memorySampler(rootPid = process.pid) {
   const kinds = new Map(); // pid → 'browser' | 'renderer' | 'gpu-process' | 'utility' | 'zygote' | …
   let peak = null;
   const kindOf = (pid) => {
@@ -195,7 +196,7 @@ function memorySampler(rootPid = process.pid) {
 }
 
 /** Hand a model folder to the page's folder input and wait until the page lists the model. */
-async function loadFolder(page, folder, timeout) {
+export async function loadFolder(page, folder, timeout) {
   const name = folder.split('/').filter(Boolean).pop();
   const spec = `hf:${name.replace(/[^\w.-]+/g, '-')}`; // as www/models.js names a picked folder
   const started = performance.now();
@@ -216,7 +217,7 @@ async function loadFolder(page, folder, timeout) {
  * Embed `sequences` with the page's embed tool; the time is measured in the page from the click
  * to the JSON's appearance. Returns {ms, result} (the JSON the tool shows).
  */
-async function timedEmbed(page, spec, sequences, { cpu, timeout }) {
+export async function timedEmbed(page, spec, sequences, { cpu, timeout }) {
   const tool = byTestId(page, 'embed-tool');
   if (!(await tool.evaluate((d) => d.open))) await tool.locator('summary').click();
   await byTestId(page, 'embed-model').selectOption(spec);
@@ -379,7 +380,10 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(`browser_bench: ${err.stack || err.message}`);
-  process.exit(1);
-});
+// Run as a script; bench/enformer_page.mjs imports the page-driving functions above.
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err) => {
+    console.error(`browser_bench: ${err.stack || err.message}`);
+    process.exit(1);
+  });
+}

@@ -10,13 +10,17 @@
 #   5. kernel by kernel (bench/dawn_profile.mjs): GPU µs per kernel on Dawn and native wgpu joined
 #      by kernel, the adapter as each engine sees it, time per call at 1, 2 and 12 layers
 #      (NT-v2-50m's and DNABERT-2-117M's shapes), Dawn's robustness, validation and
-#      workgroup-zeroing toggles each off; where node, node_modules/webgpu and www/pkg are there. Such a machine has no package registry and gets the working tree plus named
+#      workgroup-zeroing toggles each off; where node, node_modules/webgpu and www/pkg are there;
+#   6. Enformer (issue 37): one sequence at enformer-official-rough's shape (252M parameters,
+#      every input 196,608 bp) on wgpu and on the CPU, with GPU bytes, peak RSS and kernel
+#      profile (bench/enformer_wgpu.py; its 1 GB checkpoint written there by random_models.py).
+# Such a machine has no package registry and gets the working tree plus named
 # build outputs (64 MiB): the release binary is carried, the checkpoints are written there from
 # a seed by bench/random_models.py (python3 + numpy). Each part that cannot run says why and the
 # others still run; the exit status is 1 when a part that ran failed.
 #
 #   bash bench/gpu-check.sh [--geneb PATH] [--quick] [--models a,b] [--lengths 200,1000]
-#                           [--parts 1,2,3,4,5] [--carried DIR]
+#                           [--parts 1,2,3,4,5,6] [--carried DIR]
 #
 # --geneb: the release binary, or it compressed (.gz or .xz; default $CARGO_TARGET_DIR or
 #          target, release/geneb);
@@ -33,7 +37,7 @@ GENEB="${CARGO_TARGET_DIR:-$ROOT/target}/release/geneb"
 COUNT=16
 MODELS=nt-v2-50m,dnabert2-117m,hyenadna-tiny,caduceus-ph-1k
 LENGTHS=200,1000
-PARTS=1,2,3,4,5
+PARTS=1,2,3,4,5,6
 CARRIED=
 QUICK=
 while [ $# -gt 0 ]; do
@@ -44,7 +48,7 @@ while [ $# -gt 0 ]; do
     --lengths) LENGTHS="$2"; shift 2 ;;
     --parts) PARTS="$2"; shift 2 ;;
     --carried) CARRIED="$2"; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -158,5 +162,25 @@ if part 5; then
   echo
   echo "== 5. kernel by kernel: GPU time per kernel on Dawn and native wgpu, the adapter each sees, time per call at 1, 2 and 12 layers, Dawn's toggles (bench/dawn_profile.mjs)"
   on_dawn profile node bench/dawn_profile.mjs --geneb "$GENEB" --out "$OUT" $QUICK --timeout 300
+fi
+
+if part 6; then
+  echo
+  echo "== 6. Enformer at full size: one sequence on wgpu and on the CPU (bench/enformer_wgpu.py; the checkpoint is written first, ~1 GB)"
+  python3 bench/enformer_wgpu.py --geneb "$GENEB" --dir "$OUT/enformer-run" --profile --timeout 150 \
+    > "$OUT/enformer.json" || status=1
+  python3 - "$OUT/enformer.json" <<'PY' || true
+import json, sys
+r = json.load(open(sys.argv[1]))
+for b in ("wgpu", "cpu", "wgpu_profile"):
+    run = r.get(b, {})
+    if "failed" in run:
+        print(f"{b}: FAILED {run['failed']}")
+    elif run:
+        after = run.get("after_loading", {})
+        print(f"{b}: {run['wall_s']} s wall ({after.get('wall_s')} s after loading), {run['cpu_s']} CPU-s, "
+              f"peak RSS {run['peak_rss_bytes'] / 2**30:.2f} GiB, GPU bytes after the pass {run.get('gpu_bytes_after_pass')}")
+print(f"max |wgpu - cpu| {r.get('max_abs_delta_wgpu_cpu')}; load average {r['load_average_end']}")
+PY
 fi
 exit $status

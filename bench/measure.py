@@ -41,8 +41,9 @@ def _sample(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS, int(io["rchar"])
 
 
-def measured(command, watch=False, env=None):
-    """Runs `command` to its end: a dict of its costs and its stdout and stderr (text)."""
+def measured(command, watch=False, env=None, timeout=None):
+    """Runs `command` to its end (killed after `timeout` seconds, if given, and then an error):
+    a dict of its costs and its stdout and stderr (text)."""
     started = time.perf_counter()
     load_before = loadavg()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -65,9 +66,16 @@ def measured(command, watch=False, env=None):
                for s, c in [(process.stdout, out_chunks), (process.stderr, err_chunks)]]
     for reader in readers:
         reader.start()
+    killer = threading.Timer(timeout, process.kill) if timeout else None
+    if killer:
+        killer.start()
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
     done.set()
+    if killer:
+        killer.cancel()
+        if wall >= timeout:
+            sys.exit(f"{command[0]} was stopped after its {timeout:.0f} s")
     for reader in readers:
         reader.join()
     out, err = "".join(out_chunks), "".join(err_chunks)

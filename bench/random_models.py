@@ -15,11 +15,14 @@ files} that `geneb embed --model hf:OUT_DIR/<model>` reads. Shapes as bench/mode
 - hyenadna-tiny: HyenaDNA-tiny's shape (d_model 128, 2 layers, filter order 64, 1,026-token
   context) with random weights (model_bench.py runs the real fine-tuned weights);
 - caduceus-ph-1k: caduceus-ph_seqlen-1k_d_model-256_n_layer-4's (d_state 16);
+- enformer (by name only): enformer-official-rough's (dim 1536, depth 11, 8 heads, 896 bins,
+  251M values, 1.0 GB): every input is 196,608 bp, so one sequence is the whole cost;
 - nt-v2-narrow (by name only): NT-v2-50m's depth and layout at hidden 32, 4 heads, SwiGLU 64,
   so its arithmetic is negligible and its time per pass is what the kernel launches cost.
 
 Values: uniform in +-1/sqrt(fan in) (the last dimension), as torch.nn.Linear initialises;
-norm gains 1 + U(+-0.1); Mamba's A_log as mamba_ssm initialises it (log 1..d_state), rotary
+norm gains 1 + U(+-0.1) (Enformer's BatchNorm statistics: means U(+-0.1), variances 1 + U(0, 0.1));
+Mamba's A_log as mamba_ssm initialises it (log 1..d_state), rotary
 frequencies as computed. Same seed, same bytes. --layers N overrides the layer count (the
 difference of two launch counts is one layer's).
 """
@@ -209,8 +212,68 @@ def nt_v2_narrow(w, folder, layers):
     return nt_v2(w, folder, layers, hidden=32, heads=4, inter=64)
 
 
+# The stem's and the conv tower's widths at dim 1536: enformer-pytorch's filter list, 768 and
+# then exponential_linspace_int(768, 1536, 6, divisible_by=128), as the published checkpoint has.
+ENFORMER_TOWER = (768, 768, 896, 1024, 1152, 1280, 1536)
+
+
+def enformer(w, folder, layers, dim=1536, heads=8, key=64):
+    """enformer-official-rough's shape (dim 1536, 8 heads, 896 bins, human 5,313 and mouse 1,643
+    tracks; 251M values) under enformer-pytorch's state-dict names, each module once (a saved
+    `.bin` repeats the trunk under `_trunk.<i>`, which geneb skips)."""
+    with open(os.path.join(FIXTURES, "enformer", "config.json")) as f:
+        config = json.load(f)
+    config.update(dim=dim, depth=layers, heads=heads, attn_dim_key=key, dim_divisible_by=128,
+                  target_length=896, output_heads={"human": 5313, "mouse": 1643})
+
+    def batch_norm(name, width):
+        w.norm(name, width)
+        w.fixed(f"{name}.running_mean", w.rng.uniform(-0.1, 0.1, width))
+        w.fixed(f"{name}.running_var", 1.0 + w.rng.uniform(0.0, 0.1, width))
+
+    def conv(name, fan_out, fan_in, kernel):
+        bound = 1.0 / np.sqrt(fan_in * kernel)
+        w.fixed(f"{name}.weight", w.rng.uniform(-bound, bound, (fan_out, fan_in, kernel)))
+        w.fixed(f"{name}.bias", w.rng.uniform(-bound, bound, fan_out))
+
+    def block(name, fan_out, fan_in, kernel):  # BatchNorm, GELU, conv
+        batch_norm(f"{name}.0", fan_in)
+        conv(f"{name}.2", fan_out, fan_in, kernel)
+
+    def attention_pool(name, width):
+        w.fixed(f"{name}.to_attn_logits.weight", w.rng.uniform(-0.1, 0.1, (width, width, 1, 1)))
+
+    stem = ENFORMER_TOWER[0]
+    conv("stem.0", stem, 4, 15)
+    block("stem.1.fn", stem, stem, 1)
+    attention_pool("stem.2", stem)
+    for i, (fan_in, fan_out) in enumerate(zip(ENFORMER_TOWER, ENFORMER_TOWER[1:])):
+        block(f"conv_tower.{i}.0", fan_out, fan_in, 5)
+        block(f"conv_tower.{i}.1.fn", fan_out, fan_out, 1)
+        attention_pool(f"conv_tower.{i}.2", fan_out)
+    for i in range(layers):
+        a, f = f"transformer.{i}.0.fn.", f"transformer.{i}.1.fn."
+        w.norm(a + "0", dim)
+        for bias in ("rel_content_bias", "rel_pos_bias"):
+            w.fixed(a + "1." + bias, w.rng.uniform(-0.1, 0.1, (1, heads, 1, key)))
+        w.linear(a + "1.to_q", heads * key, dim, bias=False)
+        w.linear(a + "1.to_k", heads * key, dim, bias=False)
+        w.linear(a + "1.to_v", dim, dim, bias=False)
+        w.linear(a + "1.to_out", dim, dim)
+        w.linear(a + "1.to_rel_k", heads * key, dim // heads, bias=False)
+        w.norm(f + "0", dim)
+        w.linear(f + "1", 2 * dim, dim)
+        w.linear(f + "4", dim, 2 * dim)
+    batch_norm("final_pointwise.1.0", dim)
+    conv("final_pointwise.1.2", 2 * dim, dim, 1)
+    for species, tracks in config["output_heads"].items():
+        w.linear(f"_heads.{species}.0", tracks, 2 * dim)
+    return config
+
+
 BUILDERS = {"nt-v2-50m": (nt_v2, 12), "dnabert2-117m": (dnabert2, 12), "hyenadna-tiny": (hyena, 2),
-            "caduceus-ph-1k": (caduceus, 4), "nt-v2-narrow": (nt_v2_narrow, 12)}
+            "caduceus-ph-1k": (caduceus, 4), "nt-v2-narrow": (nt_v2_narrow, 12),
+            "enformer": (enformer, 11)}
 
 
 def write_model(out_dir, name, seed, layers=None):

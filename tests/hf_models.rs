@@ -343,7 +343,6 @@ fn model_folders_embed_like_the_reference_extractors() {
     pipeline("deepgene", BackendKind::Wgpu);
     pipeline("dnagpt", BackendKind::Wgpu);
     pipeline("dnagpt_hidden", BackendKind::Wgpu);
-    pipeline("janus/w", BackendKind::Wgpu);
     pipeline("splicebert", BackendKind::Wgpu);
     pipeline("evo", BackendKind::Wgpu);
     pipeline("generator", BackendKind::Wgpu);
@@ -988,6 +987,55 @@ fn half_precision_weights_are_held_as_stored_or_narrowed_and_say_so() {
     assert_ne!(narrowed.cache_identity(), f32_path.cache_identity());
 }
 
+/// Evo-1 as StripedHyena holds it (`to_bfloat16_except_poles_residues`): bf16 weights with the
+/// poles and residues in f32, over two shards and their index. It loads; held in half, its bf16
+/// matrices are taken as stored (the f32 path's numbers, no deviation) while the poles stay
+/// f32; and it is within bf16's rounding of the f32 reference.
+#[test]
+fn evo_in_bf16_with_f32_poles_and_residues_loads_from_shards() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models/evo");
+    let wide = |tensor: &str| tensor.ends_with(".poles") || tensor.ends_with(".residues");
+    let dir = copy_stored_as(
+        &fixture,
+        "evo-bf16-sharded",
+        |tensor| if wide(tensor) { "F32" } else { "BF16" },
+        2,
+    );
+    let expected: Pipeline =
+        serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap();
+    let embed = |options: &str| {
+        let spec = format!("hf:{}{options}", dir.display());
+        let encoder =
+            pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), BackendKind::Cpu))
+                .unwrap();
+        let got = pollster::block_on(encoder.embed(&expected.sequences)).unwrap();
+        (encoder, got)
+    };
+    let (f32_path, f32_embeddings) = embed("");
+    let (held, held_embeddings) = embed("?weights=half");
+    assert_eq!(held_embeddings, f32_embeddings, "bf16 held as stored");
+    let described = held.describe().weights.unwrap();
+    assert!(
+        described.starts_with("bf16 as the checkpoint stores them"),
+        "{described}"
+    );
+    assert!(held.deviations().is_empty(), "{:?}", held.deviations());
+    assert_eq!(held.cache_identity(), f32_path.cache_identity());
+    let worst = f32_embeddings
+        .iter()
+        .zip(expected.pooled.concat())
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    eprintln!("evo in bf16 with f32 poles: max |geneb − PyTorch f32| = {worst:.2e}");
+    assert!(worst > 0.0, "the bf16 weights were not the ones used");
+    assert!(worst <= EVO_BF16_TOLERANCE, "evo in bf16 vs f32: {worst}");
+}
+
+/// bf16 rounds each weight by at most 2⁻⁹ of itself; through the tiny Evo's three blocks and its
+/// final RMSNorm that moved no pooled value (at most 2.7) by more than 1.04e-2 (measured
+/// 2026-12-07).
+const EVO_BF16_TOLERANCE: f32 = 2e-2;
+
 /// `?weights=half` on wgpu: the 16-bit values stay on the GPU and are widened there
 /// (`layers::HalfMatrix`), so a sharded bf16 checkpoint, an f16 one, and bf16 copies of OLMo
 /// (its fused `att_proj` split into queries, keys and values), eccDNAMamba (Mamba-2's fused
@@ -998,10 +1046,15 @@ fn half_precision_weights_are_held_as_stored_or_narrowed_and_say_so() {
 #[test]
 fn half_precision_weights_on_wgpu_are_the_cpu_half_paths() {
     let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models");
-    let f16_dir = half_copy_of(&fixtures.join("llama"), "llama-f16", "F16");
-    let olmo_dir = half_copy_of(&fixtures.join("olmo"), "olmo-bf16", "BF16");
-    let mamba_dir = half_copy_of(&fixtures.join("eccdnamamba"), "eccdnamamba-bf16", "BF16");
-    let gpt2_dir = half_copy_of(&fixtures.join("gpt2"), "gpt2-bf16", "BF16");
+    let f16_dir = f16_copy_of(&fixtures.join("llama"), "llama-f16");
+    let olmo_dir = copy_stored_as(&fixtures.join("olmo"), "olmo-bf16", |_| "BF16", 1);
+    let mamba_dir = copy_stored_as(
+        &fixtures.join("eccdnamamba"),
+        "eccdnamamba-bf16",
+        |_| "BF16",
+        1,
+    );
+    let gpt2_dir = copy_stored_as(&fixtures.join("gpt2"), "gpt2-bf16", |_| "BF16", 1);
     let expected = |dir: &std::path::Path| -> Pipeline {
         serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap()
     };
@@ -1139,9 +1192,22 @@ fn safetensors_shapes(file: &std::path::Path) -> Vec<(String, Vec<usize>)> {
 const F16_TOLERANCE: f32 = 2e-3;
 
 /// A copy of the model folder `fixture` in the test's temporary directory, its f32
-/// `model.safetensors` stored in `dtype`, "F16" or "BF16" (config.json's `torch_dtype` left
-/// alone: geneb reads the tensors' own dtypes).
-fn half_copy_of(fixture: &std::path::Path, name: &str, dtype: &str) -> PathBuf {
+/// `model.safetensors` stored in f16 (config.json's `torch_dtype` left alone: geneb reads the
+/// tensors' own dtypes).
+fn f16_copy_of(fixture: &std::path::Path, name: &str) -> PathBuf {
+    copy_stored_as(fixture, name, |_| "F16", 1)
+}
+
+/// A copy of the model folder `fixture` in the test's temporary directory, its f32
+/// `model.safetensors` re-saved with each tensor in the dtype `stored_as` names for it ("F32",
+/// "F16" or "BF16", rounded to nearest) over `shards` files, with their index where more than
+/// one.
+fn copy_stored_as(
+    fixture: &std::path::Path,
+    name: &str,
+    stored_as: impl Fn(&str) -> &'static str,
+    shards: usize,
+) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -1151,39 +1217,59 @@ fn half_copy_of(fixture: &std::path::Path, name: &str, dtype: &str) -> PathBuf {
     }
     let file = std::fs::read(fixture.join("model.safetensors")).unwrap();
     let header_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
-    let header: serde_json::Map<String, serde_json::Value> =
+    let mut header: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(&file[8..8 + header_len]).unwrap();
+    header.remove("__metadata__");
     let data = &file[8 + header_len..];
-    let (mut out_header, mut out_data) = (serde_json::Map::new(), Vec::new());
-    for (tensor, entry) in header {
-        if tensor == "__metadata__" {
-            continue;
-        }
+    let mut files = vec![(serde_json::Map::new(), Vec::new()); shards];
+    let (mut weight_map, mut total_size) = (serde_json::Map::new(), 0);
+    let count = header.len();
+    for (i, (tensor, entry)) in header.into_iter().enumerate() {
         assert_eq!(entry["dtype"], "F32", "{tensor}");
         let range = &entry["data_offsets"];
         let (start, end) = (
             range[0].as_u64().unwrap() as usize,
             range[1].as_u64().unwrap() as usize,
         );
+        let shard = i * shards / count;
+        let (out_header, out_data) = &mut files[shard];
         let begin = out_data.len();
+        let dtype = stored_as(&tensor);
         for value in data[start..end].chunks_exact(4) {
             let value = f32::from_le_bytes(value.try_into().unwrap());
-            out_data.extend(match dtype {
-                "F16" => half::f16::from_f32(value).to_le_bytes(),
-                "BF16" => half::bf16::from_f32(value).to_le_bytes(),
-                other => panic!("{other} is not a half type"),
-            });
+            match dtype {
+                "F32" => out_data.extend(value.to_le_bytes()),
+                "F16" => out_data.extend(half::f16::from_f32(value).to_le_bytes()),
+                "BF16" => out_data.extend(half::bf16::from_f32(value).to_le_bytes()),
+                other => panic!("{other}"),
+            }
         }
+        total_size += out_data.len() - begin;
+        let file_name = format!("model-{:05}-of-{shards:05}.safetensors", shard + 1);
+        weight_map.insert(tensor.clone(), file_name.into());
         out_header.insert(
             tensor,
             serde_json::json!({"dtype": dtype, "shape": entry["shape"], "data_offsets": [begin, out_data.len()]}),
         );
     }
-    let out_header = serde_json::to_vec(&out_header).unwrap();
-    let mut out = (out_header.len() as u64).to_le_bytes().to_vec();
-    out.extend(out_header);
-    out.extend(out_data);
-    std::fs::write(dir.join("model.safetensors"), out).unwrap();
+    for (shard, (out_header, out_data)) in files.into_iter().enumerate() {
+        let out_header = serde_json::to_vec(&out_header).unwrap();
+        let mut out = (out_header.len() as u64).to_le_bytes().to_vec();
+        out.extend(out_header);
+        out.extend(out_data);
+        let file_name = if shards == 1 {
+            "model.safetensors".to_string()
+        } else {
+            format!("model-{:05}-of-{shards:05}.safetensors", shard + 1)
+        };
+        std::fs::write(dir.join(file_name), out).unwrap();
+    }
+    if shards > 1 {
+        std::fs::remove_file(dir.join("model.safetensors")).unwrap();
+        let index =
+            serde_json::json!({"metadata": {"total_size": total_size}, "weight_map": weight_map});
+        std::fs::write(dir.join("model.safetensors.index.json"), index.to_string()).unwrap();
+    }
     dir
 }
 

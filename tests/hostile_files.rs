@@ -778,20 +778,38 @@ fn an_index_naming_a_file_outside_the_folder_is_refused_before_opening_it() {
     }
 }
 
+/// bf16 shards beside f16 ones are two checkpoints' (no trainer saves both); f32 tensors beside
+/// bf16 ones are one checkpoint's wide tensors (Evo-1's poles, norms) and pass the reader: this
+/// tiny folder is then refused for the tensors its config needs and lacks, not for the mix.
 #[test]
-fn shards_of_different_float_dtypes_are_refused() {
+fn shards_of_bf16_beside_f16_are_refused_and_f32_beside_bf16_read() {
     let bf16 = safetensors_file(&[(EMBED, "BF16", &[96, 32])]);
-    let f32 = safetensors_file(&[(NORM, "F32", &[32])]);
+    let f16 = safetensors_file(&[(NORM, "F16", &[32])]);
     let cli = sharded_model(
         "shard-dtypes",
+        &[(SHARD_1, bf16.clone()), (SHARD_2, f16)],
+        &[(EMBED, SHARD_1), (NORM, SHARD_2)],
+        6144 + 64,
+    );
+    refused(
+        &args(&cli),
+        &[
+            "model.safetensors.index.json",
+            "BF16",
+            "F16",
+            SHARD_2,
+            "not of one checkpoint",
+        ],
+    );
+    let f32 = safetensors_file(&[(NORM, "F32", &[32])]);
+    let cli = sharded_model(
+        "shard-f32-beside-bf16",
         &[(SHARD_1, bf16), (SHARD_2, f32)],
         &[(EMBED, SHARD_1), (NORM, SHARD_2)],
         6144 + 128,
     );
-    refused(
-        &args(&cli),
-        &["model.safetensors.index.json", "BF16", "F32", SHARD_2],
-    );
+    let said = refused(&args(&cli), &["the checkpoint has no"]);
+    assert!(!said.contains("not of one checkpoint"), "{said}");
 }
 
 #[test]

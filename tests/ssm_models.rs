@@ -309,6 +309,10 @@ fn janus_matches_the_reference_on_wgpu() {
         let dir = fixtures().join("janus").join(variant);
         check("janusdna", &dir, &dir, &compute);
     }
+    // And through the whole pipeline (tokenizer, pooling) at every K. The pipeline's sequences
+    // at full length (their token states are checked just above, to 1,024 tokens) run on the CPU
+    // in tests/hf_models.rs and on WebGPU in the page: on lavapipe they were half a minute more.
+    every_layer_on_wgpu(&fixtures().join("janus/w"));
 }
 
 #[test]

@@ -858,6 +858,12 @@ fn run_embed(args: EmbedArgs) -> Result<()> {
         encoder.spec(),
         args.out.display()
     );
+    // Burn pools a pass's buffers until memory runs short, so what the device holds now is
+    // close to the pass's peak (eval's `peak_gpu_memory_bytes`): the figure a full-size bench
+    // of one sequence needs.
+    if let Some(bytes) = encoder.gpu_memory_bytes() {
+        eprintln!("geneb: the GPU holds {bytes} bytes after the pass");
+    }
     Ok(())
 }
 

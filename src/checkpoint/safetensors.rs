@@ -91,10 +91,13 @@ pub fn shard_names(source: &str, index: &[u8]) -> Result<Vec<String>> {
 }
 
 /// A checkpoint split over `shards` (name, file) by `index`: every shard's header read (and
-/// charged) as one file's, each tensor read from its shard when it is taken. Refused before
-/// any tensor is read: a shard holding a tensor the index places elsewhere or not at all, a
-/// tensor the index places in a shard that lacks it, shards stored in different float dtypes,
-/// and an index whose `total_size` is not the shards' tensor bytes.
+/// charged) as one file's, each tensor read from its shard, in its own dtype, when it is taken.
+/// f32 tensors may sit beside bf16 or f16 ones, as real checkpoints keep some wide (StripedHyena
+/// saves Evo-1's `poles` and `residues` in f32 beside bf16 weights, many keep norms in f32).
+/// Refused before any tensor is read: a shard holding a tensor the index places elsewhere or
+/// not at all, a tensor the index places in a shard that lacks it, bf16 beside f16 (no trainer
+/// saves both: shards of two checkpoints), and an index whose `total_size` is not the shards'
+/// tensor bytes.
 pub fn read_sharded(
     source: &str,
     index: &[u8],
@@ -104,7 +107,7 @@ pub fn read_sharded(
     let parsed = parse_index(source, index)?;
     let folder = source.rsplit_once('/').map_or("", |(folder, _)| folder);
     let mut entries = BTreeMap::new();
-    let mut float_dtype: Option<(DType, &str)> = None;
+    let mut half_dtype: Option<(DType, &str)> = None;
     let mut files = Vec::with_capacity(shards.len());
     let mut total = 0u64;
     for (i, (name, file)) in shards.iter().enumerate() {
@@ -124,9 +127,9 @@ pub fn read_sharded(
                     )));
                 }
             }
-            if entry.dtype.is_float() {
-                match float_dtype {
-                    None => float_dtype = Some((entry.dtype, name)),
+            if entry.dtype.is_half() {
+                match half_dtype {
+                    None => half_dtype = Some((entry.dtype, name)),
                     Some((dtype, first)) if dtype != entry.dtype => {
                         return Err(bad(format!(
                             "{first} stores {dtype:?} weights, {name} {:?} (tensor '{tensor}'): \
@@ -292,6 +295,49 @@ mod tests {
                 .to_string()
                 .contains("no tensor 'missing'")
         );
+    }
+
+    /// A bf16 checkpoint keeping some tensors in f32 (Evo-1's poles and residues) over two
+    /// shards: each tensor is read in its own dtype, bf16 matrices are held as stored, and only
+    /// an f32 matrix taken in bf16 counts as narrowed.
+    #[test]
+    fn shards_may_keep_f32_tensors_beside_bf16_weights() {
+        let bf16 = |values: &[f32]| -> Vec<u8> {
+            values
+                .iter()
+                .flat_map(|v| half::bf16::from_f32(*v).to_le_bytes())
+                .collect()
+        };
+        let f32_bytes =
+            |values: &[f32]| -> Vec<u8> { values.iter().flat_map(|v| v.to_le_bytes()).collect() };
+        let first = [bf16(&[1.0, -2.0, 0.5, 4.0]), f32_bytes(&[0.1, -0.3])].concat();
+        let first_header = r#"{"w":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]},"poles":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}}"#;
+        let second = f32_bytes(&[0.7, 0.9, 1.1, 1.3]);
+        let second_header = r#"{"wide":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}}"#;
+        let index = br#"{"metadata":{"total_size":32},"weight_map":{"w":"a.safetensors","poles":"a.safetensors","wide":"b.safetensors"}}"#;
+        let mut ckpt = read_sharded(
+            "m/model.safetensors.index.json",
+            index,
+            vec![
+                ("a.safetensors".into(), file(first_header, &first)),
+                ("b.safetensors".into(), file(second_header, &second)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(ckpt.float_bytes(), (40, Some(DType::BF16)));
+        ckpt.hold_matrices_in(crate::checkpoint::Held::Bf16);
+        assert_eq!(ckpt.take("poles", &[2]).unwrap(), vec![0.1, -0.3]);
+        let w = ckpt.take_matrix("w", &[2, 2]).unwrap();
+        assert_eq!(
+            w,
+            crate::checkpoint::Matrix::Bf16(
+                [1.0, -2.0, 0.5, 4.0].map(half::bf16::from_f32).to_vec()
+            )
+        );
+        assert_eq!(ckpt.narrowed_from(), None, "bf16 held as stored");
+        ckpt.take_matrix("wide", &[2, 2]).unwrap();
+        assert_eq!(ckpt.narrowed_from(), Some(DType::F32));
+        ckpt.finish().unwrap();
     }
 
     /// A model is built tensor by tensor from the file: no read spans more than one tensor, and

@@ -41,6 +41,11 @@ impl DType {
     pub(crate) fn is_float(self) -> bool {
         matches!(self, DType::F64 | DType::F32 | DType::F16 | DType::BF16)
     }
+
+    /// bf16 or f16: the 16-bit float types a checkpoint stores its weights in to halve them.
+    pub(crate) fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
 }
 
 /// Where one tensor's elements live: a buffer of the checkpoint, a start (in elements) and
@@ -215,6 +220,9 @@ pub struct Checkpoint {
     missing: Option<Vec<String>>,
     /// What `take_matrix` holds matrices in.
     matrices: Held,
+    /// The stored type of the first matrix `take_matrix` converted to the held half type
+    /// (other numbers than the file's), where one was.
+    narrowed_from: Option<DType>,
     /// What the tensors taken so far hold, charged to the budget (`charge_to_budget`).
     held: Option<crate::budget::Meter>,
 }
@@ -278,6 +286,7 @@ impl Checkpoint {
             heads: Vec::new(),
             missing: None,
             matrices: Held::F32,
+            narrowed_from: None,
             held: None,
         })
     }
@@ -347,15 +356,22 @@ impl Checkpoint {
     }
 
     /// Bytes the float tensors hold at f32 (all of them: heads the architecture skips too, which
-    /// are not known before it loads), and the float type the file stores them in when it is
-    /// one type for all.
+    /// are not known before it loads), and the half type (bf16 or f16) the file stores its
+    /// weights in, where it stores them in one: f32 tensors beside it are ones a checkpoint
+    /// keeps wide (Evo-1's poles and residues, a norm), not another precision of the weights.
     pub fn float_bytes(&self) -> (u64, Option<DType>) {
         let floats = self.entries.values().filter(|e| e.dtype.is_float());
         let bytes = floats.clone().map(|e| e.numel() as u64 * 4).sum();
-        let mut dtypes = floats.map(|e| e.dtype);
-        let first = dtypes.next();
-        let one = first.filter(|&first| dtypes.all(|d| d == first));
+        let mut halves = floats.map(|e| e.dtype).filter(|d| d.is_half());
+        let first = halves.next();
+        let one = first.filter(|&first| halves.all(|d| d == first));
         (bytes, one)
+    }
+
+    /// The stored type of a matrix `take_matrix` converted to the held half type, where one
+    /// was: the model's numbers are then not the file's.
+    pub fn narrowed_from(&self) -> Option<DType> {
+        self.narrowed_from
     }
 
     fn charge(&mut self, elements: usize, each: u64) -> Result<()> {
@@ -414,6 +430,9 @@ impl Checkpoint {
                     }
                 ),
             ));
+        }
+        if !held.stores(entry.dtype) {
+            self.narrowed_from.get_or_insert(entry.dtype);
         }
         self.consume(name);
         Ok(matrix)

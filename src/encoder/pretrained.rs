@@ -87,7 +87,8 @@ pub fn read_weights(files: &mut ModelFiles) -> Result<Checkpoint> {
 /// Sets what a model's large matrices (linear layers, embedding tables) are held in: what the
 /// spec's `?weights=` asks for, else f32 where every float tensor of the checkpoint fits the
 /// memory budget at f32 (no widening per product), else half precision, the checkpoint's own
-/// bf16 or f16 (exact: the numbers are the f32 path's) or bf16 narrowed from a wider file.
+/// bf16 or f16 (exact: the numbers are the f32 path's; f32 tensors beside them stay f32) or
+/// bf16 narrowed from a wider file.
 /// Compute is f32 either way, on the CPU and on a GPU alike (there the 16-bit values stay on
 /// the device and are widened by `layers::HalfMatrix`). Natively the weights are charged to the
 /// budget as they are taken, at what they hold. A wgpu device computing in f16
@@ -96,8 +97,8 @@ fn hold_weights(
     weights: Option<Weights>,
     ckpt: &mut Checkpoint,
     compute: &Compute,
-) -> Result<HeldWeights> {
-    let (f32_bytes, stored) = ckpt.float_bytes();
+) -> Result<Held> {
+    let (f32_bytes, half) = ckpt.float_bytes();
     if compute.precision == super::Precision::F16 {
         if weights == Some(Weights::Half) {
             return Err(Error::new(
@@ -105,56 +106,52 @@ fn hold_weights(
                  holds every weight so already; drop one of them",
             ));
         }
-        return Ok(HeldWeights {
-            held: Held::F32,
-            stored,
-        });
+        return Ok(Held::F32);
     }
     let held = match weights {
         Some(Weights::F32) => Held::F32,
-        Some(Weights::Half) => Held::half_of(stored),
+        Some(Weights::Half) => Held::half_of(half),
         None if f32_bytes <= crate::budget::limit() => Held::F32,
-        None => Held::half_of(stored),
+        None => Held::half_of(half),
     };
     ckpt.hold_matrices_in(held);
     // The page checks a model's size against the tab before loading it, and its budget shrinks
     // as the module's memory grows with the very weights being charged.
     #[cfg(not(target_arch = "wasm32"))]
     ckpt.charge_to_budget();
-    Ok(HeldWeights { held, stored })
+    Ok(held)
 }
 
 /// What a model's matrices are held in, beside what its file stores them in.
 #[derive(Debug, Clone, Copy)]
 pub struct HeldWeights {
     pub held: Held,
-    /// The float type of every tensor in the file, where it is one.
-    pub stored: Option<checkpoint::DType>,
+    /// The stored type of a matrix converted to `held` as it was taken, where one was
+    /// (`Checkpoint::narrowed_from`).
+    pub narrowed_from: Option<checkpoint::DType>,
 }
 
 impl HeldWeights {
-    /// Whether the weights were narrowed from what the file stores: other numbers than the f32
+    /// Whether weights were narrowed from what the file stores: other numbers than the f32
     /// path's, a deviation.
     pub fn narrowed(&self) -> bool {
-        self.held != Held::F32 && !self.stored.is_some_and(|dtype| self.held.stores(dtype))
+        self.narrowed_from.is_some()
     }
 
     /// For the result: None where they are held in f32.
     pub fn describe(&self) -> Option<String> {
         let held = self.held.name();
-        match (self.held, self.narrowed()) {
+        match (self.held, self.narrowed_from) {
             (Held::F32, _) => None,
-            (_, false) => Some(format!(
+            (_, None) => Some(format!(
                 "{held} as the checkpoint stores them (the f32 path's numbers), widened to f32 \
                  one layer at a time for its products: the f32 weights are over the memory \
                  budget, or ?weights=half asked for it"
             )),
-            (_, true) => Some(format!(
-                "NARROWED to {held} from the checkpoint's {}, to fit the memory budget or as \
-                 ?weights=half asked; computed in f32 (?weights=f32 and a larger --max-memory \
-                 keep f32)",
-                self.stored
-                    .map_or("mixed types".to_string(), |d| format!("{d:?}"))
+            (_, Some(stored)) => Some(format!(
+                "NARROWED to {held} from the checkpoint's {stored:?}, to fit the memory budget or \
+                 as ?weights=half asked; computed in f32 (?weights=f32 and a larger --max-memory \
+                 keep f32)"
             )),
         }
     }
@@ -264,8 +261,12 @@ impl HfModel {
         let hub_id = spec.hub_repo().map(|(repo, _)| repo);
         let mut tokenizer = Tokenizer::from_files(&files, arch_spec.tokenizer)?;
         let mut ckpt = read_weights(&mut files)?;
-        let weights = hold_weights(spec.weights, &mut ckpt, &compute)?;
+        let held = hold_weights(spec.weights, &mut ckpt, &compute)?;
         let architecture = (arch_spec.load)(&config, &mut ckpt, &compute)?;
+        let weights = HeldWeights {
+            held,
+            narrowed_from: ckpt.narrowed_from(),
+        };
         // The user's choice, else the known model's extractor, else what the files tell, else
         // its architecture's.
         let known = super::card::resolve_hub_id(&source, hub_id, &config)

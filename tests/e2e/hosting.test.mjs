@@ -210,12 +210,15 @@ describe('dist/ on a host', { timeout: 30 * 60_000 }, () => {
   it('a new build on the same origin replaces the old cores, and no page mixes the two builds', { timeout: LOAD_TIMEOUT * 8 }, async () => {
     const scratch = await mkdtemp(join(tmpdir(), 'geneb-update-'));
     // Build B: the same sources with both cores' glue changed, so every core folder is renamed
-    // (its wasm bytes are the same, so the build's cache makes this quick).
+    // (its wasm bytes are the same, so a copy of build A's cache spares brotli's minutes; a copy,
+    // because a build forgets what it did not use).
     const repo = join(scratch, 'repo');
     await cp(join(REPO, 'www'), join(repo, 'www'), { recursive: true });
     await cp(join(REPO, 'tasks'), join(repo, 'tasks'), { recursive: true });
     for (const pkg of ['pkg', 'pkg-threads']) await appendFile(join(repo, 'www', pkg, 'geneb.js'), '// build B\n');
-    const distB = (await buildDist({ repo, out: join(scratch, 'dist'), log: () => {} })).out;
+    const cacheDir = join(scratch, 'cache');
+    await cp(join(process.env.CARGO_TARGET_DIR || join(REPO, 'target'), 'geneb-dist-cache'), cacheDir, { recursive: true }).catch(() => {});
+    const distB = (await buildDist({ repo, out: join(scratch, 'dist'), cacheDir, log: () => {} })).out;
     const [a, b] = [await manifestOf(DIST), await manifestOf(distB)];
     const cores = (m) => new Set(m.precache.filter((f) => /^pkg(-threads)?\./.test(f)).map((f) => f.split('/')[0]));
     const [coresA, coresB] = [cores(a), cores(b)];
