@@ -241,7 +241,7 @@ export async function waitModelError(page) {
 }
 
 /** Embed `sequences` through the page's embed tool; returns the JSON it shows and its summary line. */
-export async function embedThroughPage(page, spec, sequences, { cpu, weights = 'auto' }) {
+export async function embedThroughPage(page, spec, sequences, { cpu, weights = 'auto', timeout = LOAD_TIMEOUT * 2 }) {
   const tool = byTestId(page, 'embed-tool');
   if (!(await tool.evaluate((d) => d.open))) await tool.locator('summary').click();
   await byTestId(page, 'embed-model').selectOption(spec);
@@ -254,7 +254,7 @@ export async function embedThroughPage(page, spec, sequences, { cpu, weights = '
     const out = document.querySelector('[data-testid="embed-json"]');
     const summary = document.querySelector('[data-testid="embed-summary"]');
     return out.textContent || summary.classList.contains('error');
-  }, null, { timeout: LOAD_TIMEOUT * 2, polling: 100 });
+  }, null, { timeout, polling: 100 });
   const json = await byTestId(page, 'embed-json').textContent();
   const summary = await byTestId(page, 'embed-summary').textContent();
   if (!json) throw new Error(`embedding failed: ${summary}`);
