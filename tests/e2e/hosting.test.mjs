@@ -211,7 +211,7 @@ describe('dist/ on a host', { timeout: 30 * 60_000 }, () => {
     const scratch = await mkdtemp(join(tmpdir(), 'geneb-update-'));
     // Build B: the same sources with both cores' glue changed, so every core folder is renamed
     // (its wasm bytes are the same, so a copy of build A's cache spares brotli's minutes; a copy,
-    // because a build forgets what it did not use).
+    // because a build forgets what it did not use; with no cache to copy, B compresses its own).
     const repo = join(scratch, 'repo');
     await cp(join(REPO, 'www'), join(repo, 'www'), { recursive: true });
     await cp(join(REPO, 'tasks'), join(repo, 'tasks'), { recursive: true });
