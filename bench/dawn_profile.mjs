@@ -31,11 +31,11 @@ import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'n
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { adapterFacts, coreOnDawn, gpuKernelTimer, modelFiles } from '../tests/e2e/dawn.mjs';
+import { RAW_TIMESTAMPS, adapterFacts, coreOnDawn, gpuKernelTimer, modelFiles } from '../tests/e2e/dawn.mjs';
 import { dna } from '../tests/e2e/dawn-census.mjs';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
-const ALWAYS = ['disable-dawn-features=timestamp_quantization'];
+const ALWAYS = [RAW_TIMESTAMPS];
 /** Dawn's configurations: the default, each toggle off, all three off. */
 const CONFIGS = {
   default: [],

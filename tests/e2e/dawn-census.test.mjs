@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NO_WASM, nativeGeneb, wasmBuilt } from './helpers.mjs';
-import { coreOnDawn, gpuCensus, gpuKernelTimer, maxAbsDiff, modelFiles } from './dawn.mjs';
+import { RAW_TIMESTAMPS, coreOnDawn, gpuCensus, gpuKernelTimer, maxAbsDiff, modelFiles } from './dawn.mjs';
 import { FIXTURES, NEW_LENGTHS, WARM_LENGTHS, dna, fixtureCopy } from './dawn-census.mjs';
 
 /**
@@ -43,7 +43,7 @@ describe('the page core\'s GPU calls on Dawn', { timeout: 10 * 60_000 }, () => {
   let timer;
   before(async () => {
     assert.ok(wasmBuilt(), NO_WASM);
-    dawn = await coreOnDawn();
+    dawn = await coreOnDawn({ flags: [RAW_TIMESTAMPS] });
     assert.ok(dawn.core, dawn.reason);
     census = gpuCensus();
     timer = gpuKernelTimer();
@@ -101,7 +101,11 @@ describe('the page core\'s GPU calls on Dawn', { timeout: 10 * 60_000 }, () => {
       census.take();
       assert.deepEqual(timed.values, first.values, 'timing each dispatch changed the embeddings');
       assert.equal(dispatches.length, launches, 'timed dispatches differ from native wgpu\'s launches');
-      assert.ok(dispatches.every((d) => d.label && d.us > 0), JSON.stringify(dispatches.slice(0, 3)));
+      // A kernel shorter than the timer's tick reads 0 µs (CI once saw 65.536 µs steps): each
+      // must be a labelled, non-negative time; the pass as a whole must have taken some.
+      const unsound = dispatches.filter((d) => !d.label || !Number.isFinite(d.us) || d.us < 0);
+      assert.deepEqual(unsound, [], 'dispatches without a label or a time');
+      assert.ok(dispatches.some((d) => d.us > 0), 'every dispatch of the pass timed at 0 µs');
     });
   }
 });

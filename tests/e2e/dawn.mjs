@@ -13,6 +13,12 @@ import { pathToFileURL } from 'node:url';
 import { REPO } from './helpers.mjs';
 
 /**
+ * Dawn rounds timestamps to 100 µs-scale steps by default (a browser's guard against timing
+ * attacks): a short kernel then reads 0. Every kernel timing here asks for Dawn's raw ticks.
+ */
+export const RAW_TIMESTAMPS = 'disable-dawn-features=timestamp_quantization';
+
+/**
  * Dawn's WebGPU entry point, or the reason there is none (the package is missing, or Dawn found
  * no adapter: Debian 12's own Mesa 22.3 lavapipe is refused by Dawn, Mesa 25 is taken).
  */
