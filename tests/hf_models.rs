@@ -1055,13 +1055,20 @@ fn half_precision_weights_on_wgpu_are_the_cpu_half_paths() {
         1,
     );
     let gpt2_dir = copy_stored_as(&fixtures.join("gpt2"), "gpt2-bf16", |_| "BF16", 1);
+    // The encoders' word-embedding tables: BERT's (DNABERT-2), ESM's (NT-v2) and LucaOne's.
+    let bert_dir = copy_stored_as(&fixtures.join("dnabert2"), "dnabert2-bf16", |_| "BF16", 1);
+    let nt_dir = copy_stored_as(&fixtures.join("nt_v2"), "nt_v2-bf16", |_| "BF16", 1);
+    let luca_dir = copy_stored_as(&fixtures.join("lucaone"), "lucaone-bf16", |_| "BF16", 1);
     let expected = |dir: &std::path::Path| -> Pipeline {
         serde_json::from_slice(&std::fs::read(dir.join("pipeline.json")).unwrap()).unwrap()
     };
     let embed = |dir: &std::path::Path, options: &str, kind: BackendKind| {
         let spec = format!("hf:{}{options}", dir.display());
         let encoder = pollster::block_on(Encoder::from_spec(&spec.parse().unwrap(), kind)).unwrap();
-        let got = pollster::block_on(encoder.embed(&expected(dir).sequences)).unwrap();
+        let sequences: Vec<String> = (expected(dir).sequences.iter())
+            .map(|s| geneb::input::normalize_sequence(s).unwrap())
+            .collect();
+        let got = pollster::block_on(encoder.embed(&sequences)).unwrap();
         (
             encoder.describe().weights,
             got.iter().copied().collect::<Vec<f32>>(),
@@ -1087,6 +1094,9 @@ fn half_precision_weights_on_wgpu_are_the_cpu_half_paths() {
         (olmo_dir.clone(), "bf16", ACROSS_BACKENDS, 5e-2),
         (mamba_dir.clone(), "bf16", ACROSS_BACKENDS, 5e-2),
         (gpt2_dir.clone(), "bf16", ACROSS_BACKENDS, 5e-2),
+        (bert_dir.clone(), "bf16", ACROSS_BACKENDS, 5e-2),
+        (nt_dir.clone(), "bf16", ACROSS_BACKENDS, 5e-2),
+        (luca_dir.clone(), "bf16", ACROSS_BACKENDS, 5e-2),
     ] {
         let (described, gpu) = embed(&dir, "?weights=half", BackendKind::Wgpu);
         let described = described.unwrap();
@@ -1118,24 +1128,32 @@ fn half_precision_weights_on_wgpu_are_the_cpu_half_paths() {
     }
     assert!(failures.is_empty(), "{failures:?}");
     // Held in half, each matrix takes 2 bytes and every other tensor (norms, convolution
-    // kernels, Mamba's A and D) f32's 4; the heads the architecture skips nothing. Under a
-    // budget of exactly that (below the f32 bytes, so half precision is chosen) the model
-    // loads and embeds, and one byte less is refused. OLMo's att_proj held in f32 would need
-    // 8,192 bytes more, eccDNAMamba's in_proj 43,008, GPT-2's c_attn 12,288.
-    for (dir, skipped) in [
-        (&olmo_dir, &[][..]),
+    // kernels, Mamba's A and D, the small token-type and position tables) f32's 4; the heads
+    // the architecture skips nothing. Under a budget of exactly that (below the f32 bytes, so
+    // half precision is chosen) the model loads and embeds, and one byte less is refused.
+    // OLMo's att_proj held in f32 would need 8,192 bytes more, eccDNAMamba's in_proj 43,008,
+    // GPT-2's c_attn 12,288, DNABERT-2's word embeddings 49,152. (The tiny NT-v2 and LucaOne
+    // hold less than reading their safetensors headers costs, so a budget cannot tell there.)
+    for (dir, skipped, wide) in [
+        (&olmo_dir, &[][..], &[][..]),
         (
             &mamba_dir,
             &["backbone.embedding.weight", ".lm_head.weight"][..],
+            &[][..],
         ),
-        (&gpt2_dir, &[][..]),
+        (&gpt2_dir, &[][..], &[][..]),
+        (
+            &bert_dir,
+            &["bert.pooler.", "cls.predictions."][..],
+            &["token_type_embeddings.weight"][..],
+        ),
     ] {
         let held_bytes: u64 = safetensors_shapes(&dir.join("model.safetensors"))
             .into_iter()
-            .filter(|(name, _)| !skipped.iter().any(|head| name.ends_with(head)))
-            .map(|(_, shape)| {
-                let each = if shape.len() == 2 { 2 } else { 4 };
-                shape.iter().product::<usize>() as u64 * each
+            .filter(|(name, _)| !skipped.iter().any(|head| name.contains(head)))
+            .map(|(name, shape)| {
+                let half = shape.len() == 2 && !wide.iter().any(|kept| name.ends_with(kept));
+                shape.iter().product::<usize>() as u64 * if half { 2 } else { 4 }
             })
             .sum();
         let sequences = dir.join("sequences.txt");

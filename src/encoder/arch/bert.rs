@@ -25,12 +25,11 @@ use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::positions::{Alibi, PairRotary, Rotary};
 use crate::encoder::layers::{
-    Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, config_error,
-    head_dim, load_qkv, padding_bias, split_heads, upload,
+    Activation, EmbeddingTable, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix,
+    config_error, head_dim, load_qkv, padding_bias, split_heads, upload,
 };
 use crate::encoder::recipe::{self, Recipe};
 use crate::tokenize::TokenizerChoice;
-use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;
 
@@ -104,7 +103,7 @@ pub struct Bert {
 /// Word embeddings plus token type 0, then a LayerNorm (and RoFormer's projection to the hidden
 /// width, where its `embedding_size` differs).
 pub(super) struct Embeddings {
-    word: Tensor<2>,
+    word: EmbeddingTable,
     token_type: Tensor<1>,
     norm: LayerNorm,
     pub(super) project: Option<Linear>,
@@ -122,7 +121,12 @@ impl Embeddings {
         eps: f64,
         device: &Device,
     ) -> Result<Embeddings> {
-        let word = ckpt.take(&format!("{prefix}word_embeddings.weight"), &[vocab, width])?;
+        let word = EmbeddingTable::load(
+            ckpt,
+            &format!("{prefix}word_embeddings.weight"),
+            [vocab, width],
+            device,
+        )?;
         if type_vocab == 0 {
             return Err(config_error(
                 "'type_vocab_size' is 0, but every input is read as token type 0",
@@ -138,7 +142,7 @@ impl Embeddings {
         ckpt.skip(&format!("{prefix}position_ids"));
         ckpt.skip(&format!("{prefix}token_type_ids"));
         Ok(Embeddings {
-            word: upload(word, [vocab, width], device),
+            word,
             token_type,
             norm: LayerNorm::load(ckpt, &format!("{prefix}LayerNorm"), width, eps, device)?,
             project: None,
@@ -148,7 +152,7 @@ impl Embeddings {
     /// The word and token-type embeddings, before the LayerNorm: [batch, tokens, width].
     fn lookup(&self, input_ids: Tensor<2, Int>) -> Tensor<3> {
         let width = self.token_type.dims()[0];
-        embedding(self.word.clone(), input_ids) + self.token_type.clone().reshape([1, 1, width])
+        self.word.forward(input_ids) + self.token_type.clone().reshape([1, 1, width])
     }
 
     fn finish(&self, x: Tensor<3>) -> Tensor<3> {
@@ -491,7 +495,7 @@ impl Arch for Bert {
     }
 
     fn token_rows(&self) -> usize {
-        self.embeddings.word.dims()[0]
+        self.embeddings.word.rows()
     }
 
     /// The longest input the position table allows (unbounded for ALiBi).

@@ -25,11 +25,10 @@ use crate::checkpoint::Checkpoint;
 use crate::encoder::family;
 use crate::encoder::layers::positions::Rotary;
 use crate::encoder::layers::{
-    Activation, LayerNorm, Linear, attention, checkpoint_prefix, head_dim, padding_bias,
-    split_heads, upload,
+    Activation, EmbeddingTable, LayerNorm, Linear, attention, checkpoint_prefix, head_dim,
+    padding_bias, split_heads, upload,
 };
 use crate::tokenize::TokenizerChoice;
-use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;
 
@@ -115,7 +114,7 @@ struct Layer {
 }
 
 pub struct LucaOne {
-    embed_tokens: Tensor<2>,
+    embed_tokens: EmbeddingTable,
     /// What every token adds besides its own embedding: `embed_scale` × the type-0 row, and
     /// `embed_scale` × the learned position rows where the model has them ([positions, hidden]).
     token_type: Option<Tensor<1>>,
@@ -147,7 +146,7 @@ impl LucaOne {
         let probe = "embeddings.embed_tokens.weight";
         let prefix = checkpoint_prefix(ckpt, &PREFIXES, probe, "LucaOne")?;
         let p = |name: &str| format!("{prefix}{name}");
-        let embed_tokens = ckpt.take(&p(probe), &[c.vocab_size, hidden])?;
+        let embed_tokens = EmbeddingTable::load(ckpt, &p(probe), [c.vocab_size, hidden], device)?;
         let token_type = if c.no_token_type_embeddings {
             None
         } else {
@@ -238,7 +237,7 @@ impl LucaOne {
             None => Rotary::from_theta(head_dim, ROTARY_BASE, None),
         };
         Ok(LucaOne {
-            embed_tokens: upload(embed_tokens, [c.vocab_size, hidden], device),
+            embed_tokens,
             token_type,
             positions,
             embed_scale: c.embed_scale,
@@ -257,7 +256,7 @@ impl LucaOne {
     /// `LucaGPLMEmbeddings.forward` at inference, token types all 0.
     fn embed(&self, input_ids: Tensor<2, Int>) -> Tensor<3> {
         let [batch, tokens] = input_ids.dims();
-        let mut x = embedding(self.embed_tokens.clone(), input_ids.clone());
+        let mut x = self.embed_tokens.forward(input_ids.clone());
         if let Some(table) = &self.positions {
             x = x + table.clone().narrow(0, 0, tokens).unsqueeze::<3>();
         }
@@ -325,7 +324,7 @@ impl Arch for LucaOne {
     }
 
     fn token_rows(&self) -> usize {
-        self.embed_tokens.dims()[0]
+        self.embed_tokens.rows()
     }
 
     /// `max_position_embeddings`: the extractor's `max_length`.

@@ -21,12 +21,11 @@ use crate::encoder::family;
 use crate::encoder::layers::config_error;
 use crate::encoder::layers::positions::Rotary;
 use crate::encoder::layers::{
-    Activation, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix, head_dim, load_qkv,
-    padding_bias, split_heads, upload,
+    Activation, EmbeddingTable, GluProjection, LayerNorm, Linear, attention, checkpoint_prefix,
+    head_dim, load_qkv, padding_bias, split_heads, upload,
 };
 use crate::tokenize::TokenizerChoice;
 use crate::{Error, Result};
-use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 use serde::Deserialize;
 
@@ -68,7 +67,7 @@ struct TokenDropout {
 }
 
 pub struct NucleotideTransformer {
-    word_embeddings: Tensor<2>,
+    word_embeddings: EmbeddingTable,
     positions: Positions,
     token_dropout: Option<TokenDropout>,
     norm_before: Option<LayerNorm>,
@@ -177,7 +176,7 @@ impl NucleotideTransformer {
         let probe = "embeddings.word_embeddings.weight";
         let prefix = checkpoint_prefix(ckpt, &PREFIXES, probe, "ESM")?;
         let p = |name: &str| format!("{prefix}{name}");
-        let word = ckpt.take(&p(probe), &[vocab, hidden])?;
+        let word_embeddings = EmbeddingTable::load(ckpt, &p(probe), [vocab, hidden], device)?;
         ckpt.skip(&p("embeddings.position_ids"));
         let token_dropout = match (c.token_dropout == Some(true), c.mask_token_id) {
             (false, _) => None,
@@ -290,7 +289,7 @@ impl NucleotideTransformer {
             ),
         };
         Ok(NucleotideTransformer {
-            word_embeddings: upload(word, [vocab, hidden], device),
+            word_embeddings,
             positions,
             token_dropout,
             norm_before,
@@ -316,7 +315,7 @@ impl Arch for NucleotideTransformer {
     }
 
     fn token_rows(&self) -> usize {
-        self.word_embeddings.dims()[0]
+        self.word_embeddings.rows()
     }
 
     fn max_tokens(&self) -> usize {
@@ -331,7 +330,7 @@ impl Arch for NucleotideTransformer {
         kept: &mut Kept,
     ) -> Tensor<3> {
         let [batch, tokens] = input_ids.dims();
-        let mut x = embedding(self.word_embeddings.clone(), input_ids.clone());
+        let mut x = self.word_embeddings.forward(input_ids.clone());
         if let Some(dropout) = &self.token_dropout {
             x = dropout.apply(x, input_ids, attention_mask.clone());
         }
