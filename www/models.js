@@ -56,7 +56,7 @@ export function parseHubId(text) {
 // Hub download and cache (www/hub.js)
 
 /** What loading a model will download: config, the tokenizer files it has, one weights file. */
-async function plan(b) {
+async function plan(b, repo) {
   await waitForCore(b.label);
   const config = await probe(b, modelFileNames.config);
   if (!config) throw new Error(`${b.label}: no config.json on ${b.endpoint}: check the id and the revision`);
@@ -73,19 +73,24 @@ async function plan(b) {
   if (!weights) {
     throw new Error(`${b.label}: no ${modelFileNames.weights.join(' or ')} (sharded checkpoints are not supported yet)`);
   }
-  checkFitsInTab(b.label, weights.name, weights.size, 'nothing was downloaded');
+  // Downloaded before the core can read its header: twice the limit only where the known model's
+  // weights are known to fit in half precision.
+  const heldInHalf = known.some((m) => m.hubId === repo && m.tabWeights === 'half');
+  checkFitsInTab(b.label, weights.name, weights.size, 'nothing was downloaded', heldInHalf);
   files.push(weights);
   return files;
 }
 
 /**
  * Refuse weights the tab cannot hold, naming their size, before they are downloaded or read;
- * `untouched` says which of the two was spared. What is charged is what the core will hold at
- * the least: the files' own bytes (all shards together), since a bf16 or f16 checkpoint whose f32
- * would not fit is held as it is stored, in half precision (the core's rule, as the CLI's).
+ * `untouched` says which of the two was spared. A bf16 or f16 checkpoint whose f32 would not fit
+ * is held as it is stored, and an f32 one narrowed to bf16 (the core's rule, as the CLI's), so
+ * files (all shards together) of up to twice the limit may fit, `heldInHalf`: the core then
+ * refuses from their headers, before reading a tensor, weights still over the limit.
  */
-function checkFitsInTab(label, name, size, untouched) {
-  if (Number.isFinite(size) && tabWeightsLimit != null && size > tabWeightsLimit) {
+function checkFitsInTab(label, name, size, untouched, heldInHalf) {
+  const most = tabWeightsLimit * (heldInHalf ? 2 : 1);
+  if (Number.isFinite(size) && tabWeightsLimit != null && size > most) {
     throw new Error(`${label}: its weights (${name}, ${bytesText(size)}) do not fit in a browser tab, which can hold `
       + `at most ${bytesText(tabWeightsLimit)} of weights (in half precision where f32 would not fit) beside the tensors `
       + `built from them and a task's embeddings: ${untouched}; run it with the command line (geneb eval), which has `
@@ -332,7 +337,7 @@ async function onModelFiles(list, folderName) {
   }
   try {
     const size = weights.reduce((sum, w) => sum + byName.get(w).size, 0);
-    checkFitsInTab(label, weights.join(', '), size, 'nothing was read');
+    checkFitsInTab(label, weights.join(', '), size, 'nothing was read', true);
   } catch (err) {
     say(ui.error, messageOf(err), { error: true });
     return;
@@ -359,7 +364,7 @@ async function onHubLoad(text) {
       return;
     }
     say(ui.status, `asking ${endpoint} what ${id}@${rev} holds…`);
-    const files = await plan(b);
+    const files = await plan(b, id);
     const total = plannedBytes(files);
     say(ui.status, 'confirm the download');
     const agreed = await confirmPlan(ui.plan, {

@@ -368,6 +368,23 @@ impl Checkpoint {
         (bytes, one)
     }
 
+    /// Bytes the float tensors hold once taken as `hold_matrices_in` chose, from the header
+    /// alone: each 2-D one (what `take_matrix` takes: linear layers, embedding tables) at the held
+    /// type's size, every other at f32's. Heads the architecture skips are counted too.
+    pub fn held_bytes(&self) -> u64 {
+        let floats = self.entries.values().filter(|e| e.dtype.is_float());
+        floats
+            .map(|e| {
+                let each = if e.shape.len() == 2 {
+                    self.matrices.size()
+                } else {
+                    4
+                };
+                (e.numel() as u64).saturating_mul(each)
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+
     /// The stored type of a matrix `take_matrix` converted to the held half type, where one
     /// was: the model's numbers are then not the file's.
     pub fn narrowed_from(&self) -> Option<DType> {

@@ -115,11 +115,37 @@ fn hold_weights(
         None => Held::half_of(half),
     };
     ckpt.hold_matrices_in(held);
-    // The page checks a model's size against the tab before loading it, and its budget shrinks
-    // as the module's memory grows with the very weights being charged.
+    // In the page, the tab's own limit stands in: the budget shrinks as the module's memory
+    // grows with the very weights being charged.
     #[cfg(not(target_arch = "wasm32"))]
     ckpt.charge_to_budget();
+    #[cfg(target_arch = "wasm32")]
+    fits_tab(ckpt, held)?;
     Ok(held)
+}
+
+/// A tab holds at most `known::TAB_WEIGHTS_LIMIT` of weights. The page lets weights files of up
+/// to twice that through (an f32 file a tab holds in half precision); this refuses, from the
+/// header alone and before any tensor is read, a model whose weights would still be over it.
+#[cfg(any(target_arch = "wasm32", test))]
+fn fits_tab(ckpt: &Checkpoint, held_in: Held) -> Result<()> {
+    let held = ckpt.held_bytes();
+    let limit = super::known::TAB_WEIGHTS_LIMIT;
+    if held <= limit {
+        return Ok(());
+    }
+    let human = crate::budget::human;
+    Err(Error::in_file(
+        ckpt.source(),
+        format!(
+            "its weights would take {} ({held} bytes) held in {}, over the {} ({limit} bytes) a \
+             browser tab holds: nothing was read; run it with the command line (geneb eval), \
+             which has the whole machine's memory",
+            human(held),
+            held_in.name(),
+            human(limit),
+        ),
+    ))
 }
 
 /// What a model's matrices are held in, beside what its file stores them in.
@@ -1420,5 +1446,66 @@ mod tests {
                 "{name}{query}: flipping to {what} still meets the reference ({off})"
             );
         }
+    }
+
+    /// A safetensors file of `matrices` f32 matrices of 1 GiB each and one small f32 vector,
+    /// sparse on disk: only its header is ever read.
+    fn sparse_checkpoint(name: &str, matrices: usize) -> Checkpoint {
+        let side = 16_384usize;
+        let each = (side * side * 4) as u64;
+        let mut header = serde_json::Map::new();
+        for i in 0..matrices {
+            let start = i as u64 * each;
+            header.insert(
+                format!("layer.{i}.weight"),
+                serde_json::json!({"dtype": "F32", "shape": [side, side], "data_offsets": [start, start + each]}),
+            );
+        }
+        let end = matrices as u64 * each;
+        header.insert(
+            "norm.weight".into(),
+            serde_json::json!({"dtype": "F32", "shape": [side], "data_offsets": [end, end + side as u64 * 4]}),
+        );
+        let header = serde_json::to_vec(&header).unwrap();
+        let path =
+            std::env::temp_dir().join(format!("geneb-{name}-{}.safetensors", std::process::id()));
+        let mut file = std::fs::File::create(&path).unwrap();
+        std::io::Write::write_all(&mut file, &(header.len() as u64).to_le_bytes()).unwrap();
+        std::io::Write::write_all(&mut file, &header).unwrap();
+        file.set_len(8 + header.len() as u64 + end + side as u64 * 4)
+            .unwrap();
+        let source = crate::checkpoint::source::LocalFile::open(&path).unwrap();
+        let ckpt = safetensors::read(name, Box::new(source)).unwrap();
+        std::fs::remove_file(&path).ok();
+        ckpt
+    }
+
+    /// The page lets through f32 files of up to twice a tab's limit; the core holds their
+    /// matrices in bf16 and refuses, from the header, those still over it.
+    #[test]
+    fn a_tab_takes_f32_weights_that_fit_once_held_in_half_and_refuses_the_rest_unread() {
+        let vector = 16_384 * 4;
+        let mut three = sparse_checkpoint("three-gib.safetensors", 3);
+        three.hold_matrices_in(Held::F32);
+        assert_eq!(three.held_bytes(), (3u64 << 30) + vector);
+        let refused = fits_tab(&three, Held::F32).unwrap_err().to_string();
+        assert!(
+            refused.starts_with("three-gib.safetensors: its weights would take 3.0 GiB")
+                && refused.contains("held in f32, over the 2.0 GiB")
+                && refused.contains("nothing was read"),
+            "{refused}"
+        );
+        three.hold_matrices_in(Held::Bf16);
+        assert_eq!(three.held_bytes(), (3u64 << 29) + vector);
+        fits_tab(&three, Held::Bf16).unwrap();
+
+        let mut five = sparse_checkpoint("five-gib.safetensors", 5);
+        five.hold_matrices_in(Held::Bf16);
+        assert_eq!(five.held_bytes(), (5u64 << 29) + vector);
+        let refused = fits_tab(&five, Held::Bf16).unwrap_err().to_string();
+        assert!(
+            refused.contains("2.5 GiB") && refused.contains("held in bf16"),
+            "{refused}"
+        );
     }
 }

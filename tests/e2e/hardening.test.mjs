@@ -27,7 +27,8 @@ const HOSTILE_FILES = join(FIXTURES, 'hostile');
 const MODEL_FILES = ['config.json', 'model.safetensors', 'vocab.txt', 'tokenizer_config.json', 'special_tokens_map.json'];
 
 /**
- * A hub on 127.0.0.1 serving `files` (name → bytes) under `/{repo}/resolve/{rev}/`, with the
+ * A hub on 127.0.0.1 serving `files` (name → bytes) under `/{repo}/resolve/{rev}/` (`repo`: one
+ * id or several), with the
  * sizes HEAD announces overridable (`sizes`), and each GET answered as `mode(name)` says:
  * 'ok', 'cut' (half the body, then the connection is destroyed) or 'stall' (half, then nothing).
  */
@@ -41,7 +42,7 @@ async function startHub(files, { repo, rev, sizes = {}, mode = () => 'ok' }) {
       'Access-Control-Expose-Headers': 'ETag, X-Linked-Etag, X-Linked-Size, Content-Length',
     };
     const m = /^\/(.+)\/resolve\/([^/]+)\/(.+)$/.exec(req.url);
-    const name = m && m[1] === repo && m[2] === rev ? decodeURIComponent(m[3]) : null;
+    const name = m && [repo].flat().includes(m[1]) && m[2] === rev ? decodeURIComponent(m[3]) : null;
     const body = name != null && Object.hasOwn(files, name) ? files[name] : null;
     if (!body) {
       res.writeHead(404, headers);
@@ -335,10 +336,12 @@ describe('the page holds up against hostile input and failures', { timeout: 15 *
     }
   });
 
-  it('a model too big for the tab is refused with its size before any download or read', { timeout: LOAD_TIMEOUT * 2 }, async () => {
+  it('a model too big for the tab is refused with its size before any download or read, one that fits in half precision is not', { timeout: LOAD_TIMEOUT * 2 }, async () => {
     const files = await folderFiles(NT_V2);
     const id = 'test-org/huge';
-    const hub = await startHub(files, { repo: id, rev: 'main', sizes: { 'model.safetensors': 3 * 2 ** 30 } });
+    // AgroNT-1B's weights fit a tab in half precision (geneb models): its 3 GB is offered.
+    const agroNt = 'InstaDeepAI/agro-nucleotide-transformer-1b';
+    const hub = await startHub(files, { repo: [id, agroNt], rev: 'main', sizes: { 'model.safetensors': 3 * 2 ** 30 } });
     const { app, close } = await openWithHub(browser, hub);
     const dir = await mkdtemp(join(tmpdir(), 'geneb-huge-'));
     const { page } = app;
@@ -350,15 +353,39 @@ describe('the page holds up against hostile input and failures', { timeout: 15 *
       assert.match(refused, /test-org\/huge@main: its weights \(model\.safetensors, 3\.0 GB\) do not fit in a browser tab.*nothing was downloaded/, refused);
       assert.equal(await byTestId(page, 'hub-plan').count(), 0, 'no download offered');
       assert.deepEqual(hub.hits.filter((h) => h.startsWith('GET')), []);
-
-      // A 2.5 GB weights file on disk (sparse: nothing is written): refused without being read.
-      for (const name of ['config.json', 'vocab.txt']) await copyFile(join(NT_V2, name), join(dir, name));
-      await writeFile(join(dir, 'model.safetensors'), '');
-      await truncate(join(dir, 'model.safetensors'), 2.5 * 2 ** 30);
       await page.evaluate(() => { document.querySelector('[data-testid="model-error"]').hidden = true; });
-      await byTestId(page, 'model-files').setInputFiles(['config.json', 'vocab.txt', 'model.safetensors'].map((n) => join(dir, n)));
-      const dropped = await waitModelError(page);
-      assert.match(dropped, /its weights \(model\.safetensors, 2\.5 GB\) do not fit in a browser tab.*nothing was read/, dropped);
+      await byTestId(page, 'hub-id').fill(agroNt);
+      await byTestId(page, 'hub-load').click();
+      await byTestId(page, 'hub-plan').waitFor({ timeout: LOAD_TIMEOUT });
+      assert.match(await byTestId(page, 'hub-plan').textContent(), /model\.safetensors/);
+      await byTestId(page, 'hub-decline').click();
+      assert.deepEqual(hub.hits.filter((h) => h.startsWith('GET')), [], 'declined: nothing downloaded');
+      assert.ok(!(await byTestId(page, 'model-error').isVisible()), await byTestId(page, 'model-error').textContent());
+
+      // Weights files on disk (sparse: nothing is written) a tab cannot hold, refused unread:
+      // 4.5 GB, over twice the limit, by the page's size check; 2.5 GB of bf16 matrices, within
+      // it (an f32 file that size would be held in half precision), by the core from the header.
+      for (const name of ['config.json', 'vocab.txt']) await copyFile(join(NT_V2, name), join(dir, name));
+      const weights = join(dir, 'model.safetensors');
+      const drop = async () => {
+        await page.evaluate(() => { document.querySelector('[data-testid="model-error"]').hidden = true; });
+        await byTestId(page, 'model-files').setInputFiles(['config.json', 'vocab.txt', 'model.safetensors'].map((n) => join(dir, n)));
+        return waitModelError(page);
+      };
+      await writeFile(weights, '');
+      await truncate(weights, 4.5 * 2 ** 30);
+      const dropped = await drop();
+      assert.match(dropped, /its weights \(model\.safetensors, 4\.5 GB\) do not fit in a browser tab.*nothing was read/, dropped);
+      const side = 16384;
+      const each = side * side * 2;
+      const tensors = Object.fromEntries([0, 1, 2, 3, 4].map((i) => [`layer.${i}.weight`, { dtype: 'BF16', shape: [side, side], data_offsets: [i * each, (i + 1) * each] }]));
+      const header = Buffer.from(JSON.stringify(tensors));
+      const length = Buffer.alloc(8);
+      length.writeBigUInt64LE(BigInt(header.length));
+      await writeFile(weights, Buffer.concat([length, header]));
+      await truncate(weights, 8 + header.length + 5 * each);
+      const held = await drop();
+      assert.match(held, /model\.safetensors: its weights would take 2\.5 GiB \(2684354560 bytes\) held in bf16, over the 2\.0 GiB \(2147483648 bytes\) a browser tab holds: nothing was read/, held);
       assert.equal(await byTestId(page, 'loaded-model').count(), 0);
       assert.equal(await byTestId(page, 'status').textContent(), 'ready');
     } finally {
