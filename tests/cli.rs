@@ -973,14 +973,8 @@ fn models_lists_the_builtin_encoders_and_the_known_hub_models_with_their_profile
         .expect("the tab's weights limit");
     for model in known {
         if let Some(parameters) = model["parameters"].as_u64() {
-            // In f32, else in half precision (the checkpoint's bf16/f16 on the tab's GPU)
-            // where the architecture holds all its large matrices so.
-            let halved = model["keptInF32"].is_null();
-            assert_eq!(
-                model["fitsTab"],
-                parameters * 4 <= limit || (halved && parameters * 2 <= limit),
-                "{model}"
-            );
+            // In f32, else in half precision (the checkpoint's bf16/f16 on the tab's GPU).
+            assert_eq!(model["fitsTab"], parameters * 2 <= limit, "{model}");
             let held = if parameters * 4 <= limit {
                 "f32"
             } else {

@@ -132,9 +132,6 @@ function fitsText(m) {
   if (m.tabWeights === 'half') return `yes, its weights held in half precision (${bytesText(m.parameters * 2)})`;
   if (m.fitsTab) return 'yes';
   const instead = `run it with geneb eval --model hf:${m.hubId ?? 'FOLDER'} (--backend wgpu for a GPU)`;
-  if (m.keptInF32) {
-    return `no: ${bytesText(m.parameters * 4)} of weights in f32, and in half precision ${m.keptInF32} would stay f32; ${instead}`;
-  }
   return `no: ${bytesText(m.parameters * 2)} of weights even in half precision; ${instead}`;
 }
 

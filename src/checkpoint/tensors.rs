@@ -369,13 +369,15 @@ impl Checkpoint {
     }
 
     /// Bytes the float tensors hold once taken as `hold_matrices_in` chose, from the header
-    /// alone: each 2-D one (what `take_matrix` takes: linear layers, embedding tables) at the held
-    /// type's size, every other at f32's. Heads the architecture skips are counted too.
+    /// alone: each of two or more dimensions (what `take_matrix` takes: linear layers, embedding
+    /// tables, convolution kernels, experts) at the held type's size, every other at f32's.
+    /// Heads the architecture skips are counted too; a few small tensors (Mamba's convolutions,
+    /// learned biases) are held at f32 where this counts them at the held size.
     pub fn held_bytes(&self) -> u64 {
         let floats = self.entries.values().filter(|e| e.dtype.is_float());
         floats
             .map(|e| {
-                let each = if e.shape.len() == 2 {
+                let each = if e.shape.len() >= 2 {
                     self.matrices.size()
                 } else {
                     4

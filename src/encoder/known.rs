@@ -772,34 +772,19 @@ pub struct PublishedProfile {
 /// reading or downloading them.
 pub const TAB_WEIGHTS_LIMIT: u64 = 2 << 30;
 
-/// What a tab holds a model of `parameters` on `runs_on` in: "f32" where its f32 weights are
-/// within `TAB_WEIGHTS_LIMIT`, else "half" (the checkpoint's bf16 or f16, on the tab's WebGPU
-/// device or in its CPU's memory: `pretrained::hold_weights`) where those are and its
-/// architecture holds them all so (`kept_in_f32`); None where neither is.
-pub fn tab_weights(parameters: u64, runs_on: RunsOn) -> Option<&'static str> {
-    let all_halved = runs_on
-        .family()
-        .is_none_or(|family| kept_in_f32(family).is_none());
+/// What a tab holds a model of `parameters` in: "f32" where its f32 weights are within
+/// `TAB_WEIGHTS_LIMIT`, else "half" (the checkpoint's bf16 or f16, or f32 narrowed to bf16, on
+/// the tab's WebGPU device or in its CPU's memory: `pretrained::hold_weights`; every
+/// architecture holds its matrices, convolution kernels and experts so) where those are; None
+/// where neither is.
+pub fn tab_weights(parameters: u64) -> Option<&'static str> {
     if parameters.saturating_mul(4) <= TAB_WEIGHTS_LIMIT {
         Some("f32")
-    } else if all_halved && parameters.saturating_mul(2) <= TAB_WEIGHTS_LIMIT {
+    } else if parameters.saturating_mul(2) <= TAB_WEIGHTS_LIMIT {
         Some("half")
     } else {
         None
     }
-}
-
-/// What of an architecture's large matrices stays f32 under half precision, where some does:
-/// only those loaded through `layers::Linear` and `layers::EmbeddingTable` are held in half, so
-/// charging these models their half-precision bytes would call them fitting where they do not.
-pub fn kept_in_f32(family: &Family) -> Option<&'static str> {
-    [
-        (&family::SPACE, "SPACE's Enformer convolutions"),
-        (&family::ENFORMER, "Enformer's convolutions"),
-    ]
-    .into_iter()
-    .find(|(kept, _)| kept.name == family.name)
-    .map(|(_, what)| what)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -814,9 +799,6 @@ pub struct KnownWithProfile {
     /// What a tab holds them in (`tab_weights`): "f32", "half", or None.
     #[serde(rename = "tabWeights")]
     pub tab_weights: Option<&'static str>,
-    /// What of its architecture stays f32 in half precision (`kept_in_f32`), where some does.
-    #[serde(rename = "keptInF32")]
-    pub kept_in_f32: Option<&'static str>,
     /// Its recipe in one line, for the page's table (`Recipe::summary`).
     #[serde(rename = "recipeSummary")]
     pub recipe_summary: String,
@@ -832,11 +814,8 @@ pub fn with_published_profiles() -> crate::Result<Vec<KnownWithProfile>> {
             recipe_summary: model.recipe.summary(),
             fits_tab: model
                 .parameters
-                .map(|parameters| tab_weights(parameters, model.runs_on).is_some()),
-            tab_weights: model
-                .parameters
-                .and_then(|parameters| tab_weights(parameters, model.runs_on)),
-            kept_in_f32: model.runs_on.family().and_then(kept_in_f32),
+                .map(|parameters| tab_weights(parameters).is_some()),
+            tab_weights: model.parameters.and_then(tab_weights),
             published: model
                 .leaderboard
                 .and_then(|key| rows.iter().find(|r| r.model == key))
@@ -897,12 +876,9 @@ pub fn leaderboard_models() -> crate::Result<Vec<LeaderboardModel>> {
             // geneb's own count where it has one: the leaderboard's are rounded.
             let parameters = known.and_then(|m| m.parameters).unwrap_or(row.params);
             let f32_bytes = parameters.saturating_mul(4);
-            let tab_weights = known
-                .filter(|_| runs)
-                .and_then(|m| tab_weights(parameters, m.runs_on));
+            let tab_weights = known.filter(|_| runs).and_then(|_| tab_weights(parameters));
             let fits_tab = tab_weights.is_some();
             let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
-            let kept = known.and_then(|m| m.runs_on.family()).and_then(kept_in_f32);
             let why_not = match known {
                 None => Some(
                     "geneb has no row for it yet: its architecture is not identified \
@@ -912,16 +888,6 @@ pub fn leaderboard_models() -> crate::Result<Vec<LeaderboardModel>> {
                 Some(m) if !runs => Some(format!(
                     "its architecture is not in geneb yet: {}",
                     m.runs_on.name()
-                )),
-                Some(m) if !fits_tab && kept.is_some() => Some(format!(
-                    "its f32 weights ({:.1} GiB) are over a tab's {:.0} GiB, and in half \
-                         precision {} would stay f32, so a tab is not promised room: run it \
-                         with the CLI (geneb eval --model hf:{}), on the CPU or a GPU \
-                         (--backend wgpu)",
-                    gib(f32_bytes),
-                    gib(TAB_WEIGHTS_LIMIT),
-                    kept.unwrap_or_default(),
-                    m.hub_id.unwrap_or("FOLDER"),
                 )),
                 Some(_) if !fits_tab => Some(format!(
                     "even in half precision its weights ({:.2} GiB) are over a tab's {:.0} \
@@ -1136,9 +1102,7 @@ mod tests {
             );
             assert!(!model.fits_tab || model.runs, "{}", model.model);
         }
-        // About 1B parameters: 4 GB in f32, over a tab's 2 GiB; 2 GB in half precision, within
-        // it, where all the large matrices are held so (NT's are), not where some stay f32
-        // (SPACE's convolutions, 589M parameters: 2.4 GB in f32).
+        // About 1B parameters: 4 GB in f32, over a tab's 2 GiB; 2 GB in half precision, within it.
         let agro_nt = listed
             .iter()
             .find(|m| m.model == "agro-nucleotide-transformer-1b")
@@ -1152,13 +1116,10 @@ mod tests {
         assert!(omni_dna.runs && !omni_dna.fits_tab && omni_dna.tab_weights.is_none());
         let why = omni_dna.why_not.as_deref().unwrap();
         assert!(why.contains("(2.02 GiB) are over a tab's 2 GiB"), "{why}");
+        // SPACE's convolutions and experts are held in half too: 2.4 GB in f32, 1.2 GB so.
         let space = listed.iter().find(|m| m.model == "space").unwrap();
-        assert!(space.runs && !space.fits_tab && space.tab_weights.is_none());
-        let why = space.why_not.as_deref().unwrap();
-        assert!(
-            why.contains("SPACE's Enformer convolutions") && why.contains("geneb eval"),
-            "{why}"
-        );
+        assert!(space.runs && space.fits_tab && space.why_not.is_none());
+        assert_eq!(space.tab_weights, Some("half"));
         let metagene = listed.iter().find(|m| m.model == "METAGENE-1").unwrap();
         assert!(metagene.runs && !metagene.fits_tab && metagene.tab_weights.is_none());
         assert_eq!(metagene.half_bytes, 14_000_000_000);

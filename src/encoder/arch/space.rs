@@ -34,7 +34,7 @@ use crate::encoder::layers::enformer_trunk::{
     centre_crop, centre_ids, largest_unsplit_floats, refuse_unbindable, skip_batch_norm_counters,
     tower_widths,
 };
-use crate::encoder::layers::{LayerNorm, Linear, config_error, param};
+use crate::encoder::layers::{LayerNorm, Linear, Weight3, config_error, param};
 use crate::tokenize::TokenizerChoice;
 use burn::tensor::activation::{leaky_relu, relu, softmax};
 use burn::tensor::{Device, Int, Tensor};
@@ -146,9 +146,9 @@ struct SpeciesExperts {
     gate: Linear,
     norm: LayerNorm,
     /// `Experts` weights [experts, in, out] and biases [experts, 1, out].
-    input_weight: Tensor<3>,
+    input_weight: Weight3,
     input_bias: Tensor<3>,
-    output_weight: Tensor<3>,
+    output_weight: Weight3,
     output_bias: Tensor<3>,
     keep: usize,
 }
@@ -365,7 +365,7 @@ impl SpeciesExperts {
     ) -> Result<Self> {
         let weights = |ckpt: &mut Checkpoint, name: &str, width_in: usize, width_out: usize| {
             Ok::<_, crate::Error>((
-                param(
+                Weight3::load(
                     ckpt,
                     &format!("{prefix}{name}.weight"),
                     [experts, width_in, width_out],
@@ -429,8 +429,8 @@ impl SpeciesExperts {
             .forward(x.clone())
             .reshape([1, rows, dim])
             .expand([experts, rows, dim]);
-        let h = relu(h.matmul(self.input_weight.clone()) + self.input_bias.clone());
-        let out = h.matmul(self.output_weight.clone()) + self.output_bias.clone();
+        let h = relu(h.matmul(self.input_weight.widened()) + self.input_bias.clone());
+        let out = h.matmul(self.output_weight.widened()) + self.output_bias.clone();
         // [experts, rows, dim] weighted by [experts, rows, 1], summed over the experts.
         let gates = gates.reshape([rows, experts]).transpose().unsqueeze_dim(2);
         (out * gates).sum_dim(0).reshape([batch, n, dim]) + x

@@ -14,7 +14,7 @@
 //! `use_tf_gamma=False` the gamma densities are computed, not read from TensorFlow's table;
 //! geneb computes all of them on the host once per model, in f64.
 
-use super::{LayerNorm, Linear, config_error, param, upload};
+use super::{LayerNorm, Linear, Weight3, config_error, param, upload};
 use crate::Result;
 use crate::checkpoint::Checkpoint;
 use crate::encoder::arch::Kept;
@@ -58,11 +58,18 @@ enum Conv {
     /// Width 1: a linear layer over the channels.
     Pointwise(Linear),
     /// Wider: `nn.Conv1d` with `padding = width // 2`.
-    Wide {
-        weight: Tensor<3>,
-        bias: Tensor<1>,
-        width: usize,
-    },
+    Wide { kernel: Weight3, bias: Tensor<1> },
+}
+
+/// `nn.Conv1d` with `padding = width // 2`: x [batch, in, positions] → [batch, out, positions].
+fn convolve(x: Tensor<3>, kernel: &Weight3, bias: &Tensor<1>) -> Tensor<3> {
+    let width = kernel.dims()[2];
+    conv1d(
+        x,
+        kernel.widened(),
+        Some(bias.clone()),
+        ConvOptions::new([1], [width / 2], [1], 1),
+    )
 }
 
 /// ConvBlock(in → out, width), residual ConvBlock(out, 1), attention pooling by 2.
@@ -76,7 +83,7 @@ struct TowerBlock {
 pub struct ConvTower {
     /// Token id → one-hot row (A, C, G, T) or zeros (N, anything else).
     one_hot: Tensor<2>,
-    stem_weight: Tensor<3>,
+    stem_kernel: Weight3,
     stem_bias: Tensor<1>,
     stem_residual: ConvBlock,
     stem_pool: Linear,
@@ -144,7 +151,7 @@ impl ConvTower {
             }
             upload(table, [rows, 4], device)
         };
-        let stem_weight = param(
+        let stem_kernel = Weight3::load(
             ckpt,
             &format!("{stem}0.weight"),
             [half_dim, 4, STEM_WIDTH],
@@ -180,7 +187,7 @@ impl ConvTower {
         }
         Ok(ConvTower {
             one_hot,
-            stem_weight,
+            stem_kernel,
             stem_bias,
             stem_residual,
             stem_pool,
@@ -258,13 +265,7 @@ impl ConvTower {
     fn stem(&self, input_ids: Tensor<2, Int>) -> Tensor<3> {
         // [batch, positions, 4] → channels first for the stem's convolution.
         let x = embedding(self.one_hot.clone(), input_ids).swap_dims(1, 2);
-        let x = conv1d(
-            x,
-            self.stem_weight.clone(),
-            Some(self.stem_bias.clone()),
-            ConvOptions::new([1], [STEM_WIDTH / 2], [1], 1),
-        )
-        .swap_dims(1, 2);
+        let x = convolve(x, &self.stem_kernel, &self.stem_bias).swap_dims(1, 2);
         let x = self.stem_residual.forward(x.clone()) + x;
         attention_pool(x, &self.stem_pool)
     }
@@ -596,15 +597,21 @@ impl ConvBlock {
     ) -> Result<Self> {
         let norm = BatchNorm::load(ckpt, &format!("{prefix}0"), width_in, device)?;
         let conv = format!("{prefix}2");
-        let weight = ckpt.take(&format!("{conv}.weight"), &[width_out, width_in, width])?;
+        let weight = &format!("{conv}.weight");
         let bias = ckpt.take(&format!("{conv}.bias"), &[width_out])?;
         let conv = if width == 1 {
-            Conv::Pointwise(Linear::new(weight, Some(bias), width_in, width_out, device))
+            let weight = ckpt.take_matrix(weight, &[width_out, width_in, 1])?;
+            Conv::Pointwise(Linear::from_matrix(
+                weight,
+                Some(bias),
+                width_in,
+                width_out,
+                device,
+            ))
         } else {
             Conv::Wide {
-                weight: upload(weight, [width_out, width_in, width], device),
+                kernel: Weight3::load(ckpt, weight, [width_out, width_in, width], device)?,
                 bias: upload(bias, [width_out], device),
-                width,
             }
         };
         Ok(ConvBlock { norm, conv })
@@ -615,17 +622,9 @@ impl ConvBlock {
         let x = gelu(self.norm.forward(x));
         match &self.conv {
             Conv::Pointwise(linear) => linear.forward(x),
-            Conv::Wide {
-                weight,
-                bias,
-                width,
-            } => conv1d(
-                x.swap_dims(1, 2),
-                weight.clone(),
-                Some(bias.clone()),
-                ConvOptions::new([1], [width / 2], [1], 1),
-            )
-            .swap_dims(1, 2),
+            Conv::Wide { kernel, bias } => {
+                convolve(x.swap_dims(1, 2), kernel, bias).swap_dims(1, 2)
+            }
         }
     }
 }
@@ -678,11 +677,13 @@ fn pool_logits(
     channels: usize,
     device: &Device,
 ) -> Result<Linear> {
-    let weight = ckpt.take(
+    let weight = ckpt.take_matrix(
         &format!("{name}.to_attn_logits.weight"),
         &[channels, channels, 1, 1],
     )?;
-    Ok(Linear::new(weight, None, channels, channels, device))
+    Ok(Linear::from_matrix(
+        weight, None, channels, channels, device,
+    ))
 }
 
 fn gelu(x: Tensor<3>) -> Tensor<3> {

@@ -150,6 +150,49 @@ impl EmbeddingTable {
     }
 }
 
+/// A 3-D weight (a convolution's kernel [out, in, width], a mixture's experts [experts, in,
+/// out]) held as the checkpoint's matrices are (`Checkpoint::take_matrix`): in half precision as
+/// [d0, d1·d2], widened to f32 where it is used, one layer's at a time.
+pub enum Weight3 {
+    Full(Tensor<3>),
+    Half {
+        matrix: HalfMatrix,
+        shape: [usize; 3],
+    },
+}
+
+impl Weight3 {
+    pub fn load(
+        ckpt: &mut Checkpoint,
+        name: &str,
+        shape: [usize; 3],
+        device: &Device,
+    ) -> Result<Weight3> {
+        Ok(match ckpt.take_matrix(name, &shape)? {
+            Matrix::F32(values) => Weight3::Full(upload(values, shape, device)),
+            half => Weight3::Half {
+                matrix: HalfMatrix::upload(half, [shape[0], shape[1] * shape[2]], device),
+                shape,
+            },
+        })
+    }
+
+    /// The weight in f32.
+    pub fn widened(&self) -> Tensor<3> {
+        match self {
+            Weight3::Full(weight) => weight.clone(),
+            Weight3::Half { matrix, shape } => matrix.widen().reshape(*shape),
+        }
+    }
+
+    pub fn dims(&self) -> [usize; 3] {
+        match self {
+            Weight3::Full(weight) => weight.dims(),
+            Weight3::Half { shape, .. } => *shape,
+        }
+    }
+}
+
 /// Takes a checkpoint tensor of the given shape onto `device`.
 pub fn param<const D: usize>(
     ckpt: &mut Checkpoint,
