@@ -5,7 +5,7 @@
 
 import { bytesText, h, messageOf } from './dom.js';
 import {
-  bundle, cachedManifests, confirmPlan, downloadAll, fromCache, hubEndpoint, plannedBytes, probe, store,
+  bundle, cachedManifests, confirmPlan, download, downloadAll, fromCache, hubEndpoint, plannedBytes, probe, store,
   verificationNote,
 } from './hub.js';
 import { callCore } from './core-client.js';
@@ -55,7 +55,48 @@ export function parseHubId(text) {
 // ---------------------------------------------------------------------------------------------
 // Hub download and cache (www/hub.js)
 
-/** What loading a model will download: config, the tokenizer files it has, one weights file. */
+/**
+ * A shard's name as a sharded checkpoint's index may give it: a .safetensors file beside the
+ * index (no folder, no leading dot), so nothing outside the model's folder is ever fetched.
+ */
+const SHARD_NAME = /^[\w-][\w.-]*\.safetensors$/;
+/** A 7B model's index is about 30 kB; anything far larger is not one. */
+const MOST_INDEX_BYTES = 16 << 20;
+
+/**
+ * The shards the index `index` (a probed file) names, each HEAD-probed for its size: the index
+ * itself is downloaded to read them. Refused before any shard is asked for where a name is not a
+ * plain file name beside it or the hub lacks one.
+ */
+async function shardsOf(b, index) {
+  if (index.size > MOST_INDEX_BYTES) {
+    throw new Error(`${b.label}: ${index.name} announces ${bytesText(index.size)}: that is no checkpoint index`);
+  }
+  const { blob } = await download(b, index, () => {});
+  let names;
+  try {
+    names = [...new Set(Object.values(JSON.parse(await blob.text()).weight_map))];
+  } catch (err) {
+    throw new Error(`${b.label}: ${index.name} is not a checkpoint index with a weight_map (${messageOf(err)})`);
+  }
+  const bad = names.find((name) => typeof name !== 'string' || !SHARD_NAME.test(name));
+  if (bad !== undefined || !names.length) {
+    throw new Error(`${b.label}: ${index.name} names ${bad === undefined ? 'no shard' : `the shard ${JSON.stringify(bad)}`}: `
+      + 'a shard is a .safetensors file beside the index; nothing else was downloaded');
+  }
+  const shards = [];
+  for (const name of names) {
+    const shard = await probe(b, name);
+    if (!shard) throw new Error(`${b.label}: ${index.name} names ${name}, which the hub does not have`);
+    shards.push(shard);
+  }
+  return shards;
+}
+
+/**
+ * What loading a model will download: config, the tokenizer files it has, and one weights file
+ * or a sharded checkpoint's index and the shards it names.
+ */
 async function plan(b, repo) {
   await waitForCore(b.label);
   const config = await probe(b, modelFileNames.config);
@@ -65,19 +106,26 @@ async function plan(b, repo) {
     const f = await probe(b, name);
     if (f) files.push(f);
   }
-  let weights = null;
+  let weights = [];
   for (const name of modelFileNames.weights) {
-    weights = await probe(b, name);
-    if (weights) break;
+    const file = await probe(b, name);
+    if (file) { weights = [file]; break; }
   }
-  if (!weights) {
-    throw new Error(`${b.label}: no ${modelFileNames.weights.join(' or ')} (sharded checkpoints are not supported yet)`);
+  let untouched = 'nothing was downloaded';
+  if (!weights.length) {
+    const index = await probe(b, modelFileNames.shardIndex);
+    if (!index) {
+      throw new Error(`${b.label}: no ${modelFileNames.weights.join(' or ')}, and no sharded checkpoint (${modelFileNames.shardIndex})`);
+    }
+    weights = await shardsOf(b, index);
+    files.push(index);
+    untouched = `nothing but its ${index.name} was downloaded`;
   }
-  // Downloaded before the core can read its header: twice the limit only where the known model's
-  // weights are known to fit in half precision.
+  // Downloaded before the core can read their headers: twice the limit only where the known
+  // model's weights are known to fit in half precision.
   const heldInHalf = known.some((m) => m.hubId === repo && m.tabWeights === 'half');
-  checkFitsInTab(b.label, weights.name, weights.size, 'nothing was downloaded', heldInHalf);
-  files.push(weights);
+  checkFitsInTab(b.label, weights.map((w) => w.name).join(', '), plannedBytes(weights), untouched, heldInHalf);
+  files.push(...weights);
   return files;
 }
 

@@ -283,9 +283,10 @@ export function cellMean(text) {
  * bytes; `repo` is `owner/name` for a model, `datasets/owner/name` for a dataset). Like the real
  * hub, LFS files (those `lfs(name)` picks) answer 302 to a CDN URL with their sha256 as
  * X-Linked-Etag, and the CDN answers with the sha256 as ETag; small files carry a git blob id as
- * ETag (not a sha256, so not verifiable). `hits` records every request.
+ * ETag (not a sha256, so not verifiable). `revisions` serves other files (rev → files) at other
+ * revisions. `hits` records every request.
  */
-export async function startFakeHub(files, { repo, rev, lfs }) {
+export async function startFakeHub(files, { repo, rev, lfs, revisions = {} }) {
   const hits = [];
   const sha256 = (b) => createHash('sha256').update(b).digest('hex');
   const gitId = (b) => createHash('sha1').update(`blob ${b.length}\0`).update(b).digest('hex');
@@ -309,9 +310,11 @@ export async function startFakeHub(files, { repo, rev, lfs }) {
       return send(200, { ETag: `"${cdn[2]}"`, 'Content-Length': body.length, 'Content-Type': 'application/octet-stream' }, body);
     }
     const resolved = /^\/(.+)\/resolve\/([^/]+)\/(.+)$/.exec(req.url);
-    const revision = resolved && resolved[1] === repo && (resolved[2] === rev || resolved[2] === 'corrupt') ? resolved[2] : null;
+    const served = resolved && resolved[1] === repo && Object.hasOwn(revisions, resolved[2]) ? revisions[resolved[2]] : files;
+    const known = resolved && resolved[1] === repo && [rev, 'corrupt', ...Object.keys(revisions)].includes(resolved[2]);
+    const revision = known ? resolved[2] : null;
     const name = revision ? decodeURIComponent(resolved[3]) : null;
-    const body = name != null && Object.hasOwn(files, name) ? files[name] : null;
+    const body = name != null && Object.hasOwn(served, name) ? served[name] : null;
     if (!body) return send(404, { 'Content-Type': 'text/plain' }, 'Entry not found');
     if (lfs(name)) {
       const sha = sha256(body);

@@ -377,6 +377,55 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
     }
   });
 
+  it('loads a sharded checkpoint by hub id: its index, then the shards it names; an index naming a file outside the folder is refused', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+    const id = 'test-org/llama-sharded';
+    const all = await folderFiles(LLAMA_BF16);
+    const served = Object.fromEntries(Object.entries(all).filter(([n]) => n !== 'pipeline.json'));
+    const indexName = 'model.safetensors.index.json';
+    const index = JSON.parse(served[indexName]);
+    const [first] = Object.keys(index.weight_map);
+    const outside = { ...index, weight_map: { ...index.weight_map, [first]: '../secret.safetensors' } };
+    const hub = await startFakeHub(served, {
+      repo: id, rev: 'main', lfs: (name) => name.endsWith('.safetensors'),
+      revisions: { outside: { ...served, [indexName]: Buffer.from(JSON.stringify(outside)) } },
+    });
+    const server = await startServer({ port: 0, mounts: pkgMounts(), hubOrigin: hub.origin });
+    const app = await openApp(browser, server, {
+      beforeGoto: (context) => context.route(`${hub.origin}/**`, (route) => route.continue()),
+    });
+    const { page } = app;
+    try {
+      await page.goto(`${app.origin}?hub=${encodeURIComponent(hub.origin)}`);
+      await waitReady(page);
+      await byTestId(page, 'hub-id').fill(`${id}@outside`);
+      await byTestId(page, 'hub-load').click();
+      const refused = await waitModelError(page);
+      assert.match(refused, /model\.safetensors\.index\.json names the shard "\.\.\/secret\.safetensors": a shard is a \.safetensors file beside the index; nothing else was downloaded/, refused);
+      assert.ok(!hub.hits.some((hit) => hit.includes('secret') || hit.includes('00001')), hub.hits.join('\n'));
+
+      await byTestId(page, 'hub-id').fill(`${id}@main`);
+      await byTestId(page, 'hub-load').click();
+      await byTestId(page, 'hub-plan').waitFor({ timeout: LOAD_TIMEOUT });
+      const planText = await byTestId(page, 'hub-plan').textContent();
+      for (const name of [indexName, 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors']) {
+        assert.ok(planText.includes(name), planText);
+      }
+      await byTestId(page, 'hub-confirm').click();
+      await waitLoaded(page, `hf:${id}@main`);
+      const llama = JSON.parse(all['pipeline.json']);
+      const r = await embedThroughPage(page, `hf:${id}@main`, llama.sequences, { cpu: true });
+      const worst = worstDifference(r.values, llama.pooled);
+      console.log(`sharded bf16 Llama by hub id, page CPU against the reference: max |Δ| = ${worst.toExponential(2)}`);
+      assert.ok(worst <= TOLERANCE, `max |page - PyTorch| = ${worst}`);
+      const offsite = new Set(app.offsite.filter((u) => !u.startsWith(hub.origin)));
+      assert.deepEqual([...offsite], [], 'only the page server and the local hub');
+    } finally {
+      await app.close();
+      await server.close();
+      await hub.close();
+    }
+  });
+
   it('a rerun reuses the embeddings kept in the browser, with the same profile; reuse can be turned off and the cache cleared', { timeout: LOAD_TIMEOUT * 4 }, async () => {
     const server = await startServer({ port: 0, mounts: pkgMounts() });
     const app = await openApp(browser, server);
