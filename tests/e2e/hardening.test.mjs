@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   FIXTURES, LOAD_TIMEOUT, NO_WASM, REPO, addFiles, byTestId, dropModel, folderFiles, launchBrowser, openApp,
-  pkgMounts, runAndWait, runWithoutError, waitLoaded, waitModelError, waitReady, wasmBuilt,
+  openWithHub, pkgMounts, runAndWait, runWithoutError, waitLoaded, waitModelError, waitReady, wasmBuilt,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
@@ -66,16 +66,6 @@ async function startHub(files, { repo, rev, sizes = {}, mode = () => 'ok' }) {
     hits,
     close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
   };
-}
-
-/** The app on a page server that lets it reach `hub` (startHub), with `?hub=` pointing at it. */
-async function openWithHub(browser, hub) {
-  const pageServer = await startServer({ port: 0, mounts: pkgMounts(), hubOrigin: hub.origin });
-  const app = await openApp(browser, pageServer, {
-    beforeGoto: (context) => context.route(`${hub.origin}/**`, (route) => route.continue()),
-    query: `?hub=${encodeURIComponent(hub.origin)}`,
-  });
-  return { app, close: async () => { await app.close(); await pageServer.close(); await hub.close(); } };
 }
 
 /** The keys of the page's Cache API entry `name` (empty without one). */

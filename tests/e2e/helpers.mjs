@@ -331,6 +331,19 @@ export async function startFakeHub(files, { repo, rev, lfs, revisions = {} }) {
   };
 }
 
+/**
+ * The app on a page server that lets it reach `hub` (a local stand-in: startFakeHub), with
+ * `?hub=` pointing at it; `close` closes the page, its server and the hub.
+ */
+export async function openWithHub(browser, hub) {
+  const pageServer = await startServer({ port: 0, mounts: pkgMounts(), hubOrigin: hub.origin });
+  const app = await openApp(browser, pageServer, {
+    beforeGoto: (context) => context.route(`${hub.origin}/**`, (route) => route.continue()),
+    query: `?hub=${encodeURIComponent(hub.origin)}`,
+  });
+  return { app, close: async () => { await app.close(); await pageServer.close(); await hub.close(); } };
+}
+
 /** A little-endian float32 .npy (geneb embed's output) as a flat array. */
 export function readNpyF32(bytes) {
   assert.equal(bytes.subarray(1, 6).toString('latin1'), 'NUMPY', 'an .npy file');

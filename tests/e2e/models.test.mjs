@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import {
   LOAD_TIMEOUT, NO_WASM, REPO, byTestId, downloadResult, dropModel, embedThroughPage, folderFiles, launchBrowser, nativeGeneb, openApp,
-  pkgMounts, profileRows, readNpyF32, runAndWait, runWithoutError, startFakeHub, waitLoaded, waitModelError, waitReady, wasmBuilt,
-  wasmMemoryMib,
+  openWithHub, pkgMounts, profileRows, readNpyF32, runAndWait, runWithoutError, startFakeHub, waitLoaded, waitModelError, waitReady,
+  wasmBuilt, wasmMemoryMib,
 } from './helpers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
@@ -389,13 +389,9 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
       repo: id, rev: 'main', lfs: (name) => name.endsWith('.safetensors'),
       revisions: { outside: { ...served, [indexName]: Buffer.from(JSON.stringify(outside)) } },
     });
-    const server = await startServer({ port: 0, mounts: pkgMounts(), hubOrigin: hub.origin });
-    const app = await openApp(browser, server, {
-      beforeGoto: (context) => context.route(`${hub.origin}/**`, (route) => route.continue()),
-    });
+    const { app, close } = await openWithHub(browser, hub);
     const { page } = app;
     try {
-      await page.goto(`${app.origin}?hub=${encodeURIComponent(hub.origin)}`);
       await waitReady(page);
       await byTestId(page, 'hub-id').fill(`${id}@outside`);
       await byTestId(page, 'hub-load').click();
@@ -420,9 +416,7 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
       const offsite = new Set(app.offsite.filter((u) => !u.startsWith(hub.origin)));
       assert.deepEqual([...offsite], [], 'only the page server and the local hub');
     } finally {
-      await app.close();
-      await server.close();
-      await hub.close();
+      await close();
     }
   });
 
@@ -550,14 +544,9 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
     const rev = 'main';
     const served = Object.fromEntries(Object.entries(files).filter(([n]) => n !== 'pipeline.json' && n !== 'expected.json'));
     const hub = await startFakeHub(served, { repo: id, rev, lfs: (name) => name.endsWith('.safetensors') });
-    const server = await startServer({ port: 0, mounts: pkgMounts(), hubOrigin: hub.origin });
-    const app = await openApp(browser, server, {
-      // openApp aborts every request that leaves the page's server; the local hub may be reached.
-      beforeGoto: (context) => context.route(`${hub.origin}/**`, (route) => route.continue()),
-    });
+    const { app, close } = await openWithHub(browser, hub);
     const { page } = app;
     try {
-      await page.goto(`${app.origin}?hub=${encodeURIComponent(hub.origin)}`);
       await waitReady(page);
       // A damaged download is refused, not kept.
       await byTestId(page, 'hub-id').fill(`${id}@corrupt`);
@@ -605,9 +594,7 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
       const worst = worstDifference(r.values, fixture.pooled.slice(0, 3));
       assert.ok(worst <= TOLERANCE, `cached model: max |page - PyTorch| = ${worst}`);
     } finally {
-      await app.close();
-      await server.close();
-      await hub.close();
+      await close();
     }
   });
 
