@@ -168,7 +168,7 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
     await browser?.close();
   });
 
-  it('a dropped NT-v2 folder embeds PyTorch\'s pooled values on WebGPU and on the CPU, and runs as an encoder', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+  it('a dropped NT-v2 folder embeds PyTorch\'s pooled values on WebGPU and on the CPU, narrowed to bf16 the CLI\'s, and runs as an encoder', { timeout: LOAD_TIMEOUT * 4 }, async () => {
     const server = await startServer({ port: 0, mounts: pkgMounts() });
     const app = await openApp(browser, server);
     try {
@@ -205,6 +205,28 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
         console.log(`nt_v2 in the page on ${r.backend.kind} (${r.backend.adapter}): max |page - PyTorch| = ${worst.toExponential(2)}`);
         assert.ok(worst <= TOLERANCE, `${r.backend.kind}: max |page - PyTorch| = ${worst}`);
       }
+      const cli = nativeGeneb();
+      assert.ok(cli, 'no native geneb build to compare with');
+      // Narrowed: the f32 checkpoint held in bf16, as a tab holds an f32 file whose f32 would not
+      // fit (up to twice its limit), embeds what the native CLI's narrowed model embeds.
+      const scratch = mkdtempSync(join(tmpdir(), 'geneb-narrowed-'));
+      try {
+        const input = join(scratch, 'sequences.txt');
+        writeFileSync(input, `${fixture.sequences.join('\n')}\n`);
+        const out = join(scratch, 'narrowed.npy');
+        const narrowedNative = spawnSync(cli, ['embed', '--model', `hf:${NT_V2}?weights=half`, '--backend', 'cpu', '--input', input,
+          '--out', out], { encoding: 'utf8', timeout: 120_000 });
+        assert.equal(narrowedNative.status, 0, narrowedNative.stderr);
+        const want = readNpyF32(readFileSync(out));
+        const narrowed = await embedThroughPage(app.page, 'hf:dropped-model', fixture.sequences, { cpu: true, weights: 'half' });
+        assert.match(narrowed.weights, /^NARROWED to bf16 from the checkpoint's F32/, narrowed.weights);
+        const worst = Math.max(...want.map((v, i) => Math.abs(v - narrowed.values[i])));
+        console.log(`nt_v2 narrowed to bf16, page CPU against geneb embed: max |Δ| = ${worst.toExponential(2)}`);
+        assert.equal(narrowed.values.length, want.length);
+        assert.ok(worst <= 1e-6, `narrowed: max |page - CLI| = ${worst}`);
+      } finally {
+        rmSync(scratch, { recursive: true, force: true });
+      }
       // The loaded model is an encoder for a run like the built-in ones: its files go with it.
       // The lambda table's 250 nt are at least 42 pieces, over the fixture's 40 tokens: each is
       // cut, and the page must count what the native CLI counts on both tables.
@@ -216,8 +238,6 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
       const models = (await profileRows(app.page, 'full')).map((row) => row.model);
       assert.ok(models.some((m) => m.includes('dropped-model')), `the hf model has a profile row: ${models.join(', ')}`);
       const cut = await byTestId(app.page, 'truncated').locator('li').allTextContents();
-      const cli = nativeGeneb();
-      assert.ok(cli, 'no native geneb build to compare the truncation counts with');
       const native = spawnSync(cli, ['eval', '--model', `hf:${NT_V2}`, '--task', GC_VS_AT, '--task', LAMBDA,
         '--regimes', 'full', '--no-cache', '--quiet'], { encoding: 'utf8', timeout: 300_000, maxBuffer: 64 << 20 });
       assert.equal(native.status, 0, native.stderr);
