@@ -60,8 +60,9 @@ export function parseHubId(text) {
  * index (no folder, no leading dot), so nothing outside the model's folder is ever fetched.
  */
 const SHARD_NAME = /^[\w-][\w.-]*\.safetensors$/;
-/** A 7B model's index is about 30 kB; anything far larger is not one. */
+/** A 7B model's index is about 30 kB and names a few shards; anything far larger is not one. */
 const MOST_INDEX_BYTES = 16 << 20;
+const MOST_SHARDS = 1024;
 
 /**
  * The shards the index `index` (a probed file) names, each HEAD-probed for its size: the index
@@ -78,6 +79,10 @@ async function shardsOf(b, index) {
     names = [...new Set(Object.values(JSON.parse(await blob.text()).weight_map))];
   } catch (err) {
     throw new Error(`${b.label}: ${index.name} is not a checkpoint index with a weight_map (${messageOf(err)})`);
+  }
+  if (names.length > MOST_SHARDS) {
+    throw new Error(`${b.label}: ${index.name} names ${names.length} shards, more than any checkpoint has `
+      + `(${MOST_SHARDS} at most): nothing else was downloaded`);
   }
   const bad = names.find((name) => typeof name !== 'string' || !SHARD_NAME.test(name));
   if (bad !== undefined || !names.length) {

@@ -397,7 +397,7 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
     }
   });
 
-  it('loads a sharded checkpoint by hub id: its index, then the shards it names; an index naming a file outside the folder is refused', { timeout: LOAD_TIMEOUT * 4 }, async () => {
+  it('loads a sharded checkpoint by hub id: its index, then the shards it names; an index naming a file outside the folder, or thousands of shards, is refused', { timeout: LOAD_TIMEOUT * 4 }, async () => {
     const id = 'test-org/llama-sharded';
     const all = await folderFiles(LLAMA_BF16);
     const served = Object.fromEntries(Object.entries(all).filter(([n]) => n !== 'pipeline.json'));
@@ -405,9 +405,12 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
     const index = JSON.parse(served[indexName]);
     const [first] = Object.keys(index.weight_map);
     const outside = { ...index, weight_map: { ...index.weight_map, [first]: '../secret.safetensors' } };
+    // Thousands of shards would be thousands of requests before anything is offered.
+    const manyShards = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`t${i}`, `model-${i}.safetensors`]));
+    const many = { ...index, weight_map: manyShards };
+    const indexOf = (value) => ({ ...served, [indexName]: Buffer.from(JSON.stringify(value)) });
     const hub = await startFakeHub(served, {
-      repo: id, rev: 'main', lfs: (name) => name.endsWith('.safetensors'),
-      revisions: { outside: { ...served, [indexName]: Buffer.from(JSON.stringify(outside)) } },
+      repo: id, rev: 'main', lfs: (name) => name.endsWith('.safetensors'), revisions: { outside: indexOf(outside), many: indexOf(many) },
     });
     const { app, close } = await openWithHub(browser, hub);
     const { page } = app;
@@ -418,6 +421,11 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
       const refused = await waitModelError(page);
       assert.match(refused, /model\.safetensors\.index\.json names the shard "\.\.\/secret\.safetensors": a shard is a \.safetensors file beside the index; nothing else was downloaded/, refused);
       assert.ok(!hub.hits.some((hit) => hit.includes('secret') || hit.includes('00001')), hub.hits.join('\n'));
+      await byTestId(page, 'hub-id').fill(`${id}@many`);
+      await byTestId(page, 'hub-load').click();
+      await page.waitForFunction(() => /5000 shards/.test(document.querySelector('[data-testid="model-error"]')?.textContent ?? ''), null, { timeout: LOAD_TIMEOUT });
+      assert.match(await byTestId(page, 'model-error').textContent(), /names 5000 shards, more than any checkpoint has \(1024 at most\): nothing else was downloaded/);
+      assert.ok(!hub.hits.some((hit) => /model-\d+\.safetensors/.test(hit)), 'no shard asked for');
 
       await byTestId(page, 'hub-id').fill(`${id}@main`);
       await byTestId(page, 'hub-load').click();
