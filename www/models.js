@@ -55,19 +55,15 @@ export function parseHubId(text) {
 // ---------------------------------------------------------------------------------------------
 // Hub download and cache (www/hub.js)
 
-/**
- * A shard's name as a sharded checkpoint's index may give it: a .safetensors file beside the
- * index (no folder, no leading dot), so nothing outside the model's folder is ever fetched.
- */
-const SHARD_NAME = /^[\w-][\w.-]*\.safetensors$/;
 /** A 7B model's index is about 30 kB and names a few shards; anything far larger is not one. */
 const MOST_INDEX_BYTES = 16 << 20;
 const MOST_SHARDS = 1024;
 
 /**
  * The shards the index `index` (a probed file) names, each HEAD-probed for its size: the index
- * itself is downloaded to read them. Refused before any shard is asked for where a name is not a
- * plain file name beside it or the hub lacks one.
+ * itself is downloaded, and the core reads it by the rule it loads shards by (a .safetensors
+ * file beside the index, nothing outside the model's folder). Refused before any shard is asked
+ * for where the core refuses a name, there are too many, or the hub lacks one.
  */
 async function shardsOf(b, index) {
   if (index.size > MOST_INDEX_BYTES) {
@@ -76,18 +72,13 @@ async function shardsOf(b, index) {
   const { blob } = await download(b, index, () => {});
   let names;
   try {
-    names = [...new Set(Object.values(JSON.parse(await blob.text()).weight_map))];
+    names = await callCore('shards', { index: { name: index.name, file: blob } });
   } catch (err) {
-    throw new Error(`${b.label}: ${index.name} is not a checkpoint index with a weight_map (${messageOf(err)})`);
+    throw new Error(`${b.label}: ${messageOf(err)}; nothing else was downloaded`);
   }
-  if (names.length > MOST_SHARDS) {
-    throw new Error(`${b.label}: ${index.name} names ${names.length} shards, more than any checkpoint has `
-      + `(${MOST_SHARDS} at most): nothing else was downloaded`);
-  }
-  const bad = names.find((name) => typeof name !== 'string' || !SHARD_NAME.test(name));
-  if (bad !== undefined || !names.length) {
-    throw new Error(`${b.label}: ${index.name} names ${bad === undefined ? 'no shard' : `the shard ${JSON.stringify(bad)}`}: `
-      + 'a shard is a .safetensors file beside the index; nothing else was downloaded');
+  if (!names.length || names.length > MOST_SHARDS) {
+    throw new Error(`${b.label}: ${index.name} names ${names.length} shards`
+      + `${names.length ? `, more than any checkpoint has (${MOST_SHARDS} at most)` : ''}: nothing else was downloaded`);
   }
   const shards = [];
   for (const name of names) {

@@ -31,6 +31,11 @@ export const CALLS = Object.freeze({
     args: '{request: {files: [{name, text}], maxParams?, costBudget?}}',
     value: '{html, csv, svg, official: {name: text}, analysis}',
   },
+  shards: {
+    about: 'the shard files a sharded checkpoint\'s index names, each once (www/models.js)',
+    args: '{index: {name, file}} (file: a File or Blob, read by the worker)',
+    value: '[name]',
+  },
   columns: {
     about: 'the dropped tables without a split column, and their columns (www/split.js)',
     args: '{files: [{name, file}]} (file: a File or Blob, read by the worker)',

@@ -343,6 +343,12 @@ async function report(id, { request }) {
   return plain(parseIfString(await onCore(id, 'cpu', (core) => core.report(request)))) ?? {};
 }
 
+/** The shard files a sharded checkpoint's index names, by the core's rule (www/models.js). */
+async function shards(id, { index }) {
+  const [read] = await readFiles([index]);
+  return plain(wasm.shardNames(read)) ?? [];
+}
+
 /** The dropped tables without a split column and their columns (www/split.js). */
 async function columns(id, { files }) {
   return {
@@ -401,7 +407,7 @@ function warmUpTable() {
 }
 
 /** The calls of www/protocol.js CALLS, each `(id, args) → value`. */
-const HANDLERS = { run, embed, predict, report, columns, audit };
+const HANDLERS = { run, embed, predict, report, columns, audit, shards };
 
 /** Answer one call: exactly one `done` or `failed`. */
 async function answer({ id, call, args }) {

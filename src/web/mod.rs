@@ -65,6 +65,17 @@ pub fn models() -> std::result::Result<JsValue, JsError> {
     answer(crate::encoder::model_list())
 }
 
+/// `{name, bytes}` of a sharded checkpoint's index → the shard files it names, each once: the
+/// core's rule (`checkpoint::safetensors::shard_names`) before the page asks a hub for any.
+#[wasm_bindgen(js_name = shardNames)]
+pub fn shard_names(index: JsValue) -> std::result::Result<JsValue, JsError> {
+    let index: DroppedFile = from_page(index)?;
+    answer(crate::checkpoint::safetensors::shard_names(
+        &index.name,
+        &index.bytes,
+    ))
+}
+
 #[derive(Deserialize)]
 struct DroppedFile {
     name: String,

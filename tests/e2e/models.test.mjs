@@ -419,7 +419,7 @@ describe('foundation models in the page', { timeout: 30 * 60_000 }, () => {
       await byTestId(page, 'hub-id').fill(`${id}@outside`);
       await byTestId(page, 'hub-load').click();
       const refused = await waitModelError(page);
-      assert.match(refused, /model\.safetensors\.index\.json names the shard "\.\.\/secret\.safetensors": a shard is a \.safetensors file beside the index; nothing else was downloaded/, refused);
+      assert.match(refused, /model\.safetensors\.index\.json: names the shard '\.\.\/secret\.safetensors', which is not a \.safetensors file in the index's own folder: geneb reads no file outside the model folder; nothing else was downloaded/, refused);
       assert.ok(!hub.hits.some((hit) => hit.includes('secret') || hit.includes('00001')), hub.hits.join('\n'));
       await byTestId(page, 'hub-id').fill(`${id}@many`);
       await byTestId(page, 'hub-load').click();
