@@ -876,7 +876,7 @@ pub fn leaderboard_models() -> crate::Result<Vec<LeaderboardModel>> {
             // geneb's own count where it has one: the leaderboard's are rounded.
             let parameters = known.and_then(|m| m.parameters).unwrap_or(row.params);
             let f32_bytes = parameters.saturating_mul(4);
-            let tab_weights = known.filter(|_| runs).and_then(|_| tab_weights(parameters));
+            let tab_weights = runs.then(|| tab_weights(parameters)).flatten();
             let fits_tab = tab_weights.is_some();
             let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
             let why_not = match known {
